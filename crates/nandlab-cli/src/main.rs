@@ -1,0 +1,218 @@
+//! `nandlab`: the command-line front end of the nandlab library.
+//!
+//! Exit codes: 0 when a run is clean, 1 when it found violations, 2 for bad
+//! input (configuration, options, files).
+
+mod bench;
+mod options;
+
+use clap::{Parser, Subcommand};
+use nandlab::config::{Config, PRESETS};
+use nandlab::ftl;
+use nandlab::report::StressReport;
+use nandlab::run::{stress, RunError};
+use nandlab::violation::Rule;
+use nandlab::workload::synthetic::SyntheticWorkload;
+use options::{DeviceArgs, RunArgs, WorkloadArgs};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "nandlab",
+    version,
+    about = "A virtual SSD laboratory for flash firmware (FTL) engineers and researchers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workload through an FTL on checked virtual NAND, untimed, and report.
+    Stress {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// List the device presets.
+    Presets,
+    /// List the FTLs and their options.
+    Ftls,
+    /// List the rules nandlab checks.
+    Rules,
+    /// Benchmarks: `nandlab bench stress`.
+    Bench {
+        #[command(subcommand)]
+        which: bench::BenchCommand,
+    },
+}
+
+/// Exit code for bad input.
+const EXIT_INPUT: u8 = 2;
+/// Exit code when violations were found.
+const EXIT_VIOLATIONS: u8 = 1;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Stress {
+            device,
+            workload,
+            run,
+        } => stress_command(&device, &workload, &run),
+        Command::Presets => {
+            for (name, _) in PRESETS {
+                match Config::preset(name) {
+                    Ok(c) => println!(
+                        "{name:16} {}\n{:16} source: {}",
+                        c.description, "", c.source
+                    ),
+                    Err(e) => println!("{name:16} (invalid: {e})"),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Ftls => {
+            for d in ftl::registry() {
+                println!("{} — {}", d.name, d.summary);
+                for o in d.options {
+                    println!("    {:36} default {:10} {}", o.name, o.default, o.help);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Rules => {
+            for r in Rule::ALL {
+                let group = if r.is_nand_rule() { "nand" } else { "oracle" };
+                println!(
+                    "{:22} {:6} default {:6} {}",
+                    r.name(),
+                    group,
+                    format!("{:?}", r.default_severity()).to_lowercase(),
+                    r.description()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Bench { which } => bench::run(which),
+    }
+}
+
+/// Print an input error and return exit code 2.
+fn input_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_INPUT)
+}
+
+fn stress_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunArgs) -> ExitCode {
+    let config = match device.load() {
+        Ok(c) => c,
+        Err(e) => return input_error(e),
+    };
+    let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    let reproduce = options::reproduce_command(seed);
+    let mut workload = match SyntheticWorkload::new(
+        &spec,
+        config.logical_bytes(),
+        config.geometry.sector_size_bytes(),
+        seed,
+    ) {
+        Ok(w) => w,
+        Err(e) => return input_error(e),
+    };
+    eprintln!(
+        "nandlab stress: preset {}, FTL {}, seed {seed}",
+        config.name, config.ftl_name
+    );
+    eprintln!(
+        "  workload: {}",
+        nandlab::workload::Workload::describe(&workload)
+    );
+    let opts = stress::StressOptions {
+        seed,
+        max_errors: run.max_errors,
+        keep_violations: run.keep_violations,
+        remount_verify: run.remount,
+        oracle_unit_sectors: run.oracle_unit,
+        idle_every: run.idle_every,
+    };
+    let bar = progress_bar(run.no_progress);
+    let result = stress::run(&config, &mut workload, &opts, &mut |p| {
+        if let Some(b) = &bar {
+            if let Some(t) = p.total {
+                b.set_length(t);
+            }
+            b.set_position(p.done);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut report = match result {
+        Ok(r) => r,
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
+    };
+    report.reproduce = Some(reproduce);
+    finish_report(&report, run.json.as_deref())
+}
+
+/// Print the summary and violations, write JSON, and choose the exit code.
+fn finish_report(report: &StressReport, json: Option<&std::path::Path>) -> ExitCode {
+    print!("{}", report.summary());
+    if !report.violations.is_empty() {
+        println!(
+            "\nFirst violations ({} kept of {} errors and {} warnings):",
+            report.violations.len(),
+            report.errors,
+            report.warnings
+        );
+        for v in &report.violations {
+            println!("  {v}");
+        }
+    }
+    if report.errors > 0 {
+        if let Some(cmd) = &report.reproduce {
+            println!("\nReproduce with:\n  {cmd}");
+        }
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize");
+        let written = if path.as_os_str() == "-" {
+            Ok(println!("{text}"))
+        } else {
+            std::fs::write(path, text + "\n")
+        };
+        if let Err(e) = written {
+            return input_error(format!(
+                "{}: cannot write the JSON report: {e}",
+                path.display()
+            ));
+        }
+    }
+    if report.errors > 0 {
+        ExitCode::from(EXIT_VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn progress_bar(disabled: bool) -> Option<indicatif::ProgressBar> {
+    if disabled || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})")
+            .expect("valid template"),
+    );
+    Some(bar)
+}

@@ -1,0 +1,312 @@
+//! Command-line options shared by the run modes: the device (preset or
+//! file, FTL and its options, rule severities), the workload (fio's option
+//! names), and how the run behaves.
+
+use clap::Args;
+use nandlab::config::Config;
+use nandlab::workload::size::SizeSpec;
+use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct DeviceArgs {
+    /// A built-in device preset (see `nandlab presets`).
+    #[arg(long, conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// A device configuration file (TOML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The FTL (see `nandlab ftls`); default: the configuration's.
+    #[arg(long)]
+    pub ftl: Option<String>,
+    /// An FTL option, KEY=VALUE (repeatable), e.g. --ftl-opt gc_stream=shared.
+    #[arg(long = "ftl-opt", value_name = "KEY=VALUE")]
+    pub ftl_opt: Vec<String>,
+    /// GC victim policy (same as --ftl-opt gc_policy=P).
+    #[arg(long = "gc-policy")]
+    pub gc_policy: Option<String>,
+    /// Severity of a NAND rule, RULE=allow|warn|error (repeatable; see `nandlab rules`).
+    #[arg(long = "rule", value_name = "RULE=SEVERITY")]
+    pub rules: Vec<String>,
+}
+
+impl DeviceArgs {
+    /// The configuration with every command-line override applied.
+    pub fn load(&self) -> Result<Config, String> {
+        let mut config =
+            match (&self.preset, &self.config) {
+                (Some(p), _) => Config::preset(p).map_err(|e| e.to_string())?,
+                (None, Some(f)) => Config::load(f).map_err(|e| e.to_string())?,
+                (None, None) => return Err(
+                    "give a device: --preset NAME (see `nandlab presets`) or --config FILE.toml"
+                        .into(),
+                ),
+            };
+        if let Some(name) = &self.ftl {
+            if *name != config.ftl_name {
+                if !config.ftl_options.is_empty() {
+                    eprintln!(
+                        "note: --ftl {name} replaces the configuration's FTL `{}`; its [ftl] options are not used",
+                        config.ftl_name
+                    );
+                }
+                config.ftl_options.clear();
+                config.ftl_name = name.clone();
+            }
+        }
+        let mut assignments = self.ftl_opt.clone();
+        if let Some(p) = &self.gc_policy {
+            assignments.push(format!("gc_policy={p}"));
+        }
+        for a in &assignments {
+            let (key, value) = parse_assignment(a)?;
+            config.ftl_options.insert(key, value);
+        }
+        for r in &self.rules {
+            config
+                .rules
+                .parse_assignment(r)
+                .map_err(|e| format!("--rule {e}"))?;
+        }
+        Ok(config)
+    }
+}
+
+/// `KEY=VALUE` with VALUE read as TOML (a number, a boolean, or a bare string).
+fn parse_assignment(text: &str) -> Result<(String, toml::Value), String> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--ftl-opt `{text}`: expected KEY=VALUE"))?;
+    let key = k.trim().to_string();
+    let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
+    Ok((key, value))
+}
+
+/// Workload options, with fio's names.
+#[derive(Args, Debug, Clone, Default)]
+pub struct WorkloadArgs {
+    /// read, write, randread, randwrite, rw, randrw, trim, randtrim.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub rw: Option<String>,
+    /// Request size (4k, 64KiB, …).
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub bs: Option<String>,
+    /// Request sizes MIN-MAX, drawn among multiples of MIN.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub bsrange: Option<String>,
+    /// Alignment of random offsets (default: the minimum size).
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub blockalign: Option<String>,
+    /// Percentage of reads in rw / randrw.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub rwmixread: Option<u32>,
+    /// Start of the I/O region.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub offset: Option<String>,
+    /// Size of the I/O region (bytes, 50%, …).
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub size: Option<String>,
+    /// Bytes read + written per job (4g, or 4x = four times the logical capacity).
+    #[arg(
+        long = "io_size",
+        alias = "io-size",
+        help_heading = "Workload (fio names)"
+    )]
+    pub io_size: Option<String>,
+    /// nandlab: bytes written per job before stopping (4x, 100g, …).
+    #[arg(
+        long = "write_size",
+        alias = "write-size",
+        help_heading = "Workload (fio names)"
+    )]
+    pub write_size: Option<String>,
+    /// random (uniform), zipf:θ, pareto:h.
+    #[arg(
+        long = "random_distribution",
+        alias = "random-distribution",
+        help_heading = "Workload (fio names)"
+    )]
+    pub random_distribution: Option<String>,
+    /// Outstanding requests per job (timed modes).
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub iodepth: Option<u32>,
+    /// Jobs issuing requests.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub numjobs: Option<u32>,
+    /// A flush after every N writes.
+    #[arg(long, help_heading = "Workload (fio names)")]
+    pub fsync: Option<u32>,
+    /// nandlab: percentage of requests that are trims.
+    #[arg(
+        long = "trim_percent",
+        alias = "trim-percent",
+        help_heading = "Workload (fio names)"
+    )]
+    pub trim_percent: Option<f64>,
+}
+
+fn size(option: &str, text: &str) -> Result<SizeSpec, String> {
+    text.parse().map_err(|e| format!("--{option}: {e}"))
+}
+
+impl WorkloadArgs {
+    /// Apply the given options over a base specification (the preset's).
+    pub fn apply(&self, mut s: SyntheticSpec) -> Result<SyntheticSpec, String> {
+        if let Some(rw) = &self.rw {
+            s.rw = rw.parse::<RwMode>().map_err(|e| format!("--rw: {e}"))?;
+        }
+        if let Some(bs) = &self.bs {
+            s.bs = size("bs", bs)?;
+            s.bsrange = None;
+        }
+        if let Some(r) = &self.bsrange {
+            nandlab::workload::size::parse_range(r).map_err(|e| format!("--bsrange: {e}"))?;
+            s.bsrange = Some(r.clone());
+        }
+        if let Some(a) = &self.blockalign {
+            s.blockalign = Some(size("blockalign", a)?);
+        }
+        if let Some(m) = self.rwmixread {
+            s.rwmixread = m;
+        }
+        if let Some(o) = &self.offset {
+            s.offset = size("offset", o)?;
+        }
+        if let Some(z) = &self.size {
+            s.size = Some(size("size", z)?);
+        }
+        if let Some(i) = &self.io_size {
+            s.io_size = Some(size("io_size", i)?);
+            if self.write_size.is_none() {
+                s.write_size = None;
+            }
+        }
+        if let Some(w) = &self.write_size {
+            s.write_size = Some(size("write_size", w)?);
+        }
+        if let Some(d) = &self.random_distribution {
+            s.random_distribution = d
+                .parse()
+                .map_err(|e| format!("--random_distribution: {e}"))?;
+        }
+        if let Some(v) = self.iodepth {
+            s.iodepth = v;
+        }
+        if let Some(v) = self.numjobs {
+            s.numjobs = v;
+        }
+        if let Some(v) = self.fsync {
+            s.fsync = v;
+        }
+        if let Some(v) = self.trim_percent {
+            s.trim_percent = v;
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Run seed (drawn and printed when absent).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the JSON report to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Stop after this many error violations (0: never stop).
+    #[arg(long = "max-errors", default_value_t = 1)]
+    pub max_errors: u64,
+    /// Violations kept in full in the report.
+    #[arg(long = "keep-violations", default_value_t = 20)]
+    pub keep_violations: usize,
+    /// At the end: clean shutdown, mount a fresh FTL, read every sector back.
+    #[arg(long)]
+    pub remount: bool,
+    /// No progress bar.
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
+    /// Oracle version grain in sectors (default: the workload's alignment).
+    #[arg(long = "oracle-unit")]
+    pub oracle_unit: Option<u32>,
+    /// Give the FTL idle time (background work) after every N requests.
+    #[arg(long = "idle-every", default_value_t = 0)]
+    pub idle_every: u64,
+}
+
+/// The command line of this run with its seed pinned (for "reproduce with").
+pub fn reproduce_command(seed: u64) -> String {
+    let mut out = vec!["nandlab".to_string()];
+    let mut args = std::env::args().skip(1).peekable();
+    while let Some(a) = args.next() {
+        if a == "--seed" || a == "--json" {
+            args.next();
+            continue;
+        }
+        if a.starts_with("--seed=") || a.starts_with("--json=") {
+            continue;
+        }
+        out.push(quote(&a));
+    }
+    out.push(format!("--seed {seed}"));
+    out.join(" ")
+}
+
+fn quote(a: &str) -> String {
+    if a.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=.:/%,+".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ftl_option_values_are_typed() {
+        assert_eq!(
+            parse_assignment("copyback=false").unwrap().1,
+            toml::Value::Boolean(false)
+        );
+        assert_eq!(
+            parse_assignment("gc_foreground_free_blocks=3").unwrap().1,
+            toml::Value::Integer(3)
+        );
+        assert_eq!(
+            parse_assignment("gc_stream=shared").unwrap().1,
+            toml::Value::String("shared".into())
+        );
+        assert!(parse_assignment("nothing").is_err());
+    }
+
+    #[test]
+    fn workload_flags_override_the_preset() {
+        let args = WorkloadArgs {
+            bs: Some("16k".into()),
+            rw: Some("write".into()),
+            ..Default::default()
+        };
+        let base = SyntheticSpec {
+            bsrange: Some("4k-8k".into()),
+            ..Default::default()
+        };
+        let s = args.apply(base).unwrap();
+        assert_eq!(s.bs, SizeSpec::Bytes(16384));
+        assert_eq!(s.bsrange, None);
+        assert_eq!(s.rw, RwMode::Write);
+        let bad = WorkloadArgs {
+            rw: Some("sideways".into()),
+            ..Default::default()
+        };
+        assert!(bad
+            .apply(SyntheticSpec::default())
+            .unwrap_err()
+            .starts_with("--rw"));
+    }
+}

@@ -1,0 +1,370 @@
+//! Run configuration: a device (geometry, capacity, DRAM, rules), an FTL and
+//! its options, and optionally a default workload — one TOML file.
+//!
+//! ```toml
+//! name = "tiny"
+//! source = "where the numbers come from"
+//!
+//! [geometry]          # see nand::GeometryConfig
+//! channels = 2
+//! ...
+//!
+//! [device]
+//! logical_sectors = 1000000        # or logical_bytes = "3g", or spare_percent = 7
+//! dram_bytes = "64m"
+//! factory_bad_block_percent = 0.0
+//!
+//! [rules]             # severity per NAND rule: allow, warn, error
+//! program_out_of_order = "error"
+//!
+//! [ftl]
+//! name = "page"
+//! gc_policy = "greedy"
+//!
+//! [workload]          # fio-style, see workload::synthetic
+//! rw = "randwrite"
+//! ```
+//!
+//! Presets are such files shipped in `presets/` and built into the binary.
+//! Every error names the file, the line when it can be found, the field and
+//! the reason.
+
+use crate::ftl::FtlOptions;
+use crate::nand::{BlockAddr, Geometry, GeometryConfig};
+use crate::seed::rng_for;
+use crate::violation::RuleConfig;
+use crate::workload::size::SizeSpec;
+use crate::workload::synthetic::SyntheticSpec;
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The presets shipped with nandlab: (name, TOML text).
+pub const PRESETS: &[(&str, &str)] = &[
+    ("tiny", include_str!("../../../presets/tiny.toml")),
+    (
+        "femu-bbssd",
+        include_str!("../../../presets/femu-bbssd.toml"),
+    ),
+    (
+        "vst-jasmine",
+        include_str!("../../../presets/vst-jasmine.toml"),
+    ),
+    (
+        "mqsim-default",
+        include_str!("../../../presets/mqsim-default.toml"),
+    ),
+];
+
+/// A configuration error: where, which field, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: ", self.file, l)?,
+            None => write!(f, "{}: ", self.file)?,
+        }
+        if self.field.is_empty() {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "`{}`: {}", self.field, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The `[device]` table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceConfig {
+    /// Logical capacity in sectors (exactly one of the three capacity fields).
+    pub logical_sectors: Option<u64>,
+    /// Logical capacity in bytes (`"3g"`).
+    pub logical_bytes: Option<SizeSpec>,
+    /// Share of the raw capacity kept as spare: logical = raw × (1 − p/100).
+    pub spare_percent: Option<f64>,
+    /// Device DRAM available to the FTL, in bytes (`"64m"`).
+    pub dram_bytes: Option<SizeSpec>,
+    /// Share of blocks marked bad at the factory, placed by the run seed.
+    #[serde(default)]
+    pub factory_bad_block_percent: f64,
+}
+
+/// A configuration file as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Where the numbers come from (papers, shipped configurations).
+    pub source: Option<String>,
+    pub geometry: GeometryConfig,
+    #[serde(default)]
+    pub device: DeviceConfig,
+    #[serde(default)]
+    pub rules: RuleConfig,
+    #[serde(default)]
+    pub ftl: toml::Table,
+    pub workload: Option<SyntheticSpec>,
+}
+
+/// A validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub name: String,
+    pub description: String,
+    pub source: String,
+    pub geometry: Geometry,
+    pub logical_sectors: u64,
+    pub dram_budget_bytes: u64,
+    pub factory_bad_block_percent: f64,
+    pub rules: RuleConfig,
+    pub ftl_name: String,
+    pub ftl_options: FtlOptions,
+    pub workload: Option<SyntheticSpec>,
+}
+
+/// Default device DRAM when a configuration does not say: 1 GiB.
+const DEFAULT_DRAM_BYTES: u64 = 1 << 30;
+
+impl Config {
+    /// Load a preset by name.
+    pub fn preset(name: &str) -> Result<Config, ConfigError> {
+        let (_, text) = PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| ConfigError {
+                file: "--preset".into(),
+                line: None,
+                field: String::new(),
+                reason: format!(
+                    "unknown preset `{name}` (available: {})",
+                    PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })?;
+        Config::parse(text, &format!("presets/{name}.toml"))
+    }
+
+    /// Load a configuration file.
+    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            line: None,
+            field: String::new(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Config::parse(&text, &file)
+    }
+
+    /// Parse and validate configuration text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let raw: ConfigFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            ConfigError {
+                file: file.into(),
+                line,
+                field: String::new(),
+                reason: e.message().trim().to_string(),
+            }
+        })?;
+        let err = |table: &str, key: &str, reason: String| ConfigError {
+            file: file.into(),
+            line: locate(text, table, key),
+            field: if table.is_empty() {
+                key.to_string()
+            } else {
+                format!("{table}.{key}")
+            },
+            reason,
+        };
+        let geometry = raw
+            .geometry
+            .validate()
+            .map_err(|e| err("geometry", e.field, e.reason))?;
+        let logical_sectors =
+            logical_capacity(&raw.device, &geometry).map_err(|(k, r)| err("device", k, r))?;
+        let dram_budget_bytes = raw
+            .device
+            .dram_bytes
+            .map_or(DEFAULT_DRAM_BYTES, |d| d.resolve(geometry.raw_bytes()));
+        let bad = raw.device.factory_bad_block_percent;
+        if !(0.0..50.0).contains(&bad) {
+            return Err(err(
+                "device",
+                "factory_bad_block_percent",
+                "must be within 0..50".into(),
+            ));
+        }
+        let mut ftl_options = raw.ftl.clone();
+        let ftl_name = match ftl_options.remove("name") {
+            None => "page".to_string(),
+            Some(toml::Value::String(s)) => s,
+            Some(_) => return Err(err("ftl", "name", "must be a string".into())),
+        };
+        Ok(Config {
+            name: raw.name.unwrap_or_else(|| file.to_string()),
+            description: raw.description.unwrap_or_default(),
+            source: raw.source.unwrap_or_default(),
+            geometry,
+            logical_sectors,
+            dram_budget_bytes,
+            factory_bad_block_percent: bad,
+            rules: raw.rules,
+            ftl_name,
+            ftl_options,
+            workload: raw.workload,
+        })
+    }
+
+    pub fn logical_bytes(&self) -> u64 {
+        self.logical_sectors * u64::from(self.geometry.sector_size_bytes())
+    }
+
+    /// The factory-bad blocks of this device under `seed`.
+    pub fn factory_bad_blocks(&self, seed: u64) -> Vec<BlockAddr> {
+        if self.factory_bad_block_percent <= 0.0 {
+            return Vec::new();
+        }
+        let mut rng = rng_for(seed, "nand.factory_bad_blocks");
+        (0..u64::from(self.geometry.blocks()))
+            .filter(|_| rng.random::<f64>() * 100.0 < self.factory_bad_block_percent)
+            .map(BlockAddr)
+            .collect()
+    }
+}
+
+fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<u64, (&'static str, String)> {
+    let sector = u64::from(g.sector_size_bytes());
+    let given = [
+        d.logical_sectors.is_some(),
+        d.logical_bytes.is_some(),
+        d.spare_percent.is_some(),
+    ];
+    if given.iter().filter(|&&x| x).count() > 1 {
+        return Err((
+            "logical_sectors",
+            "give only one of logical_sectors, logical_bytes and spare_percent".into(),
+        ));
+    }
+    let (field, sectors) = if let Some(s) = d.logical_sectors {
+        ("logical_sectors", s)
+    } else if let Some(b) = d.logical_bytes {
+        let bytes = b.resolve(g.raw_bytes());
+        if bytes % sector != 0 {
+            return Err((
+                "logical_bytes",
+                format!("{bytes} is not a multiple of the {sector}-byte sector"),
+            ));
+        }
+        ("logical_bytes", bytes / sector)
+    } else {
+        let p = d.spare_percent.unwrap_or(7.0);
+        if !(p > 0.0 && p < 90.0) {
+            return Err(("spare_percent", "must be within (0, 90)".into()));
+        }
+        (
+            "spare_percent",
+            (g.raw_sectors() as f64 * (1.0 - p / 100.0)) as u64,
+        )
+    };
+    if sectors == 0 || sectors >= g.raw_sectors() {
+        return Err((
+            field,
+            format!(
+                "the logical capacity ({sectors} sectors) must be positive and below the raw {}",
+                g.raw_sectors()
+            ),
+        ));
+    }
+    if sectors > u64::from(u32::MAX) {
+        // Payload stamps keep LBAs in 32 bits.
+        return Err((field, format!("{sectors} sectors: at most 2^32 - 1 logical sectors are supported (use larger sectors)")));
+    }
+    Ok(sectors)
+}
+
+/// 1-based line of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The line where `key` is set inside `[table]` (or at top level if `table` is empty).
+fn locate(text: &str, table: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(h) = t.strip_prefix('[') {
+            current = h.trim_end_matches(']').trim().to_string();
+            continue;
+        }
+        if current == table {
+            if let Some((k, _)) = t.split_once('=') {
+                if k.trim() == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_and_cites_a_source() {
+        for (name, _) in PRESETS {
+            let c = Config::preset(name).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!c.source.is_empty(), "{name} has no source");
+            assert!(c.logical_sectors < c.geometry.raw_sectors());
+        }
+    }
+
+    #[test]
+    fn published_capacities_are_reproduced() {
+        let femu = Config::preset("femu-bbssd").unwrap();
+        assert_eq!(femu.geometry.raw_bytes(), 4 << 30);
+        assert_eq!(femu.logical_bytes(), 3 << 30);
+        let vst = Config::preset("vst-jasmine").unwrap();
+        assert_eq!(vst.geometry.raw_sectors(), 136_052_736);
+        assert_eq!(vst.logical_sectors, 124_822_461);
+        let mq = Config::preset("mqsim-default").unwrap();
+        assert_eq!(mq.geometry.raw_bytes(), 512 << 30);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let text = Config::preset("tiny")
+            .map(|_| PRESETS[0].1)
+            .unwrap()
+            .replace("pages_per_block = 32", "pages_per_block = 0");
+        let e = Config::parse(&text, "x.toml").unwrap_err();
+        assert_eq!(e.field, "geometry.pages_per_block");
+        assert!(e.line.is_some());
+        assert!(e.to_string().starts_with("x.toml:"), "{e}");
+
+        let e = Config::parse("[geometry]\nchannels = \"two\"\n", "y.toml").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+
+        let e = Config::parse(&format!("{}\nbogus = 1\n", PRESETS[0].1), "z.toml").unwrap_err();
+        assert!(e.reason.contains("bogus"), "{e}");
+    }
+}

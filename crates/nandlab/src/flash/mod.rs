@@ -1,0 +1,267 @@
+//! The flash interface: everything an FTL may do to the device.
+//!
+//! An FTL reaches flash only through [`Flash`]: page reads, programs with
+//! OOB, block erases, copyback, multi-plane forms, data buffers in device
+//! DRAM, the geometry, its DRAM budget, and (in timed modes) the current
+//! time and which dies are busy. The interface is deliberately
+//! C-ABI-shaped: plain integers for addresses and buffer handles, byte
+//! slices for metadata and OOB, error codes for failures, no generics or
+//! closures, so firmware written in C can implement an FTL against the same
+//! contract.
+//!
+//! Every call names its [`Cause`] (host data, garbage collection, wear
+//! leveling, metadata, recovery, format). The controller also knows which
+//! host request, if any, the FTL is serving, so timing can charge each
+//! operation to the request that waits for it and reports can split write
+//! amplification by cause.
+//!
+//! Functional effects happen at once: when a call returns, the NAND has
+//! changed. A timed mode only *records* the operation on resource
+//! timelines through a [`FlashObserver`]; power-cut and media-error
+//! injection are observers too, so neither timing nor faults appear in FTL
+//! code.
+
+pub mod buffers;
+mod controller;
+
+pub use buffers::BufId;
+pub use controller::{FlashController, FlashStats, OpCounts};
+
+use crate::nand::{BlockAddr, Geometry, PageAddr};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Why a flash operation is issued. Reports split flash traffic by cause;
+/// write amplification counts everything that is not `Host` as extra.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Cause {
+    /// Moving host data for a host request (including read-modify-write).
+    Host = 0,
+    /// Garbage collection (copying valid pages, erasing victims).
+    Gc = 1,
+    /// Wear leveling (moving cold data off young blocks).
+    WearLeveling = 2,
+    /// FTL metadata: mapping pages, summaries, checkpoints.
+    Metadata = 3,
+    /// Mount and recovery scans.
+    Recovery = 4,
+    /// First power-on formatting.
+    Format = 5,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 6] = [
+        Cause::Host,
+        Cause::Gc,
+        Cause::WearLeveling,
+        Cause::Metadata,
+        Cause::Recovery,
+        Cause::Format,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Gc => "gc",
+            Cause::WearLeveling => "wear_leveling",
+            Cause::Metadata => "metadata",
+            Cause::Recovery => "recovery",
+            Cause::Format => "format",
+        }
+    }
+}
+
+/// Typed flash failures. The numeric values are the C ABI error codes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Error, Serialize, Deserialize)]
+#[repr(i32)]
+pub enum FlashError {
+    #[error("address out of range")]
+    AddressOutOfRange = 1,
+    #[error("bad block")]
+    BadBlock = 2,
+    #[error("program failed")]
+    ProgramFailed = 3,
+    #[error("erase failed")]
+    EraseFailed = 4,
+    #[error("uncorrectable read (ECC failed)")]
+    Uncorrectable = 5,
+    #[error("power lost")]
+    PowerLoss = 6,
+    #[error("OOB data longer than the FTL declared it uses")]
+    OobTooLong = 7,
+    #[error("invalid buffer handle or sector range")]
+    InvalidBuffer = 8,
+    #[error("device DRAM budget exhausted")]
+    DramExhausted = 9,
+    #[error("invalid argument")]
+    InvalidArgument = 10,
+}
+
+/// The kind of a flash operation, as seen by observers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Read,
+    ReadOob,
+    ReadMeta,
+    Program,
+    ProgramMeta,
+    Copyback,
+    Erase,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 7] = [
+        OpKind::Read,
+        OpKind::ReadOob,
+        OpKind::ReadMeta,
+        OpKind::Program,
+        OpKind::ProgramMeta,
+        OpKind::Copyback,
+        OpKind::Erase,
+    ];
+}
+
+/// One flash operation, described for observers (timing, fault injection).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FlashOp {
+    pub kind: OpKind,
+    pub cause: Cause,
+    /// The host request being served when the FTL issued the operation.
+    pub request_id: Option<u64>,
+    /// Index of this operation in the run (from 0).
+    pub op_index: u64,
+    /// The page (reads, programs, copyback destination) or block (erase).
+    pub address: u64,
+    /// Copyback source page.
+    pub source: Option<u64>,
+    /// Planes operated on together (1 unless multi-plane).
+    pub planes: u32,
+    /// Data bytes moved over the channel.
+    pub transfer_bytes: u32,
+    /// The buffer read into, or programmed from.
+    pub buffer: Option<BufId>,
+}
+
+/// A hook on every flash operation: timing models and fault injectors.
+pub trait FlashObserver {
+    /// Called before an operation takes effect; an error (e.g. a power cut)
+    /// stops it and is returned to the FTL.
+    fn before_op(&mut self, _op: &FlashOp) -> Result<(), FlashError> {
+        Ok(())
+    }
+    /// Called after an operation took effect.
+    fn after_op(&mut self, _op: &FlashOp) {}
+    fn now_ns(&self) -> Option<u64> {
+        None
+    }
+    fn die_busy_until_ns(&self, _die: u32) -> Option<u64> {
+        None
+    }
+}
+
+/// One page of a multi-plane program.
+#[derive(Copy, Clone, Debug)]
+pub struct ProgramOp<'a> {
+    pub page: PageAddr,
+    pub src: BufId,
+    pub src_sector: u32,
+    pub oob: &'a [u8],
+}
+
+/// One page of a multi-plane read (whole page into a buffer).
+#[derive(Copy, Clone, Debug)]
+pub struct ReadOp {
+    pub page: PageAddr,
+    pub dst: BufId,
+    pub dst_sector: u32,
+}
+
+/// The flash interface an FTL sees. See the module docs.
+///
+/// Sector arguments count host sectors (`geometry().sector_size_bytes()`);
+/// a page holds `geometry().sectors_per_page()` of them.
+pub trait Flash {
+    fn geometry(&self) -> &Geometry;
+    /// Device DRAM available to the FTL (maps, caches, buffers), in bytes.
+    fn dram_budget_bytes(&self) -> u64;
+    /// Simulated time in ns, in timed modes.
+    fn now_ns(&self) -> Option<u64>;
+    /// When a die finishes its queued work, in timed modes.
+    fn die_busy_until_ns(&self, die: u32) -> Option<u64>;
+    /// The factory bad-block mark of a block (read from its spare area at format).
+    fn is_factory_bad(&self, block: BlockAddr) -> bool;
+
+    /// Read sectors `first_sector .. first_sector+sectors` of a page into a
+    /// buffer at `dst_sector`, and the page's OOB into `oob` (may be empty).
+    fn read(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        first_sector: u32,
+        sectors: u32,
+        dst: BufId,
+        dst_sector: u32,
+        oob: &mut [u8],
+    ) -> Result<(), FlashError>;
+    /// Read only the spare area of a page (erased spare reads as 0xFF).
+    fn read_oob(&mut self, cause: Cause, page: PageAddr, oob: &mut [u8]) -> Result<(), FlashError>;
+    /// Read a page of FTL metadata as bytes, and its OOB.
+    fn read_meta(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        data: &mut [u8],
+        oob: &mut [u8],
+    ) -> Result<(), FlashError>;
+    /// Program a page with one page of host data taken from `src` at
+    /// `src_sector`, and OOB bytes. Erased sectors of the source are left
+    /// erased, which is how a partial program (NOP > 1) is expressed.
+    fn program(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        src: BufId,
+        src_sector: u32,
+        oob: &[u8],
+    ) -> Result<(), FlashError>;
+    /// Program a page with FTL metadata bytes (at most a page) and OOB.
+    fn program_meta(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), FlashError>;
+    /// Copy a page within a plane without a channel transfer; `oob`, when
+    /// given, replaces the destination's spare area.
+    fn copyback(
+        &mut self,
+        cause: Cause,
+        src: PageAddr,
+        dst: PageAddr,
+        oob: Option<&[u8]>,
+    ) -> Result<(), FlashError>;
+    fn erase(&mut self, cause: Cause, block: BlockAddr) -> Result<(), FlashError>;
+    /// Program one page on each of several planes of a die at once.
+    fn program_multi(&mut self, cause: Cause, ops: &[ProgramOp]) -> Result<(), FlashError>;
+    /// Read one whole page on each of several planes of a die at once.
+    fn read_multi(&mut self, cause: Cause, ops: &[ReadOp]) -> Result<(), FlashError>;
+    /// Erase one block on each of several planes of a die at once.
+    fn erase_multi(&mut self, cause: Cause, blocks: &[BlockAddr]) -> Result<(), FlashError>;
+
+    /// A data buffer of `sectors` sectors in device DRAM, initially erased (0xFF).
+    fn buf_alloc(&mut self, sectors: u32) -> Result<BufId, FlashError>;
+    fn buf_free(&mut self, buf: BufId);
+    fn buf_copy(
+        &mut self,
+        dst: BufId,
+        dst_sector: u32,
+        src: BufId,
+        src_sector: u32,
+        sectors: u32,
+    ) -> Result<(), FlashError>;
+    /// Fill sectors of a buffer with zeros.
+    fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError>;
+}

@@ -1,0 +1,195 @@
+//! The FTL interface, and the registry of FTLs that ship with nandlab.
+//!
+//! An FTL is built from an [`FtlEnv`] (geometry, logical capacity, DRAM
+//! budget, its own seed) and its options, then powered on either for the
+//! first time ([`Ftl::format`]) or over existing flash ([`Ftl::mount`]).
+//! After that it serves host reads, writes, trims and flushes, does
+//! background work when the host is idle, and persists what it must on a
+//! clean [`Ftl::shutdown`]. Nothing in the FTL's memory survives a power
+//! cycle: a mount must rebuild its state from flash alone.
+//!
+//! The FTL reaches data only through [`Flash`]; host data arrives and
+//! leaves in buffers it never looks inside (see [`crate::nand::payload`]).
+//! That is what lets the same FTL run untimed (`stress`), timed (`perf`),
+//! under power cuts (`crash`) and with real bytes, and what keeps the
+//! interface expressible over a C ABI: no generics, no closures, plain
+//! integers and byte slices.
+
+pub mod page;
+pub mod policy;
+
+use crate::flash::{BufId, Flash, FlashError};
+use crate::nand::Geometry;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// What an FTL is built with.
+#[derive(Clone, Debug)]
+pub struct FtlEnv {
+    pub geometry: Geometry,
+    /// Logical capacity exported to the host, in sectors.
+    pub logical_sectors: u64,
+    /// Device DRAM the FTL may use for maps, caches and buffers, in bytes.
+    pub dram_budget_bytes: u64,
+    /// Seed of the FTL's own random stream (derived from the run seed).
+    pub seed: u64,
+}
+
+/// A host read or write as the FTL receives it: sectors `lba .. lba+sectors`,
+/// with data in (write) or to be placed in (read) `buf`, sector 0 of the
+/// buffer being `lba`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct IoRequest {
+    pub id: u64,
+    pub lba: u64,
+    pub sectors: u32,
+    pub buf: BufId,
+}
+
+/// Whether a completed write survives a power cut.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// On flash: survives a power cut.
+    Durable,
+    /// Acknowledged from a volatile cache: durable only after a flush.
+    Volatile,
+}
+
+/// The crash guarantee an FTL claims (checked by `crash` mode).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Guarantee {
+    /// Flushed writes are durable; every sector reads as some version
+    /// written to it no older than its last flushed one.
+    Baseline,
+    /// Baseline plus prefix semantics and request atomicity (OPTR).
+    Optr,
+}
+
+/// Static facts about an FTL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FtlInfo {
+    pub name: &'static str,
+    pub guarantee: Guarantee,
+    /// Bytes of each page's OOB the FTL writes (the NAND stores this many).
+    pub oob_bytes: u32,
+}
+
+/// Counters an FTL reports. `extra` holds FTL-specific metrics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FtlStats {
+    /// Garbage-collection cycles (victims collected).
+    pub gc_runs: u64,
+    /// Device DRAM the FTL's own structures use, in bytes.
+    pub dram_bytes: u64,
+    /// FTL-specific metrics (mapping cache, merges, wear …).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Errors an FTL returns.
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum FtlError {
+    #[error("flash operation failed: {0}")]
+    Flash(#[from] FlashError),
+    #[error("request beyond the logical capacity: sectors {lba}..{end} of {capacity}")]
+    OutOfRange { lba: u64, end: u64, capacity: u64 },
+    #[error("no free space: {0}")]
+    NoSpace(String),
+    #[error("mount failed: {0}")]
+    Mount(String),
+    #[error("not enough device DRAM: {0}")]
+    Dram(String),
+}
+
+/// What [`Ftl::idle`] did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum IdleOutcome {
+    /// Did a step of background work; call again if time allows.
+    Worked,
+    /// Nothing to do.
+    Nothing,
+}
+
+/// A flash translation layer. See the module docs.
+pub trait Ftl {
+    fn info(&self) -> FtlInfo;
+    /// First power-on: erase what must be erased and build empty state.
+    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    /// Power-on over existing flash: rebuild all state from flash alone.
+    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    /// Place the current data of `req`'s sectors into `req.buf`.
+    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError>;
+    /// Store `req.buf` as the data of `req`'s sectors.
+    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError>;
+    /// Discard sectors; afterwards they read as zeros.
+    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError>;
+    /// Make every completed write durable.
+    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    /// One step of background work (e.g. collect one victim) while the host is idle.
+    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError>;
+    /// Clean power-off: persist whatever a later mount needs.
+    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    fn stats(&self) -> FtlStats;
+}
+
+/// Check a request against the logical capacity.
+pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError> {
+    match lba.checked_add(sectors) {
+        Some(end) if end <= capacity => Ok(()),
+        _ => Err(FtlError::OutOfRange {
+            lba,
+            end: lba.saturating_add(sectors),
+            capacity,
+        }),
+    }
+}
+
+/// An FTL's options as written in the `[ftl]` table or given with
+/// `--ftl-opt key=value`; each FTL parses them into its own typed struct.
+pub type FtlOptions = toml::Table;
+
+/// Documentation of one FTL option (for `nandlab ftls`).
+#[derive(Copy, Clone, Debug)]
+pub struct OptionDoc {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// An FTL that ships with nandlab.
+pub struct FtlDescriptor {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub options: &'static [OptionDoc],
+    pub build: fn(&FtlEnv, &FtlOptions) -> Result<Box<dyn Ftl>, String>,
+}
+
+/// Every FTL nandlab ships.
+pub fn registry() -> &'static [FtlDescriptor] {
+    static REGISTRY: [FtlDescriptor; 1] = [page::DESCRIPTOR];
+    &REGISTRY
+}
+
+pub fn descriptor(name: &str) -> Option<&'static FtlDescriptor> {
+    registry().iter().find(|d| d.name == name)
+}
+
+/// Build an FTL by name with its options.
+pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    let d = descriptor(name).ok_or_else(|| {
+        let names: Vec<_> = registry().iter().map(|d| d.name).collect();
+        format!("unknown FTL `{name}` (available: {})", names.join(", "))
+    })?;
+    (d.build)(env, options)
+}
+
+/// Parse an FTL's typed options from its option table, naming the bad field.
+pub fn parse_options<T: for<'de> Deserialize<'de>>(
+    ftl: &str,
+    options: &FtlOptions,
+) -> Result<T, String> {
+    T::deserialize(toml::Value::Table(options.clone()))
+        .map_err(|e| format!("ftl `{ftl}` options: {}", e.message()))
+}

@@ -1,0 +1,974 @@
+//! `page`: a page-mapped FTL with write striping, greedy-family garbage
+//! collection and checkpointed mapping.
+//!
+//! # Algorithm
+//!
+//! - **Mapping.** One entry per logical page (`lpn → ppn`, 4 bytes) and
+//!   its reverse (`ppn → lpn`), both in device DRAM. A host write of a
+//!   whole page programs it from the host buffer; a partial page is a
+//!   read-modify-write through a one-page buffer (never-written sectors
+//!   are filled with zeros, so they read as zeros).
+//! - **Allocation.** Each plane is a *unit* with its own free-block queue
+//!   and write frontier(s). Host pages are striped round-robin over units in
+//!   channel → chip → die → plane order, so consecutive pages of a request
+//!   land on different channels first. Free blocks are reused oldest-erased
+//!   first, which spreads erases (basic dynamic wear leveling).
+//! - **Garbage collection** is per unit. Before a unit opens a new block,
+//!   if its free blocks are at or below the foreground threshold, victims
+//!   are collected until they are above it: valid pages are copied (by
+//!   copyback, since source and destination share a plane) and the victim
+//!   is erased. Victims come from a [`VictimSelector`] (greedy,
+//!   cost-benefit, FIFO). GC copies go to a separate frontier by default
+//!   (`gc_stream = "separate"`), or into the host frontier (`"shared"`,
+//!   Desnoyers' single-frontier model). [`Ftl::idle`] collects one victim on
+//!   the neediest unit while free blocks are below the background threshold.
+//! - **Persistence.** Each programmed page's OOB holds `kind`, the logical
+//!   page and a 56-bit program sequence number. A clean shutdown writes a
+//!   checkpoint of the whole map (metadata pages in dedicated blocks,
+//!   superseding the previous one). Mount scans the OOB of every written
+//!   page, takes the newest complete checkpoint, and replays data pages
+//!   newer than it (newest sequence number wins), so a mount after a clean
+//!   shutdown restores trims too, and a mount without one still finds every
+//!   programmed page.
+//!
+//! # Crash guarantee
+//!
+//! [`Guarantee::Baseline`]: writes are durable when they complete (no
+//! write cache). Trims are persisted only by the shutdown checkpoint.
+
+use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
+use super::{
+    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo,
+    FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest, OptionDoc,
+};
+use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::nand::{BlockAddr, Geometry, PageAddr};
+use serde::Deserialize;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
+    name: "page",
+    summary: "page-level mapping, striping over planes, per-plane GC (greedy / cost-benefit / FIFO), checkpoint on shutdown",
+    options: &[
+        OptionDoc { name: "gc_policy", default: "greedy", help: "victim selection: greedy, cost-benefit or fifo" },
+        OptionDoc {
+            name: "gc_foreground_free_blocks",
+            default: "2",
+            help: "per plane: collect before opening a block when free blocks are at or below this",
+        },
+        OptionDoc {
+            name: "gc_foreground_free_percent",
+            default: "0",
+            help: "the same threshold as a percentage of the plane's blocks (the larger applies)",
+        },
+        OptionDoc {
+            name: "gc_background_free_percent",
+            default: "0 (off)",
+            help: "idle time: collect while free blocks are below this percentage",
+        },
+        OptionDoc {
+            name: "gc_background_min_invalid_fraction",
+            default: "0.125",
+            help: "idle time: skip victims with fewer invalid pages than this fraction (FEMU's rule)",
+        },
+        OptionDoc { name: "gc_stream", default: "separate", help: "GC copies go to their own frontier (separate) or the host's (shared)" },
+        OptionDoc { name: "copyback", default: "true", help: "move GC pages by copyback instead of read + program" },
+    ],
+    build: build_page,
+};
+
+fn build_page(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    let opts: PageOptions = parse_options("page", options)?;
+    Ok(Box::new(PageFtl::new(env, opts)?))
+}
+
+/// Where GC writes the pages it moves.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GcStream {
+    #[default]
+    Separate,
+    Shared,
+}
+
+/// Options of the `page` FTL (see [`DESCRIPTOR`] for their meaning).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageOptions {
+    #[serde(default)]
+    pub gc_policy: VictimPolicyKind,
+    #[serde(default = "default_fg_blocks")]
+    pub gc_foreground_free_blocks: u32,
+    #[serde(default)]
+    pub gc_foreground_free_percent: f64,
+    #[serde(default)]
+    pub gc_background_free_percent: f64,
+    #[serde(default = "default_bg_min_invalid")]
+    pub gc_background_min_invalid_fraction: f64,
+    #[serde(default)]
+    pub gc_stream: GcStream,
+    #[serde(default = "default_true")]
+    pub copyback: bool,
+}
+
+fn default_fg_blocks() -> u32 {
+    2
+}
+fn default_bg_min_invalid() -> f64 {
+    0.125
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        parse_options("page", &FtlOptions::new()).expect("defaults parse")
+    }
+}
+
+const NONE: u32 = u32::MAX;
+const UNMAPPED: u32 = u32::MAX;
+
+/// OOB layout: kind (1 byte), lpn or checkpoint page index (4), sequence (7).
+pub const OOB_BYTES: usize = 12;
+const OOB_DATA: u8 = 1;
+const OOB_CHECKPOINT: u8 = 2;
+const OOB_ERASED: u8 = 0xff;
+const CHECKPOINT_MAGIC: u32 = 0x4b43_4c4e; // "NLCK"
+const CHECKPOINT_HEADER_BYTES: usize = 16;
+
+fn encode_oob(kind: u8, index: u32, seq: u64) -> [u8; OOB_BYTES] {
+    let mut o = [0u8; OOB_BYTES];
+    o[0] = kind;
+    o[1..5].copy_from_slice(&index.to_le_bytes());
+    o[5..12].copy_from_slice(&seq.to_le_bytes()[..7]);
+    o
+}
+
+fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
+    let mut seq = [0u8; 8];
+    seq[..7].copy_from_slice(&o[5..12]);
+    (
+        o[0],
+        u32::from_le_bytes(o[1..5].try_into().unwrap()),
+        u64::from_le_bytes(seq),
+    )
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum BlockState {
+    Free,
+    Open,
+    Sealed,
+    Checkpoint,
+    Bad,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Frontier {
+    block: u32,
+    next_page: u32,
+}
+
+const NO_FRONTIER: Frontier = Frontier {
+    block: NONE,
+    next_page: 0,
+};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Stream {
+    Host = 0,
+    Gc = 1,
+}
+
+struct Unit {
+    free: VecDeque<u32>,
+    frontier: [Frontier; 2],
+}
+
+#[derive(Default, Clone, Debug)]
+struct Counters {
+    gc_runs: u64,
+    gc_background_runs: u64,
+    rmw_reads: u64,
+    trimmed_pages: u64,
+    checkpoint_pages: u64,
+    mount_scanned_pages: u64,
+}
+
+/// The page-mapped FTL. See the module docs.
+pub struct PageFtl {
+    opts: PageOptions,
+    geometry: Geometry,
+    spp: u32,
+    ppb: u32,
+    logical_sectors: u64,
+    lpns: u32,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    table: BlockTable,
+    state: Vec<BlockState>,
+    units: Vec<Unit>,
+    /// Blocks of the checkpoint a mount would use now.
+    checkpoint_blocks: Vec<u32>,
+    policy: VictimSelector,
+    fg_threshold: u32,
+    bg_threshold: u32,
+    next_unit: u32,
+    seq: u64,
+    in_gc: bool,
+    tmp_buf: Option<BufId>,
+    gc_buf: Option<BufId>,
+    counters: Counters,
+}
+
+impl PageFtl {
+    pub fn new(env: &FtlEnv, opts: PageOptions) -> Result<PageFtl, String> {
+        let g = env.geometry.clone();
+        let spp = g.sectors_per_page();
+        let ppb = g.pages_per_block();
+        let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
+        if lpns_u64 >= u64::from(UNMAPPED) {
+            return Err(format!(
+                "page: {lpns_u64} logical pages do not fit a 32-bit map"
+            ));
+        }
+        let lpns = lpns_u64 as u32;
+        if lpns_u64 >= g.pages() {
+            return Err(format!(
+                "page: logical capacity ({lpns} pages) must be smaller than the physical capacity ({} pages)",
+                g.pages()
+            ));
+        }
+        let units = g.planes();
+        let per_unit = g.blocks_per_plane();
+        let pct = |p: f64| (p / 100.0 * f64::from(per_unit)).ceil() as u32;
+        let fg_threshold = opts
+            .gc_foreground_free_blocks
+            .max(pct(opts.gc_foreground_free_percent));
+        if fg_threshold == 0 {
+            return Err("page: gc_foreground_free_blocks must be at least 1 (GC needs a block to copy into)".into());
+        }
+        if fg_threshold >= per_unit {
+            return Err(format!("page: the foreground GC threshold ({fg_threshold} blocks) leaves no blocks per plane"));
+        }
+        if !(0.0..=1.0).contains(&opts.gc_background_min_invalid_fraction) {
+            return Err("page: gc_background_min_invalid_fraction must be within 0..1".into());
+        }
+        let bg_threshold = pct(opts.gc_background_free_percent);
+        let dram = Self::dram_needed(&g, lpns);
+        if dram > env.dram_budget_bytes {
+            return Err(format!(
+                "page: the map needs {} MiB of device DRAM but the device has {} MiB (use a larger dram budget)",
+                dram >> 20,
+                env.dram_budget_bytes >> 20
+            ));
+        }
+        let blocks = g.blocks() as usize;
+        let unit_of_plane = unit_order(&g);
+        let table = BlockTable {
+            valid: vec![0; blocks],
+            sealed_at: vec![0; blocks],
+            unit: (0..blocks)
+                .map(|b| unit_of_plane[g.plane_of_block(BlockAddr(b as u64)) as usize])
+                .collect(),
+            pages_per_block: ppb,
+            units,
+            now: 0,
+        };
+        let policy = VictimSelector::new(opts.gc_policy, blocks, &table);
+        Ok(PageFtl {
+            spp,
+            ppb,
+            logical_sectors: env.logical_sectors,
+            lpns,
+            l2p: Vec::new(),
+            p2l: Vec::new(),
+            state: vec![BlockState::Free; blocks],
+            units: Vec::new(),
+            checkpoint_blocks: Vec::new(),
+            policy,
+            table,
+            fg_threshold,
+            bg_threshold,
+            next_unit: 0,
+            seq: 1,
+            in_gc: false,
+            tmp_buf: None,
+            gc_buf: None,
+            counters: Counters::default(),
+            geometry: g,
+            opts,
+        })
+    }
+
+    /// Bytes of device DRAM the maps and block table take.
+    fn dram_needed(g: &Geometry, lpns: u32) -> u64 {
+        u64::from(lpns) * 4 + g.pages() * 4 + u64::from(g.blocks()) * 32
+    }
+
+    fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let g = &self.geometry;
+        self.l2p = vec![UNMAPPED; self.lpns as usize];
+        self.p2l = vec![UNMAPPED; g.pages() as usize];
+        self.table.valid.fill(0);
+        self.table.sealed_at.fill(0);
+        self.units = (0..self.table.units)
+            .map(|_| Unit {
+                free: VecDeque::new(),
+                frontier: [NO_FRONTIER; 2],
+            })
+            .collect();
+        self.policy = VictimSelector::new(self.opts.gc_policy, g.blocks() as usize, &self.table);
+        self.checkpoint_blocks.clear();
+        self.next_unit = 0;
+        self.seq = 1;
+        self.in_gc = false;
+        if self.tmp_buf.is_none() {
+            self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
+            self.gc_buf = Some(flash.buf_alloc(self.spp)?);
+        }
+        Ok(())
+    }
+
+    fn unit_of(&self, block: u32) -> usize {
+        self.table.unit[block as usize] as usize
+    }
+
+    fn block_addr(&self, block: u32) -> BlockAddr {
+        BlockAddr(u64::from(block))
+    }
+
+    fn page_addr(&self, ppn: u32) -> PageAddr {
+        PageAddr(u64::from(ppn))
+    }
+
+    // ----- allocation -----
+
+    /// The next page to program on `unit` for `stream`, collecting garbage
+    /// first if the unit is short of free blocks.
+    fn alloc_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        unit: usize,
+        stream: Stream,
+    ) -> Result<u32, FtlError> {
+        loop {
+            let f = self.units[unit].frontier[stream as usize];
+            if f.block != NONE && f.next_page < self.ppb {
+                self.units[unit].frontier[stream as usize].next_page += 1;
+                return Ok(f.block * self.ppb + f.next_page);
+            }
+            if !self.in_gc
+                && self.units[unit].free.len() as u32 <= self.fg_threshold
+                && self.collect(flash, unit, false)?
+            {
+                continue;
+            }
+            let block = self.units[unit].free.pop_front().ok_or_else(|| {
+                FtlError::NoSpace(format!(
+                    "plane unit {unit} has no free block and nothing to collect"
+                ))
+            })?;
+            self.state[block as usize] = BlockState::Open;
+            self.units[unit].frontier[stream as usize] = Frontier {
+                block,
+                next_page: 0,
+            };
+        }
+    }
+
+    /// Record that `ppn` now holds `lpn`; seal its block when it is full.
+    fn commit_page(&mut self, ppn: u32, lpn: u32) {
+        let block = ppn / self.ppb;
+        self.p2l[ppn as usize] = lpn;
+        self.table.valid[block as usize] += 1;
+        if ppn % self.ppb == self.ppb - 1 {
+            self.seal(block);
+        }
+    }
+
+    fn seal(&mut self, block: u32) {
+        self.state[block as usize] = BlockState::Sealed;
+        self.table.sealed_at[block as usize] = self.seq;
+        let unit = self.unit_of(block);
+        for f in &mut self.units[unit].frontier {
+            if f.block == block {
+                *f = NO_FRONTIER;
+            }
+        }
+        self.policy.insert(block, &self.table);
+    }
+
+    #[inline]
+    fn invalidate(&mut self, ppn: u32) {
+        let block = ppn / self.ppb;
+        self.p2l[ppn as usize] = UNMAPPED;
+        let old = self.table.valid[block as usize];
+        self.table.valid[block as usize] = old - 1;
+        if self.state[block as usize] == BlockState::Sealed {
+            self.policy.invalidated(block, old, &self.table);
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        self.table.now = self.seq;
+        s
+    }
+
+    /// Program one logical page from `buf` at `sector` and remap it.
+    fn program_lpn(
+        &mut self,
+        flash: &mut dyn Flash,
+        lpn: u32,
+        buf: BufId,
+        sector: u32,
+    ) -> Result<(), FtlError> {
+        let unit = self.next_unit as usize;
+        self.next_unit = (self.next_unit + 1) % self.table.units;
+        let ppn = self.alloc_page(flash, unit, Stream::Host)?;
+        let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
+        flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
+        // Read the old location only now: GC during allocation may have moved it.
+        let old = self.l2p[lpn as usize];
+        if old != UNMAPPED {
+            self.invalidate(old);
+        }
+        self.l2p[lpn as usize] = ppn;
+        self.commit_page(ppn, lpn);
+        Ok(())
+    }
+
+    /// Load logical page `lpn` into the one-page buffer (zeros if unmapped).
+    fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
+        match self.l2p[lpn as usize] {
+            UNMAPPED => flash.buf_zero(buf, 0, self.spp)?,
+            ppn => {
+                self.counters.rmw_reads += 1;
+                flash.read(
+                    Cause::Host,
+                    self.page_addr(ppn),
+                    0,
+                    self.spp,
+                    buf,
+                    0,
+                    &mut [],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- garbage collection -----
+
+    /// Collect one victim on `unit`. Returns false if there was none worth taking.
+    fn collect(
+        &mut self,
+        flash: &mut dyn Flash,
+        unit: usize,
+        background: bool,
+    ) -> Result<bool, FtlError> {
+        let Some(victim) = self.policy.select(unit as u32, &self.table) else {
+            return Ok(false);
+        };
+        let valid = self.table.valid[victim as usize];
+        let min_invalid = if background {
+            (self.opts.gc_background_min_invalid_fraction * f64::from(self.ppb)).ceil() as u32
+        } else {
+            1 // collecting a fully valid block cannot free anything
+        };
+        if self.ppb - valid < min_invalid.max(1) {
+            self.policy.insert(victim, &self.table);
+            return Ok(false);
+        }
+        self.counters.gc_runs += 1;
+        if background {
+            self.counters.gc_background_runs += 1;
+        }
+        let was_in_gc = std::mem::replace(&mut self.in_gc, true);
+        let result = self.move_valid_pages(flash, unit, victim);
+        self.in_gc = was_in_gc;
+        result?;
+        flash.erase(Cause::Gc, self.block_addr(victim))?;
+        self.state[victim as usize] = BlockState::Free;
+        self.units[unit].free.push_back(victim);
+        Ok(true)
+    }
+
+    fn move_valid_pages(
+        &mut self,
+        flash: &mut dyn Flash,
+        unit: usize,
+        victim: u32,
+    ) -> Result<(), FtlError> {
+        let stream = match self.opts.gc_stream {
+            GcStream::Separate => Stream::Gc,
+            GcStream::Shared => Stream::Host,
+        };
+        let first = victim * self.ppb;
+        for src in first..first + self.ppb {
+            let lpn = self.p2l[src as usize];
+            if lpn == UNMAPPED {
+                continue;
+            }
+            let dst = self.alloc_page(flash, unit, stream)?;
+            let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
+            if self.opts.copyback {
+                flash.copyback(
+                    Cause::Gc,
+                    self.page_addr(src),
+                    self.page_addr(dst),
+                    Some(&oob),
+                )?;
+            } else {
+                let buf = self.gc_buf.expect("gc buffer allocated at power-on");
+                flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
+                flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
+            }
+            self.p2l[src as usize] = UNMAPPED;
+            self.table.valid[victim as usize] -= 1;
+            self.l2p[lpn as usize] = dst;
+            self.commit_page(dst, lpn);
+        }
+        Ok(())
+    }
+
+    /// Collect until at least `needed` blocks are free over all units.
+    fn make_free_blocks(&mut self, flash: &mut dyn Flash, needed: usize) -> Result<(), FtlError> {
+        let units = self.units.len();
+        let mut idle_rounds = 0;
+        let mut unit = 0;
+        while self.units.iter().map(|u| u.free.len()).sum::<usize>() < needed {
+            let was_in_gc = std::mem::replace(&mut self.in_gc, true);
+            let worked = self.collect(flash, unit, false);
+            self.in_gc = was_in_gc;
+            idle_rounds = if worked? { 0 } else { idle_rounds + 1 };
+            if idle_rounds > units {
+                return Err(FtlError::NoSpace(format!(
+                    "cannot free {needed} blocks for the checkpoint"
+                )));
+            }
+            unit = (unit + 1) % units;
+        }
+        Ok(())
+    }
+
+    // ----- checkpoint -----
+
+    fn entries_per_checkpoint_page(&self) -> usize {
+        (self.geometry.page_size_bytes() as usize - CHECKPOINT_HEADER_BYTES) / 4
+    }
+
+    fn write_checkpoint(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let per_page = self.entries_per_checkpoint_page();
+        let pages = (self.lpns as usize).div_ceil(per_page).max(1);
+        let blocks = pages.div_ceil(self.ppb as usize);
+        // Keep one free block per unit beyond the checkpoint so GC can still run.
+        self.make_free_blocks(flash, blocks + self.units.len())?;
+        let ckpt_seq = self.next_seq();
+        let mut new_blocks = Vec::with_capacity(blocks);
+        let mut unit = 0;
+        while new_blocks.len() < blocks {
+            if let Some(b) = self.units[unit].free.pop_front() {
+                self.state[b as usize] = BlockState::Checkpoint;
+                new_blocks.push(b);
+            }
+            unit = (unit + 1) % self.units.len();
+        }
+        let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
+        for index in 0..pages {
+            let entries = &self.l2p[(index * per_page).min(self.l2p.len())
+                ..((index + 1) * per_page).min(self.l2p.len())];
+            data.fill(0xff);
+            data[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
+            data[4..8].copy_from_slice(&(index as u32).to_le_bytes());
+            data[8..12].copy_from_slice(&(pages as u32).to_le_bytes());
+            data[12..16].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+            for (k, e) in entries.iter().enumerate() {
+                let at = CHECKPOINT_HEADER_BYTES + 4 * k;
+                data[at..at + 4].copy_from_slice(&e.to_le_bytes());
+            }
+            let block = new_blocks[index / self.ppb as usize];
+            let page = self
+                .geometry
+                .page_addr(self.block_addr(block), (index % self.ppb as usize) as u32);
+            let oob = encode_oob(OOB_CHECKPOINT, index as u32, ckpt_seq);
+            flash.program_meta(Cause::Metadata, page, &data, &oob)?;
+            self.counters.checkpoint_pages += 1;
+        }
+        // The new checkpoint is complete: the old one can go.
+        for b in std::mem::replace(&mut self.checkpoint_blocks, new_blocks) {
+            flash.erase(Cause::Metadata, self.block_addr(b))?;
+            self.state[b as usize] = BlockState::Free;
+            let unit = self.unit_of(b);
+            self.units[unit].free.push_back(b);
+        }
+        Ok(())
+    }
+
+    // ----- mount -----
+
+    /// Scan every block's OOB; rebuild the map from the newest complete
+    /// checkpoint plus the data pages programmed after it.
+    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let g = self.geometry.clone();
+        let mut best_seq = vec![0u64; self.lpns as usize];
+        let mut data_l2p = vec![UNMAPPED; self.lpns as usize];
+        // checkpoint seq → (pages expected, pages found: (index, ppn))
+        let mut checkpoints: BTreeMap<u64, (u32, Vec<(u32, u32)>)> = BTreeMap::new();
+        let mut written_pages = vec![0u32; g.blocks() as usize];
+        let mut max_seq = 0;
+        let mut oob = [0u8; OOB_BYTES];
+        let mut meta = vec![0u8; CHECKPOINT_HEADER_BYTES];
+        for block in 0..g.blocks() {
+            if flash.is_factory_bad(self.block_addr(block)) {
+                self.state[block as usize] = BlockState::Bad;
+                continue;
+            }
+            for page in 0..self.ppb {
+                let ppn = block * self.ppb + page;
+                flash.read_oob(Cause::Recovery, self.page_addr(ppn), &mut oob)?;
+                self.counters.mount_scanned_pages += 1;
+                let (kind, index, seq) = decode_oob(&oob);
+                if kind == OOB_ERASED {
+                    break; // pages are programmed in order: the rest are erased
+                }
+                written_pages[block as usize] = page + 1;
+                max_seq = max_seq.max(seq);
+                match kind {
+                    OOB_DATA if index < self.lpns => {
+                        if seq > best_seq[index as usize] {
+                            best_seq[index as usize] = seq;
+                            data_l2p[index as usize] = ppn;
+                        }
+                    }
+                    OOB_CHECKPOINT => {
+                        flash.read_meta(
+                            Cause::Recovery,
+                            self.page_addr(ppn),
+                            &mut meta,
+                            &mut [],
+                        )?;
+                        let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
+                        if u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC {
+                            checkpoints
+                                .entry(seq)
+                                .or_insert((total, Vec::new()))
+                                .1
+                                .push((index, ppn));
+                        }
+                    }
+                    _ => {} // unknown content: treated as garbage, collected later
+                }
+            }
+        }
+        self.seq = max_seq + 1;
+        self.table.now = self.seq;
+        let complete = checkpoints
+            .iter()
+            .rev()
+            .find(|(_, (total, found))| found.len() as u32 == *total)
+            .map(|(seq, (_, found))| (*seq, found.clone()));
+        match complete {
+            Some((ckpt_seq, mut pages)) => {
+                pages.sort_unstable();
+                self.load_checkpoint(flash, &pages)?;
+                // Data programmed after the checkpoint wins over it.
+                for lpn in 0..self.lpns as usize {
+                    if best_seq[lpn] > ckpt_seq {
+                        self.l2p[lpn] = data_l2p[lpn];
+                    }
+                }
+                let mut blocks: Vec<u32> = pages.iter().map(|&(_, ppn)| ppn / self.ppb).collect();
+                blocks.dedup();
+                self.checkpoint_blocks = blocks;
+            }
+            None => self.l2p = data_l2p,
+        }
+        self.rebuild_blocks(&written_pages);
+        Ok(())
+    }
+
+    fn load_checkpoint(
+        &mut self,
+        flash: &mut dyn Flash,
+        pages: &[(u32, u32)],
+    ) -> Result<(), FtlError> {
+        let per_page = self.entries_per_checkpoint_page();
+        let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
+        for &(index, ppn) in pages {
+            flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut [])?;
+            let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
+            let base = index as usize * per_page;
+            if count > per_page || base + count > self.l2p.len() {
+                return Err(FtlError::Mount(format!(
+                    "checkpoint page {index} at page {ppn} is inconsistent"
+                )));
+            }
+            for k in 0..count {
+                let at = CHECKPOINT_HEADER_BYTES + 4 * k;
+                self.l2p[base + k] = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+            }
+        }
+        Ok(())
+    }
+
+    /// Derive reverse map, valid counts, free lists and candidates from `l2p`.
+    fn rebuild_blocks(&mut self, written_pages: &[u32]) {
+        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+            if ppn != UNMAPPED {
+                self.p2l[ppn as usize] = lpn as u32;
+                self.table.valid[(ppn / self.ppb) as usize] += 1;
+            }
+        }
+        for block in 0..self.geometry.blocks() {
+            let b = block as usize;
+            if self.state[b] == BlockState::Bad {
+                continue;
+            }
+            if self.checkpoint_blocks.contains(&block) {
+                self.state[b] = BlockState::Checkpoint;
+            } else if written_pages[b] == 0 {
+                self.state[b] = BlockState::Free;
+                let unit = self.unit_of(block);
+                self.units[unit].free.push_back(block);
+            } else {
+                // Partly written blocks are not appended to after a power
+                // cycle: they are sealed and left to GC.
+                self.state[b] = BlockState::Sealed;
+                self.table.sealed_at[b] = self.seq;
+                self.policy.insert(block, &self.table);
+            }
+        }
+    }
+
+    fn unit_free_counts(&self) -> Vec<usize> {
+        self.units.iter().map(|u| u.free.len()).collect()
+    }
+}
+
+/// Unit index of each linear plane: units run channel → chip → die → plane,
+/// so unit `i` is on channel `i % channels`.
+fn unit_order(g: &Geometry) -> Vec<u32> {
+    let mut unit_of_plane = vec![0; g.planes() as usize];
+    let mut unit = 0;
+    for plane in 0..g.planes_per_die() {
+        for die in 0..g.dies_per_chip() {
+            for chip in 0..g.chips_per_channel() {
+                for channel in 0..g.channels() {
+                    unit_of_plane[g.plane_index(channel, chip, die, plane) as usize] = unit;
+                    unit += 1;
+                }
+            }
+        }
+    }
+    unit_of_plane
+}
+
+impl Ftl for PageFtl {
+    fn info(&self) -> FtlInfo {
+        FtlInfo {
+            name: "page",
+            guarantee: Guarantee::Baseline,
+            oob_bytes: OOB_BYTES as u32,
+        }
+    }
+
+    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        for block in 0..self.geometry.blocks() {
+            let addr = self.block_addr(block);
+            if flash.is_factory_bad(addr) {
+                self.state[block as usize] = BlockState::Bad;
+                continue;
+            }
+            match flash.erase(Cause::Format, addr) {
+                Ok(()) => {
+                    self.state[block as usize] = BlockState::Free;
+                    let unit = self.unit_of(block);
+                    self.units[unit].free.push_back(block);
+                }
+                Err(FlashError::EraseFailed | FlashError::BadBlock) => {
+                    self.state[block as usize] = BlockState::Bad
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        self.scan_and_rebuild(flash)
+    }
+
+    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            match self.l2p[lpn as usize] {
+                UNMAPPED => flash.buf_zero(req.buf, at, n)?,
+                ppn => flash.read(
+                    Cause::Host,
+                    self.page_addr(ppn),
+                    in_page,
+                    n,
+                    req.buf,
+                    at,
+                    &mut [],
+                )?,
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            if n == self.spp {
+                self.program_lpn(flash, lpn, req.buf, at)?;
+            } else {
+                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                self.load_page(flash, lpn, tmp)?;
+                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
+                self.program_lpn(flash, lpn, tmp, 0)?;
+            }
+            lba += u64::from(n);
+        }
+        Ok(Durability::Durable)
+    }
+
+    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
+        check_range(lba, sectors, self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (lba, lba + sectors);
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let old = self.l2p[lpn as usize];
+            if old != UNMAPPED {
+                if n == self.spp {
+                    self.invalidate(old);
+                    self.l2p[lpn as usize] = UNMAPPED;
+                    self.counters.trimmed_pages += 1;
+                } else {
+                    // Sectors of a page trimmed alone must still read as zeros.
+                    let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                    self.load_page(flash, lpn, tmp)?;
+                    flash.buf_zero(tmp, in_page, n)?;
+                    self.program_lpn(flash, lpn, tmp, 0)?;
+                }
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(()) // no write cache: every completed write is already on flash
+    }
+
+    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
+        if self.bg_threshold == 0 {
+            return Ok(IdleOutcome::Nothing);
+        }
+        let counts = self.unit_free_counts();
+        let Some((unit, &free)) = counts.iter().enumerate().min_by_key(|(_, &f)| f) else {
+            return Ok(IdleOutcome::Nothing);
+        };
+        if free as u32 >= self.bg_threshold {
+            return Ok(IdleOutcome::Nothing);
+        }
+        Ok(if self.collect(flash, unit, true)? {
+            IdleOutcome::Worked
+        } else {
+            IdleOutcome::Nothing
+        })
+    }
+
+    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.write_checkpoint(flash)
+    }
+
+    fn stats(&self) -> FtlStats {
+        let mut extra = BTreeMap::new();
+        let c = &self.counters;
+        for (k, v) in [
+            ("gc_background_runs", c.gc_background_runs),
+            ("rmw_reads", c.rmw_reads),
+            ("trimmed_pages", c.trimmed_pages),
+            ("checkpoint_pages", c.checkpoint_pages),
+            ("mount_scanned_pages", c.mount_scanned_pages),
+            (
+                "free_blocks",
+                self.units.iter().map(|u| u.free.len() as u64).sum(),
+            ),
+        ] {
+            extra.insert(k.to_string(), serde_json::json!(v));
+        }
+        extra.insert(
+            "gc_policy".into(),
+            serde_json::json!(self.opts.gc_policy.name()),
+        );
+        FtlStats {
+            gc_runs: c.gc_runs,
+            dram_bytes: Self::dram_needed(&self.geometry, self.lpns),
+            extra,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oob_round_trips_56_bit_sequence_numbers() {
+        let o = encode_oob(OOB_DATA, 0xdead_beef, (1 << 56) - 3);
+        assert_eq!(decode_oob(&o), (OOB_DATA, 0xdead_beef, (1 << 56) - 3));
+    }
+
+    #[test]
+    fn units_stripe_channel_first() {
+        let g = crate::nand::GeometryConfig {
+            channels: 2,
+            chips_per_channel: 2,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size_bytes: 4096,
+            oob_size_bytes: 64,
+            sector_size_bytes: 512,
+            cell_type: Default::default(),
+            page_pairing: Default::default(),
+            partial_programs_per_page: 1,
+        }
+        .validate()
+        .unwrap();
+        let order = unit_order(&g);
+        // unit 0 → channel 0, unit 1 → channel 1
+        let plane_of_unit = |u: u32| order.iter().position(|&x| x == u).unwrap() as u32;
+        let channel_of_unit = |u| g.channel_of_die(plane_of_unit(u) / g.planes_per_die());
+        assert_eq!(
+            (0..4).map(channel_of_unit).collect::<Vec<_>>(),
+            vec![0, 1, 0, 1]
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! # nandlab — a virtual SSD laboratory
+//!
+//! nandlab runs one flash translation layer (FTL) against virtual NAND that
+//! checks every rule of flash, with an oracle that checks every sector the
+//! host reads back. The library follows the data path of an SSD:
+//!
+//! ```text
+//! workload ──► host interface ──► FTL ──► flash interface ──► virtual NAND
+//!  (generator        (requests,     (ftl)    (flash: ops,        (nand: pages,
+//!   or trace)         buffers)               buffers, causes,     blocks, rules,
+//!                                            observers)           payload stamps)
+//!      │                                                               │
+//!      └──────────────► oracle (shadow disk) ◄── every read's sectors ─┘
+//!                              │
+//!                          report (JSON, summary, violations)
+//! ```
+//!
+//! - [`workload`] produces host requests: fio-style synthetic patterns now,
+//!   recorded traces later. Requests stream; nothing is held in memory.
+//! - [`run`] is the host side: a [`run::Session`] hands each request to the
+//!   FTL in a buffer, records writes in the oracle and checks reads. The
+//!   modes (`stress` now; `perf`, `crash` next) are built on it.
+//! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
+//!   (`page`), with pluggable GC policies in [`ftl::policy`].
+//! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
+//!   page reads, programs with OOB, erases, copyback, multi-plane forms and
+//!   data buffers. Every operation carries its cause; timing and fault
+//!   injection attach as observers, never inside FTL code.
+//! - [`nand`] is the virtual NAND: geometry, page and block state, the rules
+//!   checked on every operation, and payload stamps — host data as compact
+//!   (LBA, write id) runs the FTL moves but never reads.
+//! - [`oracle`] is the shadow disk beside the data path: a version per
+//!   sector, against which every read is checked.
+//! - [`violation`] names the rules and records what broke them; [`report`]
+//!   turns a run into JSON and a summary; [`config`] loads devices and
+//!   presets; [`seed`] derives one random stream per component from the run
+//!   seed, so a run is a function of (configuration, workload, seed).
+
+pub mod config;
+pub mod flash;
+pub mod ftl;
+pub mod nand;
+pub mod oracle;
+pub mod report;
+pub mod run;
+pub mod seed;
+pub mod violation;
+pub mod workload;

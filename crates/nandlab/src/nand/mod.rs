@@ -1,0 +1,710 @@
+//! The virtual NAND: the state of every page and block, and the rules of
+//! flash checked on every operation.
+//!
+//! # What is stored
+//!
+//! Per page: a content kind and program count (1 byte), an 8-byte slot, and
+//! the OOB bytes the FTL declared it uses. A page written whole by one host
+//! request is one payload run and lives in the slot itself (`lba`, `write`);
+//! pages assembled from several runs, and FTL metadata pages (real bytes,
+//! trailing 0xFF trimmed), live in size-class slabs that recycle their slots
+//! when a block is erased. Per block: the write pointer (lowest page never
+//! programmed), the P/E count and the bad flag.
+//!
+//! # Rules
+//!
+//! Each operation is checked against the rules of [`Rule`]'s NAND group and
+//! violations go to the [`Checker`]; the severity decides whether they are
+//! recorded. An operation that breaks a rule still takes effect when that is
+//! physically meaningful (an out-of-order program still programs the page),
+//! so one bug does not cascade into confusing secondary reports; operations
+//! that cannot take effect (an address outside the device, a bad block)
+//! return a [`FlashError`] as a real device would.
+//!
+//! # Reads of the different kinds of content
+//!
+//! - erased page: every sector reads as erased (0xFF); metadata reads 0xFF;
+//! - host data page read as metadata bytes: a fixed 0xA5 pattern (a stamp
+//!   has no bytes);
+//! - metadata page read as host data: [`RunKind::Metadata`] sectors, which
+//!   the oracle reports if they reach the host;
+//! - garbage (a torn or corrupted page): the read fails as uncorrectable.
+
+pub mod geometry;
+pub mod payload;
+
+use crate::flash::FlashError;
+use crate::violation::{Checker, Rule};
+pub use geometry::{
+    BlockAddr, CellType, Geometry, GeometryConfig, GeometryError, PageAddr, PagePairing, PageType,
+};
+use payload::{push_run, slice_runs, splice_runs, total_len, ClassSlab, Run, RunKind};
+
+/// Content kinds (low nibble of the per-page state byte).
+const K_ERASED: u8 = 0;
+const K_UNIFORM: u8 = 1;
+const K_RUNS: u8 = 2;
+const K_META: u8 = 3;
+const K_ZERO: u8 = 4;
+const K_GARBAGE: u8 = 5;
+const KIND_MASK: u8 = 0x0f;
+
+/// What a host-data page read as metadata returns in stamp mode.
+pub const STAMP_AS_BYTES_PATTERN: u8 = 0xA5;
+
+/// The 8-byte per-page slot: (lba, write) of a uniform page, (handle, run
+/// count) of a run list, (handle, byte length) of a metadata page.
+#[derive(Copy, Clone, Default, Debug)]
+struct PageSlot {
+    a: u32,
+    b: u32,
+}
+
+#[derive(Copy, Clone, Default, Debug)]
+struct BlockState {
+    /// Lowest page index never programmed since the last erase.
+    write_ptr: u32,
+    erase_count: u32,
+    bad: bool,
+}
+
+/// The content of a page, for inspection by tests and tools (never by FTLs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageContent {
+    Erased,
+    Data(Vec<Run>),
+    Metadata(Vec<u8>),
+    Garbage,
+}
+
+/// The virtual NAND array.
+#[derive(Clone)]
+pub struct Nand {
+    geometry: Geometry,
+    sectors_per_page: u32,
+    pages_per_block: u32,
+    oob_stored_bytes: usize,
+    /// Per page: content kind | program count << 4.
+    state: Vec<u8>,
+    slots: Vec<PageSlot>,
+    oob: Vec<u8>,
+    blocks: Vec<BlockState>,
+    runs: ClassSlab<Run>,
+    bytes: ClassSlab<u8>,
+    scratch: Vec<Run>,
+    scratch2: Vec<Run>,
+}
+
+impl Nand {
+    /// A fresh device: every page erased, every block with P/E count 0.
+    /// `oob_stored_bytes` is how much of each page's OOB is kept (the most any
+    /// FTL on this device writes); the rest reads as 0xFF.
+    pub fn new(geometry: Geometry, oob_stored_bytes: u32, factory_bad: &[BlockAddr]) -> Nand {
+        let pages = geometry.pages() as usize;
+        let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;
+        let mut blocks = vec![BlockState::default(); geometry.blocks() as usize];
+        for b in factory_bad {
+            if let Some(s) = blocks.get_mut(b.0 as usize) {
+                s.bad = true;
+            }
+        }
+        let spp = geometry.sectors_per_page();
+        Nand {
+            sectors_per_page: spp,
+            pages_per_block: geometry.pages_per_block(),
+            oob_stored_bytes: oob_stored,
+            state: vec![0; pages],
+            slots: vec![PageSlot::default(); pages],
+            oob: vec![0xff; pages * oob_stored],
+            blocks,
+            runs: ClassSlab::new(1, spp.max(2) as usize),
+            bytes: ClassSlab::new(6, (geometry.page_size_bytes() as usize).max(64)),
+            scratch: Vec::with_capacity(spp as usize + 2),
+            scratch2: Vec::with_capacity(spp as usize + 2),
+            geometry,
+        }
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+    pub fn oob_stored_bytes(&self) -> usize {
+        self.oob_stored_bytes
+    }
+    pub fn is_bad(&self, block: BlockAddr) -> bool {
+        self.blocks.get(block.0 as usize).is_some_and(|b| b.bad)
+    }
+    /// Mark a block bad (a grown bad block after a program or erase failure).
+    pub fn mark_bad(&mut self, block: BlockAddr) {
+        if let Some(b) = self.blocks.get_mut(block.0 as usize) {
+            b.bad = true;
+        }
+    }
+    pub fn erase_count(&self, block: BlockAddr) -> u32 {
+        self.blocks
+            .get(block.0 as usize)
+            .map_or(0, |b| b.erase_count)
+    }
+    /// The lowest page of a block never programmed since its last erase.
+    pub fn write_pointer(&self, block: BlockAddr) -> u32 {
+        self.blocks.get(block.0 as usize).map_or(0, |b| b.write_ptr)
+    }
+    /// Whether a page has been programmed since its block's last erase.
+    pub fn is_programmed(&self, page: PageAddr) -> bool {
+        self.state.get(page.0 as usize).is_some_and(|s| s >> 4 != 0)
+    }
+    /// Erase counts of all blocks (for wear reports).
+    pub fn erase_counts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.blocks.iter().map(|b| b.erase_count)
+    }
+
+    /// Heap bytes held by the page and block state.
+    pub fn memory_bytes(&self) -> usize {
+        self.state.capacity()
+            + self.slots.capacity() * std::mem::size_of::<PageSlot>()
+            + self.oob.capacity()
+            + self.blocks.capacity() * std::mem::size_of::<BlockState>()
+            + self.runs.heap_bytes()
+            + self.bytes.heap_bytes()
+    }
+
+    /// The content of a page (inspection only; checks nothing).
+    pub fn page_content(&self, page: PageAddr) -> PageContent {
+        let i = page.0 as usize;
+        let slot = self.slots[i];
+        match self.state[i] & KIND_MASK {
+            K_ERASED => PageContent::Erased,
+            K_META => PageContent::Metadata(self.bytes.get(slot.a, slot.b as usize).to_vec()),
+            K_GARBAGE => PageContent::Garbage,
+            _ => {
+                let mut v = Vec::new();
+                self.append_page_runs(i, 0, self.sectors_per_page, &mut v);
+                PageContent::Data(v)
+            }
+        }
+    }
+
+    // ----- checks shared by the operations -----
+
+    #[inline]
+    fn check_page(
+        &self,
+        ck: &mut Checker,
+        page: PageAddr,
+        what: &str,
+    ) -> Result<usize, FlashError> {
+        if page.0 >= self.geometry.pages() {
+            ck.flag(Rule::AddressOutOfRange, page.0, || {
+                format!(
+                    "{what} of page {} beyond the last page {}",
+                    page.0,
+                    self.geometry.pages() - 1
+                )
+            });
+            return Err(FlashError::AddressOutOfRange);
+        }
+        let block = (page.0 / u64::from(self.pages_per_block)) as usize;
+        if self.blocks[block].bad {
+            ck.flag(Rule::BadBlock, page.0, || {
+                format!("{what} of page {} in bad block {block}", page.0)
+            });
+            return Err(FlashError::BadBlock);
+        }
+        Ok(page.0 as usize)
+    }
+
+    #[inline]
+    fn check_oob_len(&self, oob: &[u8]) -> Result<(), FlashError> {
+        if oob.len() > self.oob_stored_bytes
+            && oob[self.oob_stored_bytes..].iter().any(|&b| b != 0xff)
+        {
+            return Err(FlashError::OobTooLong);
+        }
+        Ok(())
+    }
+
+    /// Check program order and partial-program count; update the write pointer.
+    /// Returns the page's program count before this program, and whether an
+    /// in-place violation was already reported for it.
+    #[inline]
+    fn check_program_order(&mut self, ck: &mut Checker, i: usize) -> u8 {
+        let ppb = self.pages_per_block as usize;
+        let block = i / ppb;
+        let pib = (i % ppb) as u32;
+        let count = self.state[i] >> 4;
+        let wp = self.blocks[block].write_ptr;
+        if count == 0 {
+            if pib > wp {
+                ck.flag(Rule::ProgramOutOfOrder, i as u64, || {
+                    format!(
+                        "program of page {pib} of block {block} while page {wp} is still erased"
+                    )
+                });
+            } else if pib < wp {
+                ck.flag(Rule::ProgramOutOfOrder, i as u64, || {
+                    format!(
+                        "program of page {pib} of block {block} after page {} was programmed",
+                        wp - 1
+                    )
+                });
+            }
+        } else if u32::from(count) >= self.geometry.partial_programs_per_page() {
+            let nop = self.geometry.partial_programs_per_page();
+            ck.flag(Rule::ProgramNotErased, i as u64, || {
+                format!(
+                    "program #{} of page {pib} of block {block} since its erase (NOP allows {nop}): in-place write",
+                    count + 1
+                )
+            });
+        }
+        if pib + 1 > wp {
+            self.blocks[block].write_ptr = pib + 1;
+        }
+        count
+    }
+
+    fn bump_program_count(&mut self, i: usize, previous: u8) {
+        let kind = self.state[i] & KIND_MASK;
+        self.state[i] = kind | (previous.saturating_add(1).min(15) << 4);
+    }
+
+    fn free_content(&mut self, i: usize) {
+        let slot = self.slots[i];
+        match self.state[i] & KIND_MASK {
+            K_RUNS => self.runs.remove(slot.a),
+            K_META => self.bytes.remove(slot.a),
+            _ => {}
+        }
+    }
+
+    fn set_kind(&mut self, i: usize, kind: u8, slot: PageSlot) {
+        self.state[i] = (self.state[i] & !KIND_MASK) | kind;
+        self.slots[i] = slot;
+    }
+
+    /// Store a normalized run list covering the page as its content.
+    fn store_runs(&mut self, i: usize, runs: &[Run]) {
+        self.free_content(i);
+        match runs {
+            [r] if r.kind == RunKind::Data => self.set_kind(
+                i,
+                K_UNIFORM,
+                PageSlot {
+                    a: r.lba,
+                    b: r.write,
+                },
+            ),
+            [r] if r.kind == RunKind::Zero => self.set_kind(i, K_ZERO, PageSlot::default()),
+            [r] if r.kind == RunKind::Erased => self.set_kind(i, K_ERASED, PageSlot::default()),
+            [r] if r.kind == RunKind::Garbage => self.set_kind(i, K_GARBAGE, PageSlot::default()),
+            _ => {
+                let h = self.runs.insert(runs);
+                self.set_kind(
+                    i,
+                    K_RUNS,
+                    PageSlot {
+                        a: h,
+                        b: runs.len() as u32,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Append the runs of sectors `first .. first+count` of page `i` to `out`.
+    #[inline]
+    fn append_page_runs(&self, i: usize, first: u32, count: u32, out: &mut Vec<Run>) {
+        let slot = self.slots[i];
+        match self.state[i] & KIND_MASK {
+            K_UNIFORM => push_run(out, Run::data(slot.a + first, slot.b, count)),
+            K_RUNS => slice_runs(self.runs.get(slot.a, slot.b as usize), first, count, out),
+            K_ZERO => push_run(out, Run::filler(RunKind::Zero, count)),
+            K_META => push_run(out, Run::filler(RunKind::Metadata, count)),
+            K_GARBAGE => push_run(out, Run::filler(RunKind::Garbage, count)),
+            _ => push_run(out, Run::filler(RunKind::Erased, count)),
+        }
+    }
+
+    fn store_oob(&mut self, i: usize, oob: &[u8], partial: bool) {
+        let n = oob.len().min(self.oob_stored_bytes);
+        let dst = &mut self.oob[i * self.oob_stored_bytes..i * self.oob_stored_bytes + n];
+        if partial {
+            // A later partial program can only add bits to still-erased bytes.
+            for (d, s) in dst.iter_mut().zip(oob) {
+                if *s != 0xff {
+                    *d = *s;
+                }
+            }
+        } else {
+            dst.copy_from_slice(&oob[..n]);
+        }
+    }
+
+    // ----- operations -----
+
+    /// Read sectors `first .. first+count` of a page, appending their runs to `out`.
+    pub fn read(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        first: u32,
+        count: u32,
+        out: &mut Vec<Run>,
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "read")?;
+        if first + count > self.sectors_per_page {
+            return Err(FlashError::InvalidBuffer);
+        }
+        match self.state[i] {
+            0 => ck.flag(Rule::ReadErasedPage, page.0, || {
+                format!("read of never-programmed page {}", page.0)
+            }),
+            s if s & KIND_MASK == K_GARBAGE => return Err(FlashError::Uncorrectable),
+            _ => {}
+        }
+        self.append_page_runs(i, first, count, out);
+        Ok(())
+    }
+
+    /// Read the stored OOB bytes of a page into `out` (0xFF beyond what is stored).
+    pub fn read_oob(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        out: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "OOB read")?;
+        let n = out.len().min(self.oob_stored_bytes);
+        let start = i * self.oob_stored_bytes;
+        out[..n].copy_from_slice(&self.oob[start..start + n]);
+        out[n..].fill(0xff);
+        Ok(())
+    }
+
+    /// Read a page as bytes (FTL metadata) into `out`, which may be shorter than a page.
+    pub fn read_meta(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        out: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "metadata read")?;
+        let slot = self.slots[i];
+        match self.state[i] & KIND_MASK {
+            K_META => {
+                let stored = self.bytes.get(slot.a, slot.b as usize);
+                let n = stored.len().min(out.len());
+                out[..n].copy_from_slice(&stored[..n]);
+                out[n..].fill(0xff);
+            }
+            K_ERASED => {
+                if self.state[i] == 0 {
+                    ck.flag(Rule::ReadErasedPage, page.0, || {
+                        format!("read of never-programmed page {}", page.0)
+                    });
+                }
+                out.fill(0xff)
+            }
+            K_ZERO => out.fill(0),
+            K_GARBAGE => return Err(FlashError::Uncorrectable),
+            _ => out.fill(STAMP_AS_BYTES_PATTERN),
+        }
+        Ok(())
+    }
+
+    /// Program a page with host data: `runs` must cover exactly one page.
+    /// Erased runs leave their sectors erased (programming 0xFF changes no cell).
+    pub fn program(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        runs: &[Run],
+        oob: &[u8],
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "program")?;
+        self.check_oob_len(oob)?;
+        if total_len(runs) != self.sectors_per_page {
+            return Err(FlashError::InvalidBuffer);
+        }
+        let previous = self.check_program_order(ck, i);
+        if previous == 0 {
+            self.store_runs(i, runs);
+        } else {
+            // Beyond the NOP allowance the violation is already reported.
+            let within_nop = u32::from(previous) < self.geometry.partial_programs_per_page();
+            self.merge_partial_program(ck, i, runs, within_nop);
+        }
+        self.store_oob(i, oob, previous != 0);
+        self.bump_program_count(i, previous);
+        Ok(())
+    }
+
+    /// A second (partial) program of a page: new sectors may only land on erased ones.
+    fn merge_partial_program(
+        &mut self,
+        ck: &mut Checker,
+        i: usize,
+        runs: &[Run],
+        report_overlap: bool,
+    ) {
+        let mut current = std::mem::take(&mut self.scratch);
+        let mut scratch = std::mem::take(&mut self.scratch2);
+        current.clear();
+        if self.state[i] & KIND_MASK == K_META {
+            // Host data over a metadata page: the result is neither.
+            if report_overlap {
+                ck.flag(Rule::ProgramNotErased, i as u64, || {
+                    format!("host-data program over metadata page {i}")
+                });
+            }
+            push_run(
+                &mut current,
+                Run::filler(RunKind::Garbage, self.sectors_per_page),
+            );
+        } else {
+            self.append_page_runs(i, 0, self.sectors_per_page, &mut current);
+        }
+        let mut pos = 0;
+        for r in runs {
+            if r.kind != RunKind::Erased {
+                scratch.clear();
+                slice_runs(&current, pos, r.len, &mut scratch);
+                if report_overlap && scratch.iter().any(|c| c.kind != RunKind::Erased) {
+                    let pib = i as u32 % self.pages_per_block;
+                    ck.flag(Rule::ProgramNotErased, i as u64, || {
+                        format!(
+                            "partial program of page {pib} overwrites programmed sectors {pos}..{}",
+                            pos + r.len
+                        )
+                    });
+                }
+                splice_runs(&mut current, pos, std::slice::from_ref(r), &mut scratch);
+            }
+            pos += r.len;
+        }
+        self.store_runs(i, &current);
+        self.scratch = current;
+        self.scratch2 = scratch;
+    }
+
+    /// Program a page with FTL metadata bytes (at most one page).
+    pub fn program_meta(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        data: &[u8],
+        oob: &[u8],
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "program")?;
+        self.check_oob_len(oob)?;
+        if data.len() > self.geometry.page_size_bytes() as usize {
+            return Err(FlashError::InvalidArgument);
+        }
+        let previous = self.check_program_order(ck, i);
+        // Trailing 0xFF bytes are erased cells: not stored.
+        let len = data.iter().rposition(|&b| b != 0xff).map_or(0, |p| p + 1);
+        if previous != 0 && self.state[i] & KIND_MASK == K_META {
+            let slot = self.slots[i];
+            let mut merged = self.bytes.get(slot.a, slot.b as usize).to_vec();
+            if merged.len() < len {
+                merged.resize(len, 0xff);
+            }
+            for (k, &b) in data[..len].iter().enumerate() {
+                if b != 0xff {
+                    if merged[k] != 0xff {
+                        ck.flag(Rule::ProgramNotErased, i as u64, || {
+                            format!("partial program of metadata page {i} overwrites byte {k}")
+                        });
+                    }
+                    merged[k] = b;
+                }
+            }
+            self.free_content(i);
+            let h = self.bytes.insert(&merged);
+            self.set_kind(
+                i,
+                K_META,
+                PageSlot {
+                    a: h,
+                    b: merged.len() as u32,
+                },
+            );
+        } else {
+            if previous != 0 && self.state[i] & KIND_MASK != K_ERASED {
+                ck.flag(Rule::ProgramNotErased, i as u64, || {
+                    format!("metadata program over host-data page {i}")
+                });
+            }
+            self.free_content(i);
+            let h = self.bytes.insert(&data[..len]);
+            self.set_kind(
+                i,
+                K_META,
+                PageSlot {
+                    a: h,
+                    b: len as u32,
+                },
+            );
+        }
+        self.store_oob(i, oob, previous != 0);
+        self.bump_program_count(i, previous);
+        Ok(())
+    }
+
+    /// Copy a page inside the chip (no channel transfer). `oob` replaces the
+    /// destination's OOB when given (controllers may patch it in the page register).
+    pub fn copyback(
+        &mut self,
+        ck: &mut Checker,
+        src: PageAddr,
+        dst: PageAddr,
+        oob: Option<&[u8]>,
+    ) -> Result<(), FlashError> {
+        let s = self.check_page(ck, src, "copyback read")?;
+        let d = self.check_page(ck, dst, "copyback program")?;
+        if let Some(o) = oob {
+            self.check_oob_len(o)?;
+        }
+        if self.state[s] & KIND_MASK == K_GARBAGE {
+            return Err(FlashError::Uncorrectable);
+        }
+        let g = &self.geometry;
+        let (sp, dp) = (
+            g.plane_of_block(g.block_of(src)),
+            g.plane_of_block(g.block_of(dst)),
+        );
+        if sp != dp {
+            ck.flag(Rule::CopybackCrossPlane, dst.0, || {
+                format!(
+                    "copyback from page {} (plane {sp}) to page {} (plane {dp})",
+                    src.0, dst.0
+                )
+            });
+        }
+        if self.state[s] == 0 {
+            ck.flag(Rule::ReadErasedPage, src.0, || {
+                format!("copyback of never-programmed page {}", src.0)
+            });
+        }
+        let previous = self.check_program_order(ck, d);
+        if previous != 0 {
+            ck.flag(Rule::ProgramNotErased, dst.0, || {
+                format!("copyback onto programmed page {}", dst.0)
+            });
+        }
+        self.free_content(d);
+        let slot = self.slots[s];
+        let kind = self.state[s] & KIND_MASK;
+        let new_slot = match kind {
+            K_RUNS => PageSlot {
+                a: self.runs.duplicate(slot.a, slot.b as usize),
+                b: slot.b,
+            },
+            K_META => PageSlot {
+                a: self.bytes.duplicate(slot.a, slot.b as usize),
+                b: slot.b,
+            },
+            _ => slot,
+        };
+        self.set_kind(d, kind, new_slot);
+        let n = self.oob_stored_bytes;
+        match oob {
+            Some(o) => self.store_oob(d, o, false),
+            None => self.oob.copy_within(s * n..s * n + n, d * n),
+        }
+        self.bump_program_count(d, previous);
+        Ok(())
+    }
+
+    /// Erase a block: every page erased, write pointer 0, P/E count + 1.
+    pub fn erase(&mut self, ck: &mut Checker, block: BlockAddr) -> Result<(), FlashError> {
+        if block.0 >= u64::from(self.geometry.blocks()) {
+            ck.flag(Rule::AddressOutOfRange, block.0, || {
+                format!(
+                    "erase of block {} beyond the last block {}",
+                    block.0,
+                    self.geometry.blocks() - 1
+                )
+            });
+            return Err(FlashError::AddressOutOfRange);
+        }
+        let b = block.0 as usize;
+        if self.blocks[b].bad {
+            ck.flag(Rule::BadBlock, block.0, || {
+                format!("erase of bad block {b}")
+            });
+            return Err(FlashError::BadBlock);
+        }
+        let ppb = self.pages_per_block as usize;
+        for i in b * ppb..(b + 1) * ppb {
+            self.free_content(i);
+        }
+        self.state[b * ppb..(b + 1) * ppb].fill(0);
+        let n = self.oob_stored_bytes;
+        self.oob[b * ppb * n..(b + 1) * ppb * n].fill(0xff);
+        let s = &mut self.blocks[b];
+        s.write_ptr = 0;
+        s.erase_count += 1;
+        Ok(())
+    }
+
+    /// Check that the pages of a multi-plane operation are on one die, on
+    /// distinct planes, at the same block and page offset.
+    pub fn check_multi_plane(&self, ck: &mut Checker, pages: &[PageAddr]) -> bool {
+        let g = &self.geometry;
+        let Some(first) = pages.first() else {
+            return true;
+        };
+        if pages.iter().any(|p| p.0 >= g.pages()) {
+            return true; // reported by the operations themselves
+        }
+        let fb = g.block_of(*first);
+        let (die, bip, pib) = (
+            g.die_of_block(fb),
+            g.block_in_plane(fb),
+            g.page_in_block(*first),
+        );
+        let mut planes_seen = 0u64;
+        for p in pages {
+            let b = g.block_of(*p);
+            let plane = g.plane_of_block(b) % g.planes_per_die();
+            let repeat = plane < 64 && planes_seen & (1 << plane) != 0;
+            if plane < 64 {
+                planes_seen |= 1 << plane;
+            }
+            if g.die_of_block(b) != die
+                || g.block_in_plane(b) != bip
+                || g.page_in_block(*p) != pib
+                || repeat
+            {
+                ck.flag(Rule::MultiPlaneMismatch, p.0, || {
+                    format!(
+                        "multi-plane operation mixes page {} (die {die}, block {bip}, page {pib}) and page {} (die {}, block {}, page {}{})",
+                        first.0,
+                        p.0,
+                        g.die_of_block(b),
+                        g.block_in_plane(b),
+                        g.page_in_block(*p),
+                        if repeat { ", same plane twice" } else { "" }
+                    )
+                });
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Overwrite a page's content with garbage (power-cut and media-error models).
+    pub fn corrupt_page(&mut self, page: PageAddr) {
+        let i = page.0 as usize;
+        if i < self.state.len() {
+            self.free_content(i);
+            let count = (self.state[i] >> 4).max(1);
+            self.state[i] = K_GARBAGE | (count << 4);
+            self.slots[i] = PageSlot::default();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! Payload stamps: host data as an opaque value the FTL moves but never reads.
+//!
+//! In `stress`, `perf` and `crash` the bytes of host data do not matter, only
+//! *which* data ends up where. A sector of host data is therefore represented
+//! by a stamp: the LBA it was written to and the id of the host write that
+//! produced it. Consecutive sectors written by one request form a [`Run`]
+//! (`lba .. lba+len` by write `w`), so a page written whole by one request is
+//! one run, stored in 8 bytes by the NAND. Pages assembled from several
+//! writes (read-modify-write of a partial page) are lists of runs.
+//!
+//! The oracle reads stamps back out of host read buffers and compares each
+//! sector with its shadow of the logical disk. Because the FTL only ever
+//! handles buffer *handles* and sector ranges (never stamps), the same FTL
+//! code works unchanged when a byte-backed payload store holds real data.
+//!
+//! Run lists are kept *normalized*: no empty runs, and no two adjacent runs
+//! that could be one. Equal content therefore has one representation.
+
+/// Id of a host write. Ids count host writes from 1 in submission order;
+/// 0 is never a write.
+pub type WriteId = u32;
+
+/// What a run of consecutive sectors holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum RunKind {
+    /// Host data: sector `i` of the run is LBA `lba + i` as written by `write`.
+    Data = 0,
+    /// All-zero sectors (what a trimmed or never-written sector reads as).
+    Zero = 1,
+    /// Erased cells (all 0xFF), read from a page or sectors never programmed.
+    #[default]
+    Erased = 2,
+    /// The bytes of an FTL metadata page, read as if they were host data.
+    Metadata = 3,
+    /// Nothing has been put here yet: a fresh host read buffer.
+    Unfilled = 4,
+    /// Unreadable content: a torn program or a corrupted page.
+    Garbage = 5,
+}
+
+/// `len` consecutive sectors of one kind. For [`RunKind::Data`], sector `i`
+/// holds LBA `lba + i` from write `write`; for other kinds both are 0.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Run {
+    pub lba: u32,
+    pub write: WriteId,
+    pub len: u32,
+    pub kind: RunKind,
+}
+
+impl Run {
+    pub fn data(lba: u32, write: WriteId, len: u32) -> Run {
+        Run {
+            lba,
+            write,
+            len,
+            kind: RunKind::Data,
+        }
+    }
+    pub fn filler(kind: RunKind, len: u32) -> Run {
+        debug_assert!(kind != RunKind::Data);
+        Run {
+            lba: 0,
+            write: 0,
+            len,
+            kind,
+        }
+    }
+
+    /// The sub-run of `len` sectors starting `offset` sectors in.
+    #[inline]
+    pub fn slice(self, offset: u32, len: u32) -> Run {
+        debug_assert!(offset + len <= self.len);
+        let lba = if self.kind == RunKind::Data {
+            self.lba + offset
+        } else {
+            0
+        };
+        Run { lba, len, ..self }
+    }
+
+    /// Whether `next` continues this run (so the two can be one run).
+    #[inline]
+    fn continues_with(&self, next: &Run) -> bool {
+        self.kind == next.kind
+            && (self.kind != RunKind::Data
+                || (self.write == next.write && self.lba.wrapping_add(self.len) == next.lba))
+    }
+}
+
+/// Append `run` to a normalized list, merging it with the last run if possible.
+#[inline]
+pub fn push_run(out: &mut Vec<Run>, run: Run) {
+    if run.len == 0 {
+        return;
+    }
+    if let Some(last) = out.last_mut() {
+        if last.continues_with(&run) {
+            last.len += run.len;
+            return;
+        }
+    }
+    out.push(run);
+}
+
+/// Total sectors covered by a run list.
+pub fn total_len(runs: &[Run]) -> u32 {
+    runs.iter().map(|r| r.len).sum()
+}
+
+/// Append to `out` the runs covering sectors `start .. start+len` of `src`
+/// (whose runs cover sectors from 0).
+pub fn slice_runs(src: &[Run], start: u32, len: u32, out: &mut Vec<Run>) {
+    let end = start + len;
+    let mut pos = 0u32;
+    for r in src {
+        let r_end = pos + r.len;
+        if r_end > start && pos < end {
+            let from = start.max(pos);
+            let to = end.min(r_end);
+            push_run(out, r.slice(from - pos, to - from));
+        }
+        if r_end >= end {
+            break;
+        }
+        pos = r_end;
+    }
+}
+
+/// Replace sectors `at .. at + total_len(insert)` of `dst` with `insert`.
+/// `scratch` is reused storage, so the call allocates nothing once warm.
+pub fn splice_runs(dst: &mut Vec<Run>, at: u32, insert: &[Run], scratch: &mut Vec<Run>) {
+    let ins_len = total_len(insert);
+    let dst_len = total_len(dst);
+    debug_assert!(at + ins_len <= dst_len, "splice past the end of the buffer");
+    scratch.clear();
+    slice_runs(dst, 0, at, scratch);
+    for r in insert {
+        push_run(scratch, *r);
+    }
+    slice_runs(dst, at + ins_len, dst_len - at - ins_len, scratch);
+    std::mem::swap(dst, scratch);
+}
+
+/// Fixed-size slots of `T` in power-of-two size classes, with free lists, so
+/// variable-length page contents (run lists, metadata bytes) are stored
+/// without a heap allocation per operation once the pool is warm.
+///
+/// A handle packs the class in its top 6 bits and the slot in the rest.
+#[derive(Clone, Debug)]
+pub struct ClassSlab<T: Copy + Default> {
+    min_shift: u32,
+    classes: Vec<SlabClass<T>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SlabClass<T> {
+    data: Vec<T>,
+    free: Vec<u32>,
+    slot_len: usize,
+}
+
+const SLOT_BITS: u32 = 26;
+
+impl<T: Copy + Default> ClassSlab<T> {
+    /// Classes hold `2^min_shift`, `2^(min_shift+1)`, … elements, up to `max_len`.
+    pub fn new(min_shift: u32, max_len: usize) -> Self {
+        let mut classes = Vec::new();
+        let mut len = 1usize << min_shift;
+        loop {
+            classes.push(SlabClass {
+                data: Vec::new(),
+                free: Vec::new(),
+                slot_len: len,
+            });
+            if len >= max_len {
+                break;
+            }
+            len *= 2;
+        }
+        ClassSlab { min_shift, classes }
+    }
+
+    fn class_for(&self, len: usize) -> usize {
+        let min = 1usize << self.min_shift;
+        if len <= min {
+            0
+        } else {
+            (usize::BITS - (len - 1).leading_zeros()) as usize - self.min_shift as usize
+        }
+    }
+
+    /// Store `items`, returning a handle.
+    pub fn insert(&mut self, items: &[T]) -> u32 {
+        let class = self.class_for(items.len());
+        let slot = self.take_slot(class);
+        let c = &mut self.classes[class];
+        let start = slot as usize * c.slot_len;
+        c.data[start..start + items.len()].copy_from_slice(items);
+        ((class as u32) << SLOT_BITS) | slot
+    }
+
+    fn take_slot(&mut self, class: usize) -> u32 {
+        let c = &mut self.classes[class];
+        match c.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = (c.data.len() / c.slot_len) as u32;
+                assert!(s < 1 << SLOT_BITS, "payload slab class {class} is full");
+                c.data.resize(c.data.len() + c.slot_len, T::default());
+                s
+            }
+        }
+    }
+
+    /// The first `len` items stored under `handle`.
+    #[inline]
+    pub fn get(&self, handle: u32, len: usize) -> &[T] {
+        let c = &self.classes[(handle >> SLOT_BITS) as usize];
+        let start = (handle & ((1 << SLOT_BITS) - 1)) as usize * c.slot_len;
+        &c.data[start..start + len]
+    }
+
+    /// Copy the first `len` items under `handle` into a new slot (no temporary).
+    pub fn duplicate(&mut self, handle: u32, len: usize) -> u32 {
+        let class = (handle >> SLOT_BITS) as usize;
+        let src_slot = (handle & ((1 << SLOT_BITS) - 1)) as usize;
+        let slot = self.take_slot(class);
+        let c = &mut self.classes[class];
+        let (from, to) = (src_slot * c.slot_len, slot as usize * c.slot_len);
+        c.data.copy_within(from..from + len, to);
+        ((class as u32) << SLOT_BITS) | slot
+    }
+
+    pub fn remove(&mut self, handle: u32) {
+        let c = &mut self.classes[(handle >> SLOT_BITS) as usize];
+        c.free.push(handle & ((1 << SLOT_BITS) - 1));
+    }
+
+    /// Bytes of memory held (for reports).
+    pub fn heap_bytes(&self) -> usize {
+        self.classes
+            .iter()
+            .map(|c| c.data.capacity() * std::mem::size_of::<T>() + c.free.capacity() * 4)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Expand runs to one (kind, lba, write) per sector: the reference model.
+    fn expand(runs: &[Run]) -> Vec<(RunKind, u32, u32)> {
+        let mut v = Vec::new();
+        for r in runs {
+            for i in 0..r.len {
+                let lba = if r.kind == RunKind::Data {
+                    r.lba + i
+                } else {
+                    0
+                };
+                v.push((r.kind, lba, r.write));
+            }
+        }
+        v
+    }
+
+    fn is_normalized(runs: &[Run]) -> bool {
+        runs.iter().all(|r| r.len > 0) && runs.windows(2).all(|w| !w[0].continues_with(&w[1]))
+    }
+
+    fn arb_run() -> impl Strategy<Value = Run> {
+        prop_oneof![
+            (0u32..64, 1u32..4, 1u32..6).prop_map(|(lba, w, len)| Run::data(lba, w, len)),
+            (1u32..6).prop_map(|len| Run::filler(RunKind::Zero, len)),
+            (1u32..6).prop_map(|len| Run::filler(RunKind::Erased, len)),
+        ]
+    }
+
+    fn normalize(runs: Vec<Run>) -> Vec<Run> {
+        let mut out = Vec::new();
+        for r in runs {
+            push_run(&mut out, r);
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn slice_matches_per_sector_model(runs in prop::collection::vec(arb_run(), 1..8), a in 0u32..40, b in 0u32..40) {
+            let runs = normalize(runs);
+            let n = total_len(&runs);
+            let (start, end) = (a.min(b) % (n + 1), a.max(b) % (n + 1));
+            let (start, end) = (start.min(end), start.max(end));
+            let mut out = Vec::new();
+            slice_runs(&runs, start, end - start, &mut out);
+            prop_assert_eq!(expand(&out), expand(&runs)[start as usize..end as usize].to_vec());
+            prop_assert!(is_normalized(&out));
+        }
+
+        #[test]
+        fn splice_matches_per_sector_model(dst in prop::collection::vec(arb_run(), 1..8), ins in prop::collection::vec(arb_run(), 1..4), at in 0u32..40) {
+            let mut dst = normalize(dst);
+            let ins = normalize(ins);
+            let n = total_len(&dst);
+            let k = total_len(&ins);
+            prop_assume!(k <= n);
+            let at = at % (n - k + 1);
+            let mut model = expand(&dst);
+            model.splice(at as usize..(at + k) as usize, expand(&ins));
+            let mut scratch = Vec::new();
+            splice_runs(&mut dst, at, &ins, &mut scratch);
+            prop_assert_eq!(expand(&dst), model);
+            prop_assert!(is_normalized(&dst));
+        }
+    }
+
+    #[test]
+    fn consecutive_data_of_one_write_merges_into_one_run() {
+        let mut v = Vec::new();
+        push_run(&mut v, Run::data(10, 7, 4));
+        push_run(&mut v, Run::data(14, 7, 4));
+        push_run(&mut v, Run::data(18, 8, 4));
+        assert_eq!(v, vec![Run::data(10, 7, 8), Run::data(18, 8, 4)]);
+    }
+
+    #[test]
+    fn slab_reuses_freed_slots() {
+        let mut s: ClassSlab<u8> = ClassSlab::new(2, 64);
+        let h = s.insert(&[1, 2, 3]);
+        assert_eq!(s.get(h, 3), &[1, 2, 3]);
+        let big = s.insert(&[9; 40]);
+        assert_eq!(s.get(big, 40), &[9; 40][..]);
+        s.remove(h);
+        let h2 = s.insert(&[4]);
+        assert_eq!(h2, h);
+        assert_eq!(s.get(h2, 1), &[4]);
+    }
+}

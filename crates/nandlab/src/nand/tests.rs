@@ -1,0 +1,279 @@
+//! Rule checks of the virtual NAND, one broken operation per rule, and
+//! property tests of page content against a per-sector model.
+
+use super::*;
+use crate::violation::{RuleConfig, Severity, ViolationLog};
+use proptest::prelude::*;
+
+fn geometry(nop: u32) -> Geometry {
+    GeometryConfig {
+        channels: 1,
+        chips_per_channel: 1,
+        dies_per_chip: 1,
+        planes_per_die: 2,
+        blocks_per_plane: 4,
+        pages_per_block: 8,
+        page_size_bytes: 2048,
+        oob_size_bytes: 64,
+        sector_size_bytes: 512,
+        cell_type: CellType::Slc,
+        page_pairing: PagePairing::Consecutive,
+        partial_programs_per_page: nop,
+    }
+    .validate()
+    .unwrap()
+}
+
+struct Rig {
+    nand: Nand,
+    sev: [Severity; Rule::ALL.len()],
+    log: ViolationLog,
+}
+
+impl Rig {
+    fn new(nop: u32) -> Rig {
+        Rig::with_rules(nop, RuleConfig::default())
+    }
+    fn with_rules(nop: u32, rules: RuleConfig) -> Rig {
+        Rig {
+            nand: Nand::new(geometry(nop), 16, &[BlockAddr(7)]),
+            sev: rules.table(),
+            log: ViolationLog::new(100),
+        }
+    }
+    /// Run one NAND operation with a checker.
+    fn op<T>(&mut self, f: impl FnOnce(&mut Nand, &mut Checker) -> T) -> T {
+        let mut ck = Checker {
+            severities: &self.sev,
+            log: &mut self.log,
+            op_index: 0,
+            request_id: Some(1),
+        };
+        f(&mut self.nand, &mut ck)
+    }
+    fn program(&mut self, page: u64, runs: &[Run]) -> Result<(), FlashError> {
+        let mut ck = Checker {
+            severities: &self.sev,
+            log: &mut self.log,
+            op_index: 0,
+            request_id: Some(1),
+        };
+        self.nand.program(&mut ck, PageAddr(page), runs, &[1, 2, 3])
+    }
+    fn read(&mut self, page: u64) -> Result<Vec<Run>, FlashError> {
+        let mut out = Vec::new();
+        let mut ck = Checker {
+            severities: &self.sev,
+            log: &mut self.log,
+            op_index: 0,
+            request_id: None,
+        };
+        self.nand
+            .read(&mut ck, PageAddr(page), 0, 4, &mut out)
+            .map(|_| out)
+    }
+    fn count(&self, rule: Rule) -> u64 {
+        self.log.count(rule)
+    }
+}
+
+fn data(lba: u32, w: u32) -> Vec<Run> {
+    vec![Run::data(lba, w, 4)]
+}
+
+#[test]
+fn in_order_programs_break_no_rule_and_read_back() {
+    let mut r = Rig::new(1);
+    for p in 0..8 {
+        r.program(p, &data(p as u32 * 4, 1)).unwrap();
+    }
+    assert_eq!(r.log.errors(), 0);
+    assert_eq!(r.read(3).unwrap(), data(12, 1));
+    let mut oob = [0u8; 8];
+    r.op(|n, ck| n.read_oob(ck, PageAddr(3), &mut oob)).unwrap();
+    assert_eq!(oob, [1, 2, 3, 0xff, 0xff, 0xff, 0xff, 0xff]);
+}
+
+#[test]
+fn skipping_page_zero_is_out_of_order() {
+    let mut r = Rig::new(1);
+    r.program(1, &data(0, 1)).unwrap();
+    assert_eq!(r.count(Rule::ProgramOutOfOrder), 1);
+    // Going back to the skipped page is out of order too.
+    r.program(0, &data(4, 1)).unwrap();
+    assert_eq!(r.count(Rule::ProgramOutOfOrder), 2);
+}
+
+#[test]
+fn reprogramming_a_page_is_an_in_place_write() {
+    let mut r = Rig::new(1);
+    r.program(0, &data(0, 1)).unwrap();
+    r.program(0, &data(0, 2)).unwrap();
+    assert_eq!(r.count(Rule::ProgramNotErased), 1);
+}
+
+#[test]
+fn partial_programs_within_nop_are_legal_but_overlaps_are_not() {
+    let mut r = Rig::new(2);
+    let erased = |n| Run::filler(RunKind::Erased, n);
+    r.program(0, &[Run::data(0, 1, 2), erased(2)]).unwrap();
+    r.program(0, &[erased(2), Run::data(2, 2, 2)]).unwrap();
+    assert_eq!(r.log.errors(), 0);
+    assert_eq!(
+        r.read(0).unwrap(),
+        vec![Run::data(0, 1, 2), Run::data(2, 2, 2)]
+    );
+    // A third program exceeds NOP = 2.
+    r.program(0, &[erased(3), Run::data(3, 3, 1)]).unwrap();
+    assert_eq!(
+        r.count(Rule::ProgramNotErased),
+        1,
+        "one violation per operation"
+    );
+}
+
+#[test]
+fn bad_blocks_and_addresses_outside_the_device_fail() {
+    let mut r = Rig::new(1);
+    let bad_page = 7 * 8;
+    assert_eq!(r.program(bad_page, &data(0, 1)), Err(FlashError::BadBlock));
+    assert_eq!(
+        r.op(|n, ck| n.erase(ck, BlockAddr(7))),
+        Err(FlashError::BadBlock)
+    );
+    assert_eq!(
+        r.program(64, &data(0, 1)),
+        Err(FlashError::AddressOutOfRange)
+    );
+    assert_eq!(
+        r.op(|n, ck| n.erase(ck, BlockAddr(8))),
+        Err(FlashError::AddressOutOfRange)
+    );
+    assert_eq!(r.count(Rule::BadBlock), 2);
+    assert_eq!(r.count(Rule::AddressOutOfRange), 2);
+}
+
+#[test]
+fn multi_plane_pages_must_share_block_and_page_offsets() {
+    let mut r = Rig::new(1);
+    let g = r.nand.geometry().clone();
+    let a = g.page_addr(g.block_addr(0, 1), 2);
+    let b = g.page_addr(g.block_addr(1, 1), 2);
+    let c = g.page_addr(g.block_addr(1, 2), 2);
+    let d = g.page_addr(g.block_addr(1, 1), 3);
+    assert!(r.op(|n, ck| n.check_multi_plane(ck, &[a, b])));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, c])));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, d])));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, a])));
+    assert_eq!(r.count(Rule::MultiPlaneMismatch), 3);
+}
+
+#[test]
+fn reading_an_erased_page_is_allowed_by_default_but_can_be_flagged() {
+    let mut r = Rig::new(1);
+    assert_eq!(r.read(0).unwrap(), vec![Run::filler(RunKind::Erased, 4)]);
+    assert_eq!(r.count(Rule::ReadErasedPage), 0);
+    let mut rules = RuleConfig::default();
+    rules.set(Rule::ReadErasedPage, Severity::Warn).unwrap();
+    let mut r = Rig::with_rules(1, rules);
+    r.read(0).unwrap();
+    assert_eq!(r.count(Rule::ReadErasedPage), 1);
+    assert!(r.log.is_clean(), "a warning does not fail the run");
+}
+
+#[test]
+fn allowed_rules_are_not_recorded() {
+    let mut rules = RuleConfig::default();
+    rules.set(Rule::ProgramOutOfOrder, Severity::Allow).unwrap();
+    let mut r = Rig::with_rules(1, rules);
+    r.program(3, &data(0, 1)).unwrap();
+    assert_eq!(r.count(Rule::ProgramOutOfOrder), 0);
+}
+
+#[test]
+fn erase_resets_pages_and_counts_wear() {
+    let mut r = Rig::new(1);
+    r.program(0, &data(0, 1)).unwrap();
+    r.op(|n, ck| n.erase(ck, BlockAddr(0))).unwrap();
+    assert_eq!(r.nand.erase_count(BlockAddr(0)), 1);
+    assert_eq!(r.read(0).unwrap(), vec![Run::filler(RunKind::Erased, 4)]);
+    r.program(0, &data(0, 2)).unwrap();
+    assert_eq!(r.log.errors(), 0);
+}
+
+#[test]
+fn copyback_copies_content_within_a_plane_only() {
+    let mut r = Rig::new(1);
+    let mixed = vec![Run::data(0, 1, 1), Run::data(9, 2, 3)];
+    r.program(0, &mixed).unwrap();
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(8), Some(&[9])))
+        .unwrap();
+    assert_eq!(r.read(8).unwrap(), mixed);
+    // Plane 1 starts at block 4.
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(32), None))
+        .unwrap();
+    assert_eq!(r.count(Rule::CopybackCrossPlane), 1);
+}
+
+#[test]
+fn metadata_pages_keep_their_bytes() {
+    let mut r = Rig::new(1);
+    r.op(|n, ck| n.program_meta(ck, PageAddr(0), &[7, 0, 0xff, 5, 0xff, 0xff], &[]))
+        .unwrap();
+    let mut out = [0u8; 8];
+    r.op(|n, ck| n.read_meta(ck, PageAddr(0), &mut out))
+        .unwrap();
+    assert_eq!(out, [7, 0, 0xff, 5, 0xff, 0xff, 0xff, 0xff]);
+    assert_eq!(r.read(0).unwrap(), vec![Run::filler(RunKind::Metadata, 4)]);
+}
+
+proptest! {
+    /// Any sequence of in-order programs, erases and reads reads back what
+    /// was last programmed since the last erase, and breaks no rule.
+    #[test]
+    fn content_matches_a_model_under_legal_operations(ops in prop::collection::vec((0u64..2, 0u8..3, 1u32..200), 1..120)) {
+        let mut r = Rig::new(1);
+        let mut model: Vec<Vec<Option<Vec<Run>>>> = vec![vec![None; 8]; 2];
+        for (block, op, w) in ops {
+            let wp = r.nand.write_pointer(BlockAddr(block));
+            match op {
+                0 | 1 if wp < 8 => {
+                    let runs = if op == 0 { data(w, w) } else { vec![Run::data(w, w, 1), Run::filler(RunKind::Zero, 3)] };
+                    r.program(block * 8 + u64::from(wp), &runs).unwrap();
+                    model[block as usize][wp as usize] = Some(runs);
+                }
+                _ => {
+                    r.op(|n, ck| n.erase(ck, BlockAddr(block))).unwrap();
+                    model[block as usize] = vec![None; 8];
+                }
+            }
+        }
+        prop_assert_eq!(r.log.errors(), 0);
+        for b in 0..2u64 {
+            for p in 0..8u64 {
+                let got = r.read(b * 8 + p).unwrap();
+                let want = model[b as usize][p as usize].clone().unwrap_or_else(|| vec![Run::filler(RunKind::Erased, 4)]);
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    /// Programming pages in any order is flagged exactly when the page is
+    /// not the block's write pointer: page N while page N-1 is erased (a
+    /// skip), or a page below one already programmed (going back). Each
+    /// skip is reported once, where it happens.
+    #[test]
+    fn out_of_order_is_flagged_exactly_off_the_write_pointer(order in Just((0u64..8).collect::<Vec<_>>()).prop_shuffle()) {
+        let mut r = Rig::new(1);
+        let mut expected = 0;
+        let mut write_pointer = 0;
+        for &p in &order {
+            if p != write_pointer {
+                expected += 1;
+            }
+            write_pointer = write_pointer.max(p + 1);
+            r.program(p, &data(0, 1)).unwrap();
+        }
+        prop_assert_eq!(r.count(Rule::ProgramOutOfOrder), expected);
+    }
+}

@@ -1,0 +1,303 @@
+//! The oracle: a shadow of the logical disk, outside the FTL.
+//!
+//! For every sector it knows the latest version: never written, trimmed, or
+//! the id of the last host write to it. Every host read is checked sector by
+//! sector against it ([`Oracle::check_read`]):
+//!
+//! | returned                    | expected             | rule                |
+//! |-----------------------------|----------------------|---------------------|
+//! | data of another LBA         | anything             | `misdirected_read`  |
+//! | older write of this LBA     | a newer write        | `stale_read`        |
+//! | newer / unknown write       | anything             | `phantom_data`      |
+//! | data                        | never written        | `phantom_data`      |
+//! | data                        | trimmed              | `trim_not_zero`     |
+//! | zeros                       | a write              | `lost_write`        |
+//! | erased flash (0xFF)         | a write or a trim    | `erased_read`       |
+//! | FTL metadata                | anything             | `misdirected_read`  |
+//! | torn / corrupted data       | anything             | `corrupt_read`      |
+//! | nothing (buffer not filled) | anything             | `missing_data`      |
+//!
+//! A never-written sector may read as zeros or as erased flash (its content
+//! is undefined until written); a trimmed one must read as zeros (NVMe DSM
+//! deterministic read-zero after trim).
+//!
+//! # Memory
+//!
+//! Versions are kept per *unit* of `2^k` sectors (chosen from the workload's
+//! alignment, e.g. 16 sectors for 8 KiB-aligned I/O): a unit written whole
+//! by one request stores one 32-bit version. A unit written in part becomes
+//! an exception holding one version per sector, and collapses back when its
+//! sectors agree again. Checking is per sector either way: never weaker.
+
+use crate::nand::payload::{Run, RunKind, WriteId};
+use crate::violation::{Checker, Rule};
+
+/// Version of a sector never written.
+const NEVER: u32 = 0;
+/// Version of a trimmed sector.
+const TRIMMED: u32 = 0x7fff_ffff;
+/// Flag: the unit's entry indexes an exception (per-sector versions).
+const EXCEPTION: u32 = 0x8000_0000;
+/// Write ids must stay below the special values.
+pub const MAX_WRITE_ID: WriteId = TRIMMED - 1;
+
+/// The latest version of a sector, as the oracle knows it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SectorVersion {
+    Never,
+    Trimmed,
+    Written(WriteId),
+}
+
+/// The shadow disk. See the module docs.
+#[derive(Clone, Debug)]
+pub struct Oracle {
+    unit_shift: u32,
+    logical_sectors: u64,
+    units: Vec<u32>,
+    exceptions: Vec<u32>,
+    free_exceptions: Vec<u32>,
+}
+
+impl Oracle {
+    /// A shadow of `logical_sectors` sectors, tracking versions per unit of
+    /// `sectors_per_unit` (rounded down to a power of two).
+    pub fn new(logical_sectors: u64, sectors_per_unit: u32) -> Oracle {
+        let unit_shift = sectors_per_unit.max(1).ilog2();
+        let units = logical_sectors.div_ceil(1 << unit_shift) as usize;
+        Oracle {
+            unit_shift,
+            logical_sectors,
+            units: vec![NEVER; units],
+            exceptions: Vec::new(),
+            free_exceptions: Vec::new(),
+        }
+    }
+
+    pub fn sectors_per_unit(&self) -> u32 {
+        1 << self.unit_shift
+    }
+
+    pub fn logical_sectors(&self) -> u64 {
+        self.logical_sectors
+    }
+
+    /// Heap bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        (self.units.capacity() + self.exceptions.capacity() + self.free_exceptions.capacity()) * 4
+    }
+
+    /// Units currently split into per-sector versions.
+    pub fn exception_units(&self) -> usize {
+        (self.exceptions.len() >> self.unit_shift) - self.free_exceptions.len()
+    }
+
+    #[inline]
+    fn raw(&self, lba: u64) -> u32 {
+        let e = self.units[(lba >> self.unit_shift) as usize];
+        if e & EXCEPTION == 0 {
+            e
+        } else {
+            let base = ((e & !EXCEPTION) as usize) << self.unit_shift;
+            self.exceptions[base + (lba & ((1 << self.unit_shift) - 1)) as usize]
+        }
+    }
+
+    /// The latest version of one sector.
+    pub fn version(&self, lba: u64) -> SectorVersion {
+        match self.raw(lba) {
+            NEVER => SectorVersion::Never,
+            TRIMMED => SectorVersion::Trimmed,
+            w => SectorVersion::Written(w),
+        }
+    }
+
+    /// Record a completed write of `sectors` sectors at `lba` by write `write`.
+    pub fn record_write(&mut self, lba: u64, sectors: u64, write: WriteId) {
+        assert!(
+            write != NEVER && write <= MAX_WRITE_ID,
+            "write id {write} out of range"
+        );
+        self.set_range(lba, sectors, write);
+    }
+
+    /// Record a completed trim.
+    pub fn record_trim(&mut self, lba: u64, sectors: u64) {
+        self.set_range(lba, sectors, TRIMMED);
+    }
+
+    fn set_range(&mut self, lba: u64, sectors: u64, value: u32) {
+        let unit_len = 1u64 << self.unit_shift;
+        let (mut s, end) = (lba, lba + sectors);
+        while s < end {
+            let unit = (s >> self.unit_shift) as usize;
+            let unit_start = (unit as u64) << self.unit_shift;
+            let n = (unit_start + unit_len).min(end) - s;
+            if n == unit_len {
+                self.release_exception(unit);
+                self.units[unit] = value;
+            } else {
+                self.set_partial(unit, (s - unit_start) as usize, n as usize, value);
+            }
+            s += n;
+        }
+    }
+
+    fn release_exception(&mut self, unit: usize) {
+        let e = self.units[unit];
+        if e & EXCEPTION != 0 {
+            self.free_exceptions.push(e & !EXCEPTION);
+        }
+    }
+
+    fn set_partial(&mut self, unit: usize, offset: usize, n: usize, value: u32) {
+        let unit_len = 1usize << self.unit_shift;
+        let e = self.units[unit];
+        let idx = if e & EXCEPTION != 0 {
+            e & !EXCEPTION
+        } else {
+            // Split the unit into per-sector versions.
+            let idx = match self.free_exceptions.pop() {
+                Some(i) => i,
+                None => {
+                    let i = (self.exceptions.len() >> self.unit_shift) as u32;
+                    self.exceptions.resize(self.exceptions.len() + unit_len, 0);
+                    i
+                }
+            };
+            let base = (idx as usize) << self.unit_shift;
+            self.exceptions[base..base + unit_len].fill(e);
+            self.units[unit] = idx | EXCEPTION;
+            idx
+        };
+        let base = (idx as usize) << self.unit_shift;
+        let slice = &mut self.exceptions[base..base + unit_len];
+        slice[offset..offset + n].fill(value);
+        if slice.iter().all(|&v| v == value) {
+            self.free_exceptions.push(idx);
+            self.units[unit] = value;
+        }
+    }
+
+    /// Check the runs a host read returned for sectors `lba ..`. Each
+    /// mismatching run is reported once, at its first bad sector.
+    pub fn check_read(&self, ck: &mut Checker, lba: u64, runs: &[Run]) {
+        let mut s = lba;
+        for run in runs {
+            self.check_run(ck, s, run);
+            s += u64::from(run.len);
+        }
+    }
+
+    fn check_run(&self, ck: &mut Checker, lba: u64, run: &Run) {
+        match run.kind {
+            RunKind::Data => {
+                if u64::from(run.lba) != lba {
+                    ck.flag(Rule::MisdirectedRead, lba, || {
+                        format!(
+                            "LBA {lba}: returned data of LBA {} (write #{}) for {} sectors",
+                            run.lba, run.write, run.len
+                        )
+                    });
+                    return;
+                }
+                if let Some((at, expected)) = self.first_mismatch(lba, run.len, run.write) {
+                    let rule = match expected {
+                        NEVER => Rule::PhantomData,
+                        TRIMMED => Rule::TrimNotZero,
+                        e if run.write < e => Rule::StaleRead,
+                        _ => Rule::PhantomData,
+                    };
+                    ck.flag(rule, at, || {
+                        format!(
+                            "LBA {at}: returned write #{}, expected {}",
+                            run.write,
+                            describe(expected)
+                        )
+                    });
+                }
+            }
+            RunKind::Zero => {
+                if let Some((at, e)) =
+                    self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED)
+                {
+                    ck.flag(Rule::LostWrite, at, || {
+                        format!("LBA {at}: returned zeros, expected {}", describe(e))
+                    });
+                }
+            }
+            RunKind::Erased => {
+                if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER) {
+                    ck.flag(Rule::ErasedRead, at, || {
+                        format!(
+                            "LBA {at}: returned erased flash (0xFF), expected {}",
+                            describe(e)
+                        )
+                    });
+                }
+            }
+            RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
+                format!(
+                    "LBA {lba}: returned the bytes of an FTL metadata page for {} sectors",
+                    run.len
+                )
+            }),
+            RunKind::Garbage => ck.flag(Rule::CorruptRead, lba, || {
+                format!(
+                    "LBA {lba}: returned torn or corrupted data for {} sectors",
+                    run.len
+                )
+            }),
+            RunKind::Unfilled => ck.flag(Rule::MissingData, lba, || {
+                format!(
+                    "LBA {lba}: {} sectors were never filled by the FTL",
+                    run.len
+                )
+            }),
+        }
+    }
+
+    /// First sector of `lba .. lba+len` whose version is not `write`.
+    #[inline]
+    fn first_mismatch(&self, lba: u64, len: u32, write: u32) -> Option<(u64, u32)> {
+        self.first_sector(lba, len, |v| v != write)
+    }
+
+    /// First sector of the range whose version satisfies `bad`, unit by unit.
+    #[inline]
+    fn first_sector(&self, lba: u64, len: u32, bad: impl Fn(u32) -> bool) -> Option<(u64, u32)> {
+        let unit_len = 1u64 << self.unit_shift;
+        let (mut s, end) = (lba, lba + u64::from(len));
+        while s < end {
+            let unit = (s >> self.unit_shift) as usize;
+            let e = self.units[unit];
+            let unit_end = ((unit as u64 + 1) << self.unit_shift).min(end);
+            if e & EXCEPTION == 0 {
+                if bad(e) {
+                    return Some((s, e));
+                }
+            } else {
+                for x in s..unit_end {
+                    let v = self.raw(x);
+                    if bad(v) {
+                        return Some((x, v));
+                    }
+                }
+            }
+            s = unit_end;
+            debug_assert!(unit_len > 0);
+        }
+        None
+    }
+}
+
+fn describe(version: u32) -> String {
+    match version {
+        NEVER => "never written".into(),
+        TRIMMED => "trimmed (zeros)".into(),
+        w => format!("write #{w}"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,262 @@
+//! Reports: what a run did, in a versioned JSON schema, and a readable summary.
+
+pub mod resources;
+
+use crate::flash::{Cause, FlashStats, OpCounts};
+use crate::ftl::FtlStats;
+use crate::run::HostCounters;
+use crate::violation::{Rule, Violation, ViolationLog};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Version of the JSON report schema; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Flash traffic: totals and the split by cause.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlashSummary {
+    /// Pages programmed (host data, GC copies including copyback, metadata).
+    pub page_programs: u64,
+    /// Pages read (data and metadata; OOB-only reads are counted apart).
+    pub page_reads: u64,
+    pub oob_reads: u64,
+    pub block_erases: u64,
+    pub copybacks: u64,
+    pub operations: u64,
+    pub by_cause: BTreeMap<&'static str, OpCounts>,
+}
+
+impl FlashSummary {
+    pub fn from_stats(s: &FlashStats) -> Self {
+        let t = s.total();
+        FlashSummary {
+            page_programs: t.programs(),
+            page_reads: t.page_reads + t.meta_reads,
+            oob_reads: t.oob_reads,
+            block_erases: t.block_erases,
+            copybacks: t.copybacks,
+            operations: s.operations(),
+            by_cause: Cause::ALL
+                .iter()
+                .map(|c| (c.name(), *s.cause(*c)))
+                .filter(|(_, c)| *c != OpCounts::default())
+                .collect(),
+        }
+    }
+}
+
+/// Garbage-collection totals.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GcSummary {
+    pub runs: u64,
+    /// Pages copied by GC (reads + programs or copybacks).
+    pub pages_moved: u64,
+    pub blocks_erased: u64,
+}
+
+/// Write amplification: all page programs over host page programs.
+pub fn waf(host_programs: u64, all_programs: u64) -> f64 {
+    if host_programs == 0 {
+        0.0
+    } else {
+        all_programs as f64 / host_programs as f64
+    }
+}
+
+/// Erase-count distribution over the device's blocks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WearSummary {
+    pub erase_count_min: u32,
+    pub erase_count_max: u32,
+    pub erase_count_mean: f64,
+    pub erase_count_stddev: f64,
+}
+
+impl WearSummary {
+    pub fn from_counts(counts: impl Iterator<Item = u32>) -> Self {
+        let (mut n, mut sum, mut sq, mut min, mut max) = (0u64, 0f64, 0f64, u32::MAX, 0u32);
+        for c in counts {
+            n += 1;
+            sum += f64::from(c);
+            sq += f64::from(c) * f64::from(c);
+            min = min.min(c);
+            max = max.max(c);
+        }
+        let mean = if n == 0 { 0.0 } else { sum / n as f64 };
+        let var = if n == 0 {
+            0.0
+        } else {
+            (sq / n as f64 - mean * mean).max(0.0)
+        };
+        WearSummary {
+            erase_count_min: if n == 0 { 0 } else { min },
+            erase_count_max: max,
+            erase_count_mean: mean,
+            erase_count_stddev: var.sqrt(),
+        }
+    }
+}
+
+/// Result of the clean power cycle at the end of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RemountSummary {
+    pub mounted: bool,
+    pub verified_sectors: u64,
+    pub error: Option<String>,
+}
+
+/// The report of a `stress` run.
+#[derive(Clone, Debug, Serialize)]
+pub struct StressReport {
+    pub schema_version: u32,
+    pub mode: &'static str,
+    pub seed: u64,
+    pub preset: String,
+    pub ftl: String,
+    pub workload: String,
+    pub raw_bytes: u64,
+    pub logical_bytes: u64,
+    pub host: HostCounters,
+    pub flash: FlashSummary,
+    pub waf: f64,
+    pub waf_steady: f64,
+    pub gc: GcSummary,
+    pub ftl_stats: FtlStats,
+    pub wear: WearSummary,
+    pub oracle_unit_sectors: u32,
+    pub violation_counts: BTreeMap<Rule, u64>,
+    pub errors: u64,
+    pub warnings: u64,
+    pub violations: Vec<Violation>,
+    /// Why the run stopped before the workload ended, if it did.
+    pub stopped_early: Option<String>,
+    pub remount: Option<RemountSummary>,
+    /// The command that reproduces this run (set by the CLI).
+    pub reproduce: Option<String>,
+    // --- wall-clock and memory fields (the only ones a seed does not fix) ---
+    pub wall_seconds: f64,
+    pub cpu_seconds: f64,
+    /// Host bytes read + written per second of wall time, / 1e9.
+    pub effective_host_gbps: f64,
+    pub requests_per_second: f64,
+    pub flash_ops_per_second: f64,
+    pub peak_rss_bytes: u64,
+}
+
+impl StressReport {
+    pub fn set_violations(&mut self, log: &ViolationLog) {
+        self.violation_counts = log.counts().clone();
+        self.errors = log.errors();
+        self.warnings = log.warnings();
+        self.violations = log.kept().to_vec();
+    }
+
+    /// A copy with every wall-clock and memory field zeroed (for determinism checks).
+    pub fn without_measurements(&self) -> StressReport {
+        StressReport {
+            wall_seconds: 0.0,
+            cpu_seconds: 0.0,
+            effective_host_gbps: 0.0,
+            requests_per_second: 0.0,
+            flash_ops_per_second: 0.0,
+            peak_rss_bytes: 0,
+            ..self.clone()
+        }
+    }
+
+    /// The readable summary printed at the end of a run.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+        let _ = writeln!(
+            s,
+            "nandlab stress — preset {} — FTL {} — seed {}",
+            self.preset, self.ftl, self.seed
+        );
+        let _ = writeln!(s, "  workload   {}", self.workload);
+        let _ = writeln!(
+            s,
+            "  device     {:.2} GiB raw, {:.2} GiB logical",
+            gib(self.raw_bytes),
+            gib(self.logical_bytes)
+        );
+        let h = &self.host;
+        let _ = writeln!(
+            s,
+            "  host       {} writes ({:.2} GiB), {} reads ({:.2} GiB), {} trims, {} flushes",
+            h.write_requests,
+            gib(h.write_bytes),
+            h.read_requests,
+            gib(h.read_bytes),
+            h.trim_requests,
+            h.flush_requests
+        );
+        let f = &self.flash;
+        let _ = writeln!(
+            s,
+            "  flash      {} programs, {} reads, {} erases, {} copybacks",
+            f.page_programs, f.page_reads, f.block_erases, f.copybacks
+        );
+        let _ = writeln!(
+            s,
+            "  GC         {} runs, {} pages moved, {} blocks erased; WAF {:.3} (steady {:.3})",
+            self.gc.runs, self.gc.pages_moved, self.gc.blocks_erased, self.waf, self.waf_steady
+        );
+        let w = &self.wear;
+        let _ = writeln!(
+            s,
+            "  wear       erase counts min {} max {} mean {:.1} sd {:.2}",
+            w.erase_count_min, w.erase_count_max, w.erase_count_mean, w.erase_count_stddev
+        );
+        if let Some(r) = &self.remount {
+            match &r.error {
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "  remount    clean power cycle, fresh FTL mounted, {} sectors verified",
+                        r.verified_sectors
+                    );
+                }
+                Some(e) => {
+                    let _ = writeln!(s, "  remount    FAILED: {e}");
+                }
+            }
+        }
+        let _ = writeln!(
+            s,
+            "  speed      {:.2} s wall, {:.2} s CPU, {:.2} GB/s effective host traffic, {:.0} requests/s, {:.0} flash ops/s, peak RSS {:.0} MiB",
+            self.wall_seconds,
+            self.cpu_seconds,
+            self.effective_host_gbps,
+            self.requests_per_second,
+            self.flash_ops_per_second,
+            self.peak_rss_bytes as f64 / f64::from(1u32 << 20)
+        );
+        if let Some(why) = &self.stopped_early {
+            let _ = writeln!(s, "  stopped    early: {why}");
+        }
+        if self.errors == 0 && self.warnings == 0 {
+            let _ = writeln!(s, "  result     PASS — no violations");
+        } else {
+            let counts: Vec<String> = self
+                .violation_counts
+                .iter()
+                .map(|(r, n)| format!("{r}: {n}"))
+                .collect();
+            let verdict = if self.errors == 0 {
+                "PASS with warnings"
+            } else {
+                "FAIL"
+            };
+            let _ = writeln!(
+                s,
+                "  result     {verdict} — {} errors, {} warnings ({})",
+                self.errors,
+                self.warnings,
+                counts.join(", ")
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,304 @@
+//! The modes of a run, and the session they share.
+//!
+//! A [`Session`] is one simulated SSD with its oracle: the flash controller
+//! (NAND, buffers, counters, violation log), an FTL instance, and the shadow
+//! disk. It executes host requests one at a time — write: the host buffer
+//! gets a fresh write id, the FTL stores it, the oracle records it; read:
+//! the FTL fills an empty buffer and the oracle checks every sector — and it
+//! can power-cycle the drive cleanly ([`Session::remount`]) with a fresh FTL
+//! instance that sees nothing but the flash.
+//!
+//! Modes build on it: [`stress`] runs a workload untimed and reports.
+
+pub mod stress;
+
+use crate::config::Config;
+use crate::flash::{FlashController, FlashError};
+use crate::ftl::{self, Durability, Ftl, FtlEnv, FtlError, IoRequest};
+use crate::nand::Nand;
+use crate::oracle::{Oracle, MAX_WRITE_ID};
+use crate::seed::derive_seed;
+use crate::violation::{Rule, Severity, Violation};
+use crate::workload::{HostOp, HostRequest};
+use serde::Serialize;
+use thiserror::Error;
+
+/// Why a run could not start or had to stop (as opposed to violations, which
+/// are findings).
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// Bad configuration or options: the user's input (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// The workload failed (a bad trace line; exit code 2).
+    #[error("workload: {0}")]
+    Workload(String),
+}
+
+/// Host-side counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostCounters {
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    pub trim_bytes: u64,
+    pub write_requests: u64,
+    pub read_requests: u64,
+    pub flush_requests: u64,
+    pub trim_requests: u64,
+    /// Writes acknowledged from a volatile cache (durable only after a flush).
+    pub volatile_writes: u64,
+}
+
+/// The FTL's options and seed, kept so a remount can build a fresh instance.
+#[derive(Clone)]
+struct FtlRecipe {
+    name: String,
+    env: FtlEnv,
+    options: ftl::FtlOptions,
+}
+
+impl FtlRecipe {
+    fn build(&self) -> Result<Box<dyn Ftl>, RunError> {
+        ftl::build(&self.name, &self.env, &self.options).map_err(RunError::Input)
+    }
+}
+
+/// One simulated drive with its oracle. See the module docs.
+pub struct Session {
+    pub flash: FlashController,
+    pub ftl: Box<dyn Ftl>,
+    pub oracle: Oracle,
+    pub host: HostCounters,
+    recipe: FtlRecipe,
+    next_write_id: u32,
+    next_request_id: u64,
+    sector_bytes: u64,
+    ftl_failed: bool,
+}
+
+impl Session {
+    /// Build the drive for `config` (FTL `config.ftl_name` with its options),
+    /// formatted and ready. The oracle tracks versions per `oracle_unit_sectors`.
+    pub fn new(
+        config: &Config,
+        seed: u64,
+        oracle_unit_sectors: u32,
+        keep_violations: usize,
+    ) -> Result<Session, RunError> {
+        let recipe = FtlRecipe {
+            name: config.ftl_name.clone(),
+            env: FtlEnv {
+                geometry: config.geometry.clone(),
+                logical_sectors: config.logical_sectors,
+                dram_budget_bytes: config.dram_budget_bytes,
+                seed: derive_seed(seed, "ftl"),
+            },
+            options: config.ftl_options.clone(),
+        };
+        let mut ftl = recipe.build()?;
+        let info = ftl.info();
+        let nand = Nand::new(
+            config.geometry.clone(),
+            info.oob_bytes,
+            &config.factory_bad_blocks(seed),
+        );
+        let mut flash = FlashController::new(
+            nand,
+            &config.rules,
+            config.dram_budget_bytes,
+            keep_violations,
+        );
+        ftl.format(&mut flash).map_err(|e| {
+            RunError::Input(format!(
+                "ftl `{}` failed to format the device: {e}",
+                info.name
+            ))
+        })?;
+        Ok(Session {
+            flash,
+            ftl,
+            oracle: Oracle::new(config.logical_sectors, oracle_unit_sectors),
+            host: HostCounters::default(),
+            recipe,
+            next_write_id: 1,
+            next_request_id: 0,
+            sector_bytes: u64::from(config.geometry.sector_size_bytes()),
+            ftl_failed: false,
+        })
+    }
+
+    /// Whether the FTL has returned an error (its state can no longer be trusted).
+    pub fn ftl_failed(&self) -> bool {
+        self.ftl_failed
+    }
+
+    /// Host requests submitted so far.
+    pub fn requests(&self) -> u64 {
+        self.next_request_id
+    }
+
+    fn ftl_error(&mut self, what: &str, e: FtlError) {
+        self.record_ftl_failure(format!("{what}: {e}"));
+    }
+
+    /// Record that the FTL failed (an `ftl_error` violation); the session
+    /// stops trusting it.
+    pub fn record_ftl_failure(&mut self, message: String) {
+        self.ftl_failed = true;
+        let request_id = self.flash.request();
+        let op_index = self.flash.op_index();
+        self.flash.log_mut().record(Violation {
+            rule: Rule::FtlError,
+            severity: Severity::Error,
+            op_index,
+            request_id,
+            address: 0,
+            message,
+        });
+    }
+
+    /// Execute one host request through the FTL and check it with the oracle.
+    pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {
+        let id = self.next_request_id;
+        self.next_request_id += 1;
+        self.flash.set_request(Some(id));
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        match req.op {
+            HostOp::Write => {
+                if self.next_write_id > MAX_WRITE_ID {
+                    return Err(RunError::Input(format!(
+                        "the run exceeds {MAX_WRITE_ID} host writes"
+                    )));
+                }
+                let write = self.next_write_id;
+                self.next_write_id += 1;
+                let buf = self
+                    .flash
+                    .alloc_host_write(req.lba as u32, write, req.sectors);
+                let io = IoRequest {
+                    id,
+                    lba: req.lba,
+                    sectors: req.sectors,
+                    buf,
+                };
+                match self.ftl.write(&mut self.flash, &io) {
+                    Ok(d) => {
+                        self.oracle
+                            .record_write(req.lba, u64::from(req.sectors), write);
+                        if d == Durability::Volatile {
+                            self.host.volatile_writes += 1;
+                        }
+                    }
+                    Err(e) => self.ftl_error(
+                        &format!("write of {} sectors at LBA {}", req.sectors, req.lba),
+                        e,
+                    ),
+                }
+                self.flash.free_host_buffer(buf);
+                self.host.write_requests += 1;
+                self.host.write_bytes += bytes;
+            }
+            HostOp::Read => {
+                let buf = self.flash.alloc_host_read(req.sectors);
+                let io = IoRequest {
+                    id,
+                    lba: req.lba,
+                    sectors: req.sectors,
+                    buf,
+                };
+                match self.ftl.read(&mut self.flash, &io) {
+                    Ok(()) => {
+                        let oracle = &self.oracle;
+                        self.flash
+                            .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, req.lba, runs))
+                            .map_err(|e: FlashError| RunError::Input(e.to_string()))?;
+                    }
+                    Err(e) => self.ftl_error(
+                        &format!("read of {} sectors at LBA {}", req.sectors, req.lba),
+                        e,
+                    ),
+                }
+                self.flash.free_host_buffer(buf);
+                self.host.read_requests += 1;
+                self.host.read_bytes += bytes;
+            }
+            HostOp::Trim => {
+                match self
+                    .ftl
+                    .trim(&mut self.flash, req.lba, u64::from(req.sectors))
+                {
+                    Ok(()) => self.oracle.record_trim(req.lba, u64::from(req.sectors)),
+                    Err(e) => self.ftl_error(
+                        &format!("trim of {} sectors at LBA {}", req.sectors, req.lba),
+                        e,
+                    ),
+                }
+                self.host.trim_requests += 1;
+                self.host.trim_bytes += bytes;
+            }
+            HostOp::Flush => {
+                if let Err(e) = self.ftl.flush(&mut self.flash) {
+                    self.ftl_error("flush", e);
+                }
+                self.host.flush_requests += 1;
+            }
+        }
+        self.flash.set_request(None);
+        Ok(())
+    }
+
+    /// Let the FTL do background work until it has none (at most `max_steps` steps).
+    pub fn idle(&mut self, max_steps: u32) {
+        for _ in 0..max_steps {
+            match self.ftl.idle(&mut self.flash) {
+                Ok(ftl::IdleOutcome::Worked) => continue,
+                Ok(ftl::IdleOutcome::Nothing) => break,
+                Err(e) => {
+                    self.ftl_error("background work", e);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Clean power cycle: shut the FTL down, then mount a fresh instance on
+    /// the same flash. Nothing of the old instance's memory survives.
+    pub fn remount(&mut self) -> Result<(), FtlError> {
+        self.ftl.shutdown(&mut self.flash)?;
+        self.ftl = self
+            .recipe
+            .build()
+            .map_err(|e| FtlError::Mount(e.to_string()))?;
+        self.ftl.mount(&mut self.flash)
+    }
+
+    /// Read the whole logical space through the FTL and check every sector.
+    /// Returns the sectors verified.
+    pub fn verify_all(&mut self, chunk_sectors: u32) -> Result<u64, RunError> {
+        let total = self.oracle.logical_sectors();
+        let mut lba = 0;
+        while lba < total && !self.ftl_failed {
+            let n = (total - lba).min(u64::from(chunk_sectors)) as u32;
+            let buf = self.flash.alloc_host_read(n);
+            let io = IoRequest {
+                id: u64::MAX,
+                lba,
+                sectors: n,
+                buf,
+            };
+            self.flash.set_request(None);
+            match self.ftl.read(&mut self.flash, &io) {
+                Ok(()) => {
+                    let oracle = &self.oracle;
+                    self.flash
+                        .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, lba, runs))
+                        .map_err(|e| RunError::Input(e.to_string()))?;
+                }
+                Err(e) => self.ftl_error(&format!("verification read at LBA {lba}"), e),
+            }
+            self.flash.free_host_buffer(buf);
+            lba += u64::from(n);
+        }
+        Ok(lba)
+    }
+}

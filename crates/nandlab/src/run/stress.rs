@@ -1,0 +1,213 @@
+//! `stress`: push a workload through the FTL untimed, at memory speed, with
+//! every NAND rule and every read checked, and report.
+//!
+//! The run stops early when it has seen `max_errors` error-severity
+//! violations (the first findings are the useful ones; later ones usually
+//! cascade from them) or when the FTL returns an error. After the workload,
+//! an optional clean power cycle mounts a fresh FTL instance on the same
+//! flash and reads every logical sector back through the oracle.
+
+use super::{RunError, Session};
+use crate::config::Config;
+use crate::flash::Cause;
+use crate::report::{
+    self, resources, FlashSummary, GcSummary, RemountSummary, StressReport, WearSummary,
+};
+use crate::workload::{Workload, WorkloadProgress};
+use std::time::Instant;
+
+/// Options of a stress run.
+#[derive(Clone, Debug)]
+pub struct StressOptions {
+    pub seed: u64,
+    /// Stop after this many error-severity violations (0: never stop).
+    pub max_errors: u64,
+    /// Violations kept in full in the report (all are counted).
+    pub keep_violations: usize,
+    /// Power-cycle cleanly at the end and verify every sector after mount.
+    pub remount_verify: bool,
+    /// Oracle version grain in sectors (default: the workload's alignment).
+    pub oracle_unit_sectors: Option<u32>,
+    /// Background work after every this many requests (0: never).
+    pub idle_every: u64,
+}
+
+impl Default for StressOptions {
+    fn default() -> Self {
+        StressOptions {
+            seed: 0,
+            max_errors: 1,
+            keep_violations: 20,
+            remount_verify: false,
+            oracle_unit_sectors: None,
+            idle_every: 0,
+        }
+    }
+}
+
+/// Program counters sampled during the run, thinned as it grows, so the
+/// steady-state WAF over the last quarter is known without knowing the
+/// workload's length in advance.
+struct WafSamples {
+    samples: Vec<(u64, u64, u64)>, // (requests, host programs, all programs)
+    every: u64,
+}
+
+impl WafSamples {
+    const CAPACITY: usize = 256;
+
+    fn new() -> Self {
+        WafSamples {
+            samples: vec![(0, 0, 0)],
+            every: 1024,
+        }
+    }
+
+    fn maybe_record(&mut self, requests: u64, session: &Session) {
+        if requests % self.every != 0 {
+            return;
+        }
+        let s = session.flash.stats();
+        self.samples.push((
+            requests,
+            s.cause(Cause::Host).programs(),
+            s.total().programs(),
+        ));
+        if self.samples.len() >= Self::CAPACITY {
+            // Keep every other sample and sample half as often.
+            let kept: Vec<_> = self.samples.iter().copied().step_by(2).collect();
+            self.samples = kept;
+            self.every *= 2;
+        }
+    }
+
+    /// WAF between the sample nearest 3/4 of the run and the end.
+    fn steady(&self, requests: u64, host_end: u64, all_end: u64) -> f64 {
+        let cut = requests - requests / 4;
+        let (_, h0, a0) = self
+            .samples
+            .iter()
+            .rev()
+            .find(|(r, _, _)| *r <= cut)
+            .copied()
+            .unwrap_or((0, 0, 0));
+        report::waf(host_end - h0, all_end - a0)
+    }
+}
+
+/// Run `workload` on a fresh drive built from `config`.
+pub fn run(
+    config: &Config,
+    workload: &mut dyn Workload,
+    opts: &StressOptions,
+    progress: &mut dyn FnMut(WorkloadProgress),
+) -> Result<StressReport, RunError> {
+    let started = Instant::now();
+    let cpu_start = resources::cpu_seconds();
+    let unit = opts
+        .oracle_unit_sectors
+        .unwrap_or_else(|| workload.alignment_sectors());
+    let mut session = Session::new(config, opts.seed, unit, opts.keep_violations)?;
+    let mut samples = WafSamples::new();
+    let mut stopped_early = None;
+    while let Some(req) = workload
+        .next_request()
+        .map_err(|e| RunError::Workload(e.to_string()))?
+    {
+        session.submit(&req)?;
+        let n = session.requests();
+        samples.maybe_record(n, &session);
+        if opts.idle_every > 0 && n % opts.idle_every == 0 {
+            session.idle(u32::MAX);
+        }
+        if n % 8192 == 0 {
+            progress(workload.progress());
+        }
+        if session.ftl_failed() {
+            stopped_early = Some("the FTL returned an error".to_string());
+            break;
+        }
+        if opts.max_errors > 0 && session.flash.log().errors() >= opts.max_errors {
+            stopped_early = Some(format!(
+                "{} error violation(s) found (--max-errors {})",
+                session.flash.log().errors(),
+                opts.max_errors
+            ));
+            break;
+        }
+    }
+    progress(workload.progress());
+
+    // Figures of the workload itself, before the power cycle adds its own traffic.
+    let stats = session.flash.stats().clone();
+    let host_programs = stats.cause(Cause::Host).programs();
+    let all_programs = stats.total().programs();
+    let gc = stats.cause(Cause::Gc);
+    let ftl_stats = session.ftl.stats();
+    let requests = session.requests();
+    let workload_wall = started.elapsed().as_secs_f64();
+
+    let remount =
+        (opts.remount_verify && stopped_early.is_none()).then(|| match session.remount() {
+            Ok(()) => match session.verify_all(8192) {
+                Ok(sectors) => RemountSummary {
+                    mounted: true,
+                    verified_sectors: sectors,
+                    error: None,
+                },
+                Err(e) => RemountSummary {
+                    mounted: true,
+                    verified_sectors: 0,
+                    error: Some(e.to_string()),
+                },
+            },
+            Err(e) => {
+                session.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
+                RemountSummary {
+                    mounted: false,
+                    verified_sectors: 0,
+                    error: Some(e.to_string()),
+                }
+            }
+        });
+
+    let wall = started.elapsed().as_secs_f64();
+    let host_bytes = session.host.read_bytes + session.host.write_bytes;
+    let mut report = StressReport {
+        schema_version: report::SCHEMA_VERSION,
+        mode: "stress",
+        seed: opts.seed,
+        preset: config.name.clone(),
+        ftl: config.ftl_name.clone(),
+        workload: workload.describe(),
+        raw_bytes: config.geometry.raw_bytes(),
+        logical_bytes: config.logical_bytes(),
+        host: session.host.clone(),
+        flash: FlashSummary::from_stats(&stats),
+        waf: report::waf(host_programs, all_programs),
+        waf_steady: samples.steady(requests, host_programs, all_programs),
+        gc: GcSummary {
+            runs: ftl_stats.gc_runs,
+            pages_moved: gc.programs(),
+            blocks_erased: gc.block_erases,
+        },
+        ftl_stats,
+        wear: WearSummary::from_counts(session.flash.nand().erase_counts()),
+        oracle_unit_sectors: session.oracle.sectors_per_unit(),
+        violation_counts: Default::default(),
+        errors: 0,
+        warnings: 0,
+        violations: Vec::new(),
+        stopped_early,
+        remount,
+        reproduce: None,
+        wall_seconds: wall,
+        cpu_seconds: resources::cpu_seconds() - cpu_start,
+        effective_host_gbps: host_bytes as f64 / workload_wall / 1e9,
+        requests_per_second: requests as f64 / workload_wall,
+        flash_ops_per_second: stats.operations() as f64 / workload_wall,
+        peak_rss_bytes: resources::peak_rss_bytes(),
+    };
+    report.set_violations(session.flash.log());
+    Ok(report)
+}

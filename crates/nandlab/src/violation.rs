@@ -1,0 +1,407 @@
+//! Rules that nandlab checks, their severities, and the log of violations.
+//!
+//! Two checkers feed one log: the virtual NAND checks the rules of flash on
+//! every operation (a [`Rule`] of the `nand` group), and the oracle checks
+//! every sector a host read returns (the `oracle` group). Each violation
+//! records the rule, the flash operation index, the host request being served
+//! and the address, so a finding can be replayed exactly.
+//!
+//! NAND rules have a configurable [`Severity`] because some FTLs break a
+//! rule on purpose (e.g. a device that allows out-of-order programming);
+//! oracle rules are always errors: a wrong read is never acceptable.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Every rule nandlab checks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    // --- NAND rules (checked by the virtual NAND on every operation) ---
+    /// A program of a page (or sectors of it) that are not erased, or more
+    /// partial programs than the page's NOP allows: an in-place write.
+    ProgramNotErased,
+    /// A program of page N of a block while page N-1 is still erased, or of a
+    /// page below one already programmed (pages of a block must be
+    /// programmed in order; each skip is reported where it happens).
+    ProgramOutOfOrder,
+    /// A program, erase or read of a block marked bad.
+    BadBlock,
+    /// An address outside the device.
+    AddressOutOfRange,
+    /// A multi-plane operation whose planes are not on one die, repeat a
+    /// plane, or disagree on the block or page offset.
+    MultiPlaneMismatch,
+    /// A read of a page never programmed since its last erase (legitimate in
+    /// a mount scan, so allowed by default; the oracle catches the harmful case).
+    ReadErasedPage,
+    /// A copyback whose source and destination are not on the same plane.
+    CopybackCrossPlane,
+
+    // --- Oracle rules (checked on every sector of every host read) ---
+    /// A sector carries data written to a different LBA.
+    MisdirectedRead,
+    /// A sector carries an older version of its LBA than the latest write.
+    StaleRead,
+    /// A written sector reads as zeros, as if never written (a lost write).
+    LostWrite,
+    /// A sector reads as erased flash (0xFF) although it was written or trimmed.
+    ErasedRead,
+    /// A sector returns data although nothing was ever written to it, or a
+    /// version of its LBA that was never written.
+    PhantomData,
+    /// A trimmed sector does not read as zeros (NVMe DSM deterministic
+    /// read-zero after trim).
+    TrimNotZero,
+    /// A sector returns torn or corrupted (uncorrectable) content.
+    CorruptRead,
+    /// The FTL completed a read without filling every sector of the buffer.
+    MissingData,
+    /// A write request failed with an FTL error.
+    FtlError,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 16] = [
+        Rule::ProgramNotErased,
+        Rule::ProgramOutOfOrder,
+        Rule::BadBlock,
+        Rule::AddressOutOfRange,
+        Rule::MultiPlaneMismatch,
+        Rule::ReadErasedPage,
+        Rule::CopybackCrossPlane,
+        Rule::MisdirectedRead,
+        Rule::StaleRead,
+        Rule::LostWrite,
+        Rule::ErasedRead,
+        Rule::PhantomData,
+        Rule::TrimNotZero,
+        Rule::CorruptRead,
+        Rule::MissingData,
+        Rule::FtlError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::ProgramNotErased => "program_not_erased",
+            Rule::ProgramOutOfOrder => "program_out_of_order",
+            Rule::BadBlock => "bad_block",
+            Rule::AddressOutOfRange => "address_out_of_range",
+            Rule::MultiPlaneMismatch => "multi_plane_mismatch",
+            Rule::ReadErasedPage => "read_erased_page",
+            Rule::CopybackCrossPlane => "copyback_cross_plane",
+            Rule::MisdirectedRead => "misdirected_read",
+            Rule::StaleRead => "stale_read",
+            Rule::LostWrite => "lost_write",
+            Rule::ErasedRead => "erased_read",
+            Rule::PhantomData => "phantom_data",
+            Rule::TrimNotZero => "trim_not_zero",
+            Rule::CorruptRead => "corrupt_read",
+            Rule::MissingData => "missing_data",
+            Rule::FtlError => "ftl_error",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// True for rules the NAND checks (their severity is configurable).
+    pub fn is_nand_rule(self) -> bool {
+        matches!(
+            self,
+            Rule::ProgramNotErased
+                | Rule::ProgramOutOfOrder
+                | Rule::BadBlock
+                | Rule::AddressOutOfRange
+                | Rule::MultiPlaneMismatch
+                | Rule::ReadErasedPage
+                | Rule::CopybackCrossPlane
+        )
+    }
+
+    pub fn default_severity(self) -> Severity {
+        match self {
+            Rule::ReadErasedPage => Severity::Allow,
+            _ => Severity::Error,
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Rule::ProgramNotErased => {
+                "program of a non-erased page beyond its partial-program (NOP) allowance"
+            }
+            Rule::ProgramOutOfOrder => "program of page N of a block while page N-1 is erased",
+            Rule::BadBlock => "program, erase or read of a bad block",
+            Rule::AddressOutOfRange => "address outside the device",
+            Rule::MultiPlaneMismatch => {
+                "multi-plane operation whose planes disagree on die, block or page offset"
+            }
+            Rule::ReadErasedPage => "read of a page never programmed since its erase",
+            Rule::CopybackCrossPlane => "copyback between different planes",
+            Rule::MisdirectedRead => "sector returned data of another LBA",
+            Rule::StaleRead => "sector returned an older version than the last write",
+            Rule::LostWrite => "written sector returned zeros, as if never written",
+            Rule::ErasedRead => "written or trimmed sector returned erased flash (0xFF)",
+            Rule::PhantomData => "sector returned data never written to it",
+            Rule::TrimNotZero => "trimmed sector did not read as zeros",
+            Rule::CorruptRead => "sector returned torn or corrupted data",
+            Rule::MissingData => "FTL completed a read without filling every sector",
+            Rule::FtlError => "the FTL returned an error for a host request",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What happens when a rule is broken.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Not recorded.
+    Allow,
+    /// Recorded and reported; the run still passes.
+    Warn,
+    /// Recorded; the run fails (exit code 1).
+    Error,
+}
+
+impl std::str::FromStr for Severity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "allow" => Ok(Severity::Allow),
+            "warn" => Ok(Severity::Warn),
+            "error" => Ok(Severity::Error),
+            other => Err(format!(
+                "unknown severity `{other}` (expected allow, warn or error)"
+            )),
+        }
+    }
+}
+
+/// Severity per NAND rule (the `[rules]` table of a configuration).
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RuleConfig {
+    overrides: BTreeMap<Rule, Severity>,
+}
+
+impl RuleConfig {
+    pub fn severity(&self, rule: Rule) -> Severity {
+        if !rule.is_nand_rule() {
+            return Severity::Error;
+        }
+        self.overrides
+            .get(&rule)
+            .copied()
+            .unwrap_or_else(|| rule.default_severity())
+    }
+
+    /// Set the severity of a NAND rule; oracle rules cannot be relaxed.
+    pub fn set(&mut self, rule: Rule, severity: Severity) -> Result<(), String> {
+        if !rule.is_nand_rule() {
+            return Err(format!(
+                "`{rule}` is an oracle check and is always an error"
+            ));
+        }
+        self.overrides.insert(rule, severity);
+        Ok(())
+    }
+
+    /// A severity table as an array indexed by rule (for the hot path).
+    pub fn table(&self) -> [Severity; Rule::ALL.len()] {
+        let mut t = [Severity::Error; Rule::ALL.len()];
+        for (i, r) in Rule::ALL.iter().enumerate() {
+            t[i] = self.severity(*r);
+        }
+        t
+    }
+
+    /// Parse `rule=severity`, as given on the command line.
+    pub fn parse_assignment(&mut self, text: &str) -> Result<(), String> {
+        let (name, sev) = text.split_once('=').ok_or_else(|| {
+            format!("`{text}`: expected RULE=SEVERITY, e.g. program_out_of_order=warn")
+        })?;
+        let rule = Rule::from_name(name.trim())
+            .ok_or_else(|| format!("unknown rule `{}`", name.trim()))?;
+        self.set(rule, sev.trim().parse()?)
+    }
+}
+
+/// One broken rule, with everything needed to find it again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    pub rule: Rule,
+    pub severity: Severity,
+    /// Index of the flash operation (counted from 0 over the whole run)
+    /// during or after which the violation was seen.
+    pub op_index: u64,
+    /// The host request being served, if any (background work has none).
+    pub request_id: Option<u64>,
+    /// A physical page/block number for NAND rules, an LBA (in sectors) for
+    /// oracle rules; `message` says which.
+    pub address: u64,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let req = match self.request_id {
+            Some(r) => format!("request {r}"),
+            None => "background".to_string(),
+        };
+        write!(
+            f,
+            "[{:?}] {} at flash op {} ({}): {}",
+            self.severity, self.rule, self.op_index, req, self.message
+        )
+    }
+}
+
+/// The violations of a run: counts per rule, and the first ones in full.
+#[derive(Clone, Debug, Default)]
+pub struct ViolationLog {
+    kept: Vec<Violation>,
+    keep_limit: usize,
+    counts: BTreeMap<Rule, u64>,
+    errors: u64,
+    warnings: u64,
+}
+
+impl ViolationLog {
+    /// A log keeping the first `keep_limit` violations in full (all are counted).
+    pub fn new(keep_limit: usize) -> Self {
+        ViolationLog {
+            keep_limit,
+            ..Default::default()
+        }
+    }
+
+    pub fn record(&mut self, v: Violation) {
+        match v.severity {
+            Severity::Allow => return,
+            Severity::Warn => self.warnings += 1,
+            Severity::Error => self.errors += 1,
+        }
+        *self.counts.entry(v.rule).or_insert(0) += 1;
+        if self.kept.len() < self.keep_limit {
+            self.kept.push(v);
+        }
+    }
+
+    /// Whether the next violation would be kept in full (so its message is worth building).
+    pub fn would_keep(&self) -> bool {
+        self.kept.len() < self.keep_limit
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+    pub fn warnings(&self) -> u64 {
+        self.warnings
+    }
+    pub fn kept(&self) -> &[Violation] {
+        &self.kept
+    }
+    pub fn counts(&self) -> &BTreeMap<Rule, u64> {
+        &self.counts
+    }
+    pub fn count(&self, rule: Rule) -> u64 {
+        self.counts.get(&rule).copied().unwrap_or(0)
+    }
+    pub fn is_clean(&self) -> bool {
+        self.errors == 0
+    }
+    pub fn first_error(&self) -> Option<&Violation> {
+        self.kept.iter().find(|v| v.severity == Severity::Error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_rules_in_discriminant_order() {
+        for (i, r) in Rule::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i);
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for r in Rule::ALL {
+            assert_eq!(Rule::from_name(r.name()), Some(r));
+        }
+    }
+
+    #[test]
+    fn oracle_rules_cannot_be_relaxed() {
+        let mut c = RuleConfig::default();
+        assert!(c.set(Rule::StaleRead, Severity::Allow).is_err());
+        assert_eq!(c.severity(Rule::StaleRead), Severity::Error);
+        c.parse_assignment("program_out_of_order=warn").unwrap();
+        assert_eq!(c.severity(Rule::ProgramOutOfOrder), Severity::Warn);
+        assert!(c.parse_assignment("no_such_rule=warn").is_err());
+        assert!(c.parse_assignment("bad_block=sometimes").is_err());
+    }
+
+    #[test]
+    fn allowed_violations_are_not_recorded_and_warnings_do_not_fail() {
+        let mut log = ViolationLog::new(1);
+        let v = |severity| Violation {
+            rule: Rule::ProgramOutOfOrder,
+            severity,
+            op_index: 0,
+            request_id: None,
+            address: 0,
+            message: String::new(),
+        };
+        log.record(v(Severity::Allow));
+        log.record(v(Severity::Warn));
+        assert!(log.is_clean());
+        log.record(v(Severity::Error));
+        log.record(v(Severity::Error));
+        assert!(!log.is_clean());
+        assert_eq!(log.kept().len(), 1);
+        assert_eq!(log.count(Rule::ProgramOutOfOrder), 3);
+    }
+}
+
+/// Everything a checker needs to record a violation at the current operation.
+pub struct Checker<'a> {
+    pub severities: &'a [Severity; Rule::ALL.len()],
+    pub log: &'a mut ViolationLog,
+    pub op_index: u64,
+    pub request_id: Option<u64>,
+}
+
+impl Checker<'_> {
+    /// Record a broken rule; the message is built only if it will be kept.
+    #[inline]
+    pub fn flag(&mut self, rule: Rule, address: u64, message: impl FnOnce() -> String) {
+        let severity = self.severities[rule as usize];
+        if severity == Severity::Allow {
+            return;
+        }
+        self.log.record(Violation {
+            rule,
+            severity,
+            op_index: self.op_index,
+            request_id: self.request_id,
+            address,
+            message: if self.log.would_keep() {
+                message()
+            } else {
+                String::new()
+            },
+        });
+    }
+}

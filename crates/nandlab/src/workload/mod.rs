@@ -1,0 +1,56 @@
+//! Workloads: the host I/O that drives a run.
+//!
+//! A [`Workload`] yields [`HostRequest`]s one at a time, so a workload of
+//! any length runs in bounded memory. [`synthetic`] generates fio-style
+//! patterns; trace readers (one per format) replay recorded I/O.
+
+pub mod distribution;
+pub mod size;
+pub mod synthetic;
+
+use thiserror::Error;
+
+/// What a host request asks for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostOp {
+    Read,
+    Write,
+    Trim,
+    Flush,
+}
+
+/// One host request: `sectors` sectors from `lba` (both 0 for a flush).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HostRequest {
+    pub op: HostOp,
+    pub lba: u64,
+    pub sectors: u32,
+    /// Arrival time in ns for open-loop replay (0 when the workload has none).
+    pub arrival_ns: u64,
+    /// The job (flow) that issued it.
+    pub job: u32,
+}
+
+/// How far a workload has got, in its own unit (bytes of I/O or of a file).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct WorkloadProgress {
+    pub done: u64,
+    pub total: Option<u64>,
+}
+
+/// A failure while producing the next request (a bad trace line, an I/O error).
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{0}")]
+pub struct WorkloadError(pub String);
+
+/// A stream of host requests.
+pub trait Workload {
+    fn next_request(&mut self) -> Result<Option<HostRequest>, WorkloadError>;
+    fn progress(&self) -> WorkloadProgress;
+    /// The largest power-of-two sector count every request offset and size is
+    /// a multiple of (1 if unknown): the oracle tracks versions at this grain.
+    fn alignment_sectors(&self) -> u32;
+    /// A one-line description for reports.
+    fn describe(&self) -> String;
+}
