@@ -115,6 +115,8 @@ pub struct StressReport {
     pub preset: String,
     pub ftl: String,
     pub workload: String,
+    /// Workload-specific figures (trace readers: lines, skipped lines, …).
+    pub workload_report: Option<serde_json::Value>,
     pub raw_bytes: u64,
     pub logical_bytes: u64,
     pub host: HostCounters,

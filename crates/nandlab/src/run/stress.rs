@@ -180,6 +180,7 @@ pub fn run(
         preset: config.name.clone(),
         ftl: config.ftl_name.clone(),
         workload: workload.describe(),
+        workload_report: workload.report(),
         raw_bytes: config.geometry.raw_bytes(),
         logical_bytes: config.logical_bytes(),
         host: session.host.clone(),

@@ -53,4 +53,8 @@ pub trait Workload {
     fn alignment_sectors(&self) -> u32;
     /// A one-line description for reports.
     fn describe(&self) -> String;
+    /// Workload-specific figures for the report (e.g. a trace's skipped lines).
+    fn report(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
