@@ -45,26 +45,49 @@ const STRESS_WORKLOADS: [(&str, &str, &[&str]); 2] = [
         "vst-rand",
         "uniform random, 8 KiB aligned, 8-64 KiB requests, 20 % reads, writes = 4x logical capacity, seed 12345",
         &[
-            "--rw", "randrw", "--rwmixread", "20", "--bsrange", "8k-64k", "--blockalign", "8k", "--write_size", "4x",
-            "--fsync", "0", "--trim_percent", "0", "--seed", "12345",
+            "--rw",
+            "randrw",
+            "--rwmixread",
+            "20",
+            "--bsrange",
+            "8k-64k",
+            "--blockalign",
+            "8k",
+            "--write_size",
+            "4x",
+            "--fsync",
+            "0",
+            "--trim_percent",
+            "0",
+            "--seed",
+            "12345",
         ],
     ),
     (
         "vst-seq",
         "sequential 64 KiB writes, 4x logical capacity",
-        &["--rw", "write", "--bs", "64k", "--write_size", "4x", "--fsync", "0", "--trim_percent", "0", "--seed", "12345"],
+        &[
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--write_size",
+            "4x",
+            "--fsync",
+            "0",
+            "--trim_percent",
+            "0",
+            "--seed",
+            "12345",
+        ],
     ),
 ];
 
 pub fn run(cmd: BenchCommand) -> ExitCode {
     match cmd {
-        BenchCommand::Stress {
-            workload,
-            runs,
-            ftls,
-            preset,
-            extra,
-        } => bench_stress(workload, runs.max(1), ftls, &preset, &extra),
+        BenchCommand::Stress { workload, runs, ftls, preset, extra } => {
+            bench_stress(workload, runs.max(1), ftls, &preset, &extra)
+        }
     }
 }
 
@@ -79,13 +102,7 @@ struct Figures {
     errors: u64,
 }
 
-fn bench_stress(
-    which: StressBench,
-    runs: usize,
-    ftls: Vec<String>,
-    preset: &str,
-    extra: &[String],
-) -> ExitCode {
+fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str, extra: &[String]) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -93,23 +110,20 @@ fn bench_stress(
             return ExitCode::from(2);
         }
     };
-    let ftls = if ftls.is_empty() {
-        vec!["page".to_string()]
-    } else {
-        ftls
-    };
+    let ftls = if ftls.is_empty() { vec!["page".to_string()] } else { ftls };
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("error: {}: {e}", dir.display());
         return ExitCode::from(2);
     }
-    println!("nandlab bench stress — preset {preset}, {runs} run(s) per workload, one process per run (single-threaded)");
+    println!(
+        "nandlab bench stress — preset {preset}, {runs} run(s) per workload, one process per run (single-threaded)"
+    );
     let mut failed = false;
     for ftl in &ftls {
         for (name, description, args) in STRESS_WORKLOADS {
             if which != StressBench::All
-                && which.to_possible_value().map(|v| v.get_name().to_string())
-                    != Some(name.to_string())
+                && which.to_possible_value().map(|v| v.get_name().to_string()) != Some(name.to_string())
             {
                 continue;
             }

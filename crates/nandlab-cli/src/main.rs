@@ -60,18 +60,11 @@ const EXIT_VIOLATIONS: u8 = 1;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Stress {
-            device,
-            workload,
-            run,
-        } => stress_command(&device, &workload, &run),
+        Command::Stress { device, workload, run } => stress_command(&device, &workload, &run),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {
-                    Ok(c) => println!(
-                        "{name:16} {}\n{:16} source: {}",
-                        c.description, "", c.source
-                    ),
+                    Ok(c) => println!("{name:16} {}\n{:16} source: {}", c.description, "", c.source),
                     Err(e) => println!("{name:16} (invalid: {e})"),
                 }
             }
@@ -120,23 +113,13 @@ fn stress_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunAr
     };
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let reproduce = options::reproduce_command(seed);
-    let mut workload = match SyntheticWorkload::new(
-        &spec,
-        config.logical_bytes(),
-        config.geometry.sector_size_bytes(),
-        seed,
-    ) {
-        Ok(w) => w,
-        Err(e) => return input_error(e),
-    };
-    eprintln!(
-        "nandlab stress: preset {}, FTL {}, seed {seed}",
-        config.name, config.ftl_name
-    );
-    eprintln!(
-        "  workload: {}",
-        nandlab::workload::Workload::describe(&workload)
-    );
+    let mut workload =
+        match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
+            Ok(w) => w,
+            Err(e) => return input_error(e),
+        };
+    eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    eprintln!("  workload: {}", nandlab::workload::Workload::describe(&workload));
     let opts = stress::StressOptions {
         seed,
         max_errors: run.max_errors,
@@ -186,16 +169,9 @@ fn finish_report(report: &StressReport, json: Option<&std::path::Path>) -> ExitC
     }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(report).expect("reports serialize");
-        let written = if path.as_os_str() == "-" {
-            Ok(println!("{text}"))
-        } else {
-            std::fs::write(path, text + "\n")
-        };
+        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
         if let Err(e) = written {
-            return input_error(format!(
-                "{}: cannot write the JSON report: {e}",
-                path.display()
-            ));
+            return input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
         }
     }
     if report.errors > 0 {
@@ -211,8 +187,10 @@ fn progress_bar(disabled: bool) -> Option<indicatif::ProgressBar> {
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})")
-            .expect("valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+        )
+        .expect("valid template"),
     );
     Some(bar)
 }

@@ -33,15 +33,13 @@ pub struct DeviceArgs {
 impl DeviceArgs {
     /// The configuration with every command-line override applied.
     pub fn load(&self) -> Result<Config, String> {
-        let mut config =
-            match (&self.preset, &self.config) {
-                (Some(p), _) => Config::preset(p).map_err(|e| e.to_string())?,
-                (None, Some(f)) => Config::load(f).map_err(|e| e.to_string())?,
-                (None, None) => return Err(
-                    "give a device: --preset NAME (see `nandlab presets`) or --config FILE.toml"
-                        .into(),
-                ),
-            };
+        let mut config = match (&self.preset, &self.config) {
+            (Some(p), _) => Config::preset(p).map_err(|e| e.to_string())?,
+            (None, Some(f)) => Config::load(f).map_err(|e| e.to_string())?,
+            (None, None) => {
+                return Err("give a device: --preset NAME (see `nandlab presets`) or --config FILE.toml".into())
+            }
+        };
         if let Some(name) = &self.ftl {
             if *name != config.ftl_name {
                 if !config.ftl_options.is_empty() {
@@ -63,10 +61,7 @@ impl DeviceArgs {
             config.ftl_options.insert(key, value);
         }
         for r in &self.rules {
-            config
-                .rules
-                .parse_assignment(r)
-                .map_err(|e| format!("--rule {e}"))?;
+            config.rules.parse_assignment(r).map_err(|e| format!("--rule {e}"))?;
         }
         Ok(config)
     }
@@ -74,9 +69,7 @@ impl DeviceArgs {
 
 /// `KEY=VALUE` with VALUE read as TOML (a number, a boolean, or a bare string).
 fn parse_assignment(text: &str) -> Result<(String, toml::Value), String> {
-    let (k, v) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--ftl-opt `{text}`: expected KEY=VALUE"))?;
+    let (k, v) = text.split_once('=').ok_or_else(|| format!("--ftl-opt `{text}`: expected KEY=VALUE"))?;
     let key = k.trim().to_string();
     let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
         .ok()
@@ -110,25 +103,13 @@ pub struct WorkloadArgs {
     #[arg(long, help_heading = "Workload (fio names)")]
     pub size: Option<String>,
     /// Bytes read + written per job (4g, or 4x = four times the logical capacity).
-    #[arg(
-        long = "io_size",
-        alias = "io-size",
-        help_heading = "Workload (fio names)"
-    )]
+    #[arg(long = "io_size", alias = "io-size", help_heading = "Workload (fio names)")]
     pub io_size: Option<String>,
     /// nandlab: bytes written per job before stopping (4x, 100g, …).
-    #[arg(
-        long = "write_size",
-        alias = "write-size",
-        help_heading = "Workload (fio names)"
-    )]
+    #[arg(long = "write_size", alias = "write-size", help_heading = "Workload (fio names)")]
     pub write_size: Option<String>,
     /// random (uniform), zipf:θ, pareto:h.
-    #[arg(
-        long = "random_distribution",
-        alias = "random-distribution",
-        help_heading = "Workload (fio names)"
-    )]
+    #[arg(long = "random_distribution", alias = "random-distribution", help_heading = "Workload (fio names)")]
     pub random_distribution: Option<String>,
     /// Outstanding requests per job (timed modes).
     #[arg(long, help_heading = "Workload (fio names)")]
@@ -140,11 +121,7 @@ pub struct WorkloadArgs {
     #[arg(long, help_heading = "Workload (fio names)")]
     pub fsync: Option<u32>,
     /// nandlab: percentage of requests that are trims.
-    #[arg(
-        long = "trim_percent",
-        alias = "trim-percent",
-        help_heading = "Workload (fio names)"
-    )]
+    #[arg(long = "trim_percent", alias = "trim-percent", help_heading = "Workload (fio names)")]
     pub trim_percent: Option<f64>,
 }
 
@@ -188,9 +165,7 @@ impl WorkloadArgs {
             s.write_size = Some(size("write_size", w)?);
         }
         if let Some(d) = &self.random_distribution {
-            s.random_distribution = d
-                .parse()
-                .map_err(|e| format!("--random_distribution: {e}"))?;
+            s.random_distribution = d.parse().map_err(|e| format!("--random_distribution: {e}"))?;
         }
         if let Some(v) = self.iodepth {
             s.iodepth = v;
@@ -255,9 +230,7 @@ pub fn reproduce_command(seed: u64) -> String {
 }
 
 fn quote(a: &str) -> String {
-    if a.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_=.:/%,+".contains(c))
-    {
+    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=.:/%,+".contains(c)) {
         a.to_string()
     } else {
         format!("'{}'", a.replace('\'', r"'\''"))
@@ -270,43 +243,21 @@ mod tests {
 
     #[test]
     fn ftl_option_values_are_typed() {
-        assert_eq!(
-            parse_assignment("copyback=false").unwrap().1,
-            toml::Value::Boolean(false)
-        );
-        assert_eq!(
-            parse_assignment("gc_foreground_free_blocks=3").unwrap().1,
-            toml::Value::Integer(3)
-        );
-        assert_eq!(
-            parse_assignment("gc_stream=shared").unwrap().1,
-            toml::Value::String("shared".into())
-        );
+        assert_eq!(parse_assignment("copyback=false").unwrap().1, toml::Value::Boolean(false));
+        assert_eq!(parse_assignment("gc_foreground_free_blocks=3").unwrap().1, toml::Value::Integer(3));
+        assert_eq!(parse_assignment("gc_stream=shared").unwrap().1, toml::Value::String("shared".into()));
         assert!(parse_assignment("nothing").is_err());
     }
 
     #[test]
     fn workload_flags_override_the_preset() {
-        let args = WorkloadArgs {
-            bs: Some("16k".into()),
-            rw: Some("write".into()),
-            ..Default::default()
-        };
-        let base = SyntheticSpec {
-            bsrange: Some("4k-8k".into()),
-            ..Default::default()
-        };
+        let args = WorkloadArgs { bs: Some("16k".into()), rw: Some("write".into()), ..Default::default() };
+        let base = SyntheticSpec { bsrange: Some("4k-8k".into()), ..Default::default() };
         let s = args.apply(base).unwrap();
         assert_eq!(s.bs, SizeSpec::Bytes(16384));
         assert_eq!(s.bsrange, None);
         assert_eq!(s.rw, RwMode::Write);
-        let bad = WorkloadArgs {
-            rw: Some("sideways".into()),
-            ..Default::default()
-        };
-        assert!(bad
-            .apply(SyntheticSpec::default())
-            .unwrap_err()
-            .starts_with("--rw"));
+        let bad = WorkloadArgs { rw: Some("sideways".into()), ..Default::default() };
+        assert!(bad.apply(SyntheticSpec::default()).unwrap_err().starts_with("--rw"));
     }
 }

@@ -42,18 +42,9 @@ use std::fmt;
 /// The presets shipped with nandlab: (name, TOML text).
 pub const PRESETS: &[(&str, &str)] = &[
     ("tiny", include_str!("../../../presets/tiny.toml")),
-    (
-        "femu-bbssd",
-        include_str!("../../../presets/femu-bbssd.toml"),
-    ),
-    (
-        "vst-jasmine",
-        include_str!("../../../presets/vst-jasmine.toml"),
-    ),
-    (
-        "mqsim-default",
-        include_str!("../../../presets/mqsim-default.toml"),
-    ),
+    ("femu-bbssd", include_str!("../../../presets/femu-bbssd.toml")),
+    ("vst-jasmine", include_str!("../../../presets/vst-jasmine.toml")),
+    ("mqsim-default", include_str!("../../../presets/mqsim-default.toml")),
 ];
 
 /// A configuration error: where, which field, why.
@@ -138,22 +129,15 @@ const DEFAULT_DRAM_BYTES: u64 = 1 << 30;
 impl Config {
     /// Load a preset by name.
     pub fn preset(name: &str) -> Result<Config, ConfigError> {
-        let (_, text) = PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| ConfigError {
-                file: "--preset".into(),
-                line: None,
-                field: String::new(),
-                reason: format!(
-                    "unknown preset `{name}` (available: {})",
-                    PRESETS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })?;
+        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError {
+            file: "--preset".into(),
+            line: None,
+            field: String::new(),
+            reason: format!(
+                "unknown preset `{name}` (available: {})",
+                PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
         Config::parse(text, &format!("presets/{name}.toml"))
     }
 
@@ -173,40 +157,20 @@ impl Config {
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         let raw: ConfigFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
-            ConfigError {
-                file: file.into(),
-                line,
-                field: String::new(),
-                reason: e.message().trim().to_string(),
-            }
+            ConfigError { file: file.into(), line, field: String::new(), reason: e.message().trim().to_string() }
         })?;
         let err = |table: &str, key: &str, reason: String| ConfigError {
             file: file.into(),
             line: locate(text, table, key),
-            field: if table.is_empty() {
-                key.to_string()
-            } else {
-                format!("{table}.{key}")
-            },
+            field: if table.is_empty() { key.to_string() } else { format!("{table}.{key}") },
             reason,
         };
-        let geometry = raw
-            .geometry
-            .validate()
-            .map_err(|e| err("geometry", e.field, e.reason))?;
-        let logical_sectors =
-            logical_capacity(&raw.device, &geometry).map_err(|(k, r)| err("device", k, r))?;
-        let dram_budget_bytes = raw
-            .device
-            .dram_bytes
-            .map_or(DEFAULT_DRAM_BYTES, |d| d.resolve(geometry.raw_bytes()));
+        let geometry = raw.geometry.validate().map_err(|e| err("geometry", e.field, e.reason))?;
+        let logical_sectors = logical_capacity(&raw.device, &geometry).map_err(|(k, r)| err("device", k, r))?;
+        let dram_budget_bytes = raw.device.dram_bytes.map_or(DEFAULT_DRAM_BYTES, |d| d.resolve(geometry.raw_bytes()));
         let bad = raw.device.factory_bad_block_percent;
         if !(0.0..50.0).contains(&bad) {
-            return Err(err(
-                "device",
-                "factory_bad_block_percent",
-                "must be within 0..50".into(),
-            ));
+            return Err(err("device", "factory_bad_block_percent", "must be within 0..50".into()));
         }
         let mut ftl_options = raw.ftl.clone();
         let ftl_name = match ftl_options.remove("name") {
@@ -248,26 +212,16 @@ impl Config {
 
 fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<u64, (&'static str, String)> {
     let sector = u64::from(g.sector_size_bytes());
-    let given = [
-        d.logical_sectors.is_some(),
-        d.logical_bytes.is_some(),
-        d.spare_percent.is_some(),
-    ];
+    let given = [d.logical_sectors.is_some(), d.logical_bytes.is_some(), d.spare_percent.is_some()];
     if given.iter().filter(|&&x| x).count() > 1 {
-        return Err((
-            "logical_sectors",
-            "give only one of logical_sectors, logical_bytes and spare_percent".into(),
-        ));
+        return Err(("logical_sectors", "give only one of logical_sectors, logical_bytes and spare_percent".into()));
     }
     let (field, sectors) = if let Some(s) = d.logical_sectors {
         ("logical_sectors", s)
     } else if let Some(b) = d.logical_bytes {
         let bytes = b.resolve(g.raw_bytes());
         if bytes % sector != 0 {
-            return Err((
-                "logical_bytes",
-                format!("{bytes} is not a multiple of the {sector}-byte sector"),
-            ));
+            return Err(("logical_bytes", format!("{bytes} is not a multiple of the {sector}-byte sector")));
         }
         ("logical_bytes", bytes / sector)
     } else {
@@ -275,34 +229,27 @@ fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<u64, (&'static str
         if !(p > 0.0 && p < 90.0) {
             return Err(("spare_percent", "must be within (0, 90)".into()));
         }
-        (
-            "spare_percent",
-            (g.raw_sectors() as f64 * (1.0 - p / 100.0)) as u64,
-        )
+        ("spare_percent", (g.raw_sectors() as f64 * (1.0 - p / 100.0)) as u64)
     };
     if sectors == 0 || sectors >= g.raw_sectors() {
         return Err((
             field,
-            format!(
-                "the logical capacity ({sectors} sectors) must be positive and below the raw {}",
-                g.raw_sectors()
-            ),
+            format!("the logical capacity ({sectors} sectors) must be positive and below the raw {}", g.raw_sectors()),
         ));
     }
     if sectors > u64::from(u32::MAX) {
         // Payload stamps keep LBAs in 32 bits.
-        return Err((field, format!("{sectors} sectors: at most 2^32 - 1 logical sectors are supported (use larger sectors)")));
+        return Err((
+            field,
+            format!("{sectors} sectors: at most 2^32 - 1 logical sectors are supported (use larger sectors)"),
+        ));
     }
     Ok(sectors)
 }
 
 /// 1-based line of byte offset `at`.
 fn line_of(text: &str, at: usize) -> usize {
-    text[..at.min(text.len())]
-        .bytes()
-        .filter(|&b| b == b'\n')
-        .count()
-        + 1
+    text[..at.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
 /// The line where `key` is set inside `[table]` (or at top level if `table` is empty).

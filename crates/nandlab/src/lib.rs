@@ -41,6 +41,7 @@ pub mod flash;
 pub mod ftl;
 pub mod nand;
 pub mod oracle;
+pub mod prefetch;
 pub mod report;
 pub mod run;
 pub mod seed;

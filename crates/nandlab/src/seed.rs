@@ -37,10 +37,7 @@ pub fn rng_for(run_seed: u64, name: &str) -> Rng {
 
 /// A fresh run seed when the user gave none (printed, so the run can be repeated).
 pub fn draw_run_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     mix64(t as u64 ^ u64::from(std::process::id()).rotate_left(32)) % 1_000_000_000_000
 }
 

@@ -130,15 +130,11 @@ impl Rule {
 
     pub fn description(self) -> &'static str {
         match self {
-            Rule::ProgramNotErased => {
-                "program of a non-erased page beyond its partial-program (NOP) allowance"
-            }
+            Rule::ProgramNotErased => "program of a non-erased page beyond its partial-program (NOP) allowance",
             Rule::ProgramOutOfOrder => "program of page N of a block while page N-1 is erased",
             Rule::BadBlock => "program, erase or read of a bad block",
             Rule::AddressOutOfRange => "address outside the device",
-            Rule::MultiPlaneMismatch => {
-                "multi-plane operation whose planes disagree on die, block or page offset"
-            }
+            Rule::MultiPlaneMismatch => "multi-plane operation whose planes disagree on die, block or page offset",
             Rule::ReadErasedPage => "read of a page never programmed since its erase",
             Rule::CopybackCrossPlane => "copyback between different planes",
             Rule::MisdirectedRead => "sector returned data of another LBA",
@@ -179,9 +175,7 @@ impl std::str::FromStr for Severity {
             "allow" => Ok(Severity::Allow),
             "warn" => Ok(Severity::Warn),
             "error" => Ok(Severity::Error),
-            other => Err(format!(
-                "unknown severity `{other}` (expected allow, warn or error)"
-            )),
+            other => Err(format!("unknown severity `{other}` (expected allow, warn or error)")),
         }
     }
 }
@@ -198,18 +192,13 @@ impl RuleConfig {
         if !rule.is_nand_rule() {
             return Severity::Error;
         }
-        self.overrides
-            .get(&rule)
-            .copied()
-            .unwrap_or_else(|| rule.default_severity())
+        self.overrides.get(&rule).copied().unwrap_or_else(|| rule.default_severity())
     }
 
     /// Set the severity of a NAND rule; oracle rules cannot be relaxed.
     pub fn set(&mut self, rule: Rule, severity: Severity) -> Result<(), String> {
         if !rule.is_nand_rule() {
-            return Err(format!(
-                "`{rule}` is an oracle check and is always an error"
-            ));
+            return Err(format!("`{rule}` is an oracle check and is always an error"));
         }
         self.overrides.insert(rule, severity);
         Ok(())
@@ -226,11 +215,10 @@ impl RuleConfig {
 
     /// Parse `rule=severity`, as given on the command line.
     pub fn parse_assignment(&mut self, text: &str) -> Result<(), String> {
-        let (name, sev) = text.split_once('=').ok_or_else(|| {
-            format!("`{text}`: expected RULE=SEVERITY, e.g. program_out_of_order=warn")
-        })?;
-        let rule = Rule::from_name(name.trim())
-            .ok_or_else(|| format!("unknown rule `{}`", name.trim()))?;
+        let (name, sev) = text
+            .split_once('=')
+            .ok_or_else(|| format!("`{text}`: expected RULE=SEVERITY, e.g. program_out_of_order=warn"))?;
+        let rule = Rule::from_name(name.trim()).ok_or_else(|| format!("unknown rule `{}`", name.trim()))?;
         self.set(rule, sev.trim().parse()?)
     }
 }
@@ -257,11 +245,7 @@ impl fmt::Display for Violation {
             Some(r) => format!("request {r}"),
             None => "background".to_string(),
         };
-        write!(
-            f,
-            "[{:?}] {} at flash op {} ({}): {}",
-            self.severity, self.rule, self.op_index, req, self.message
-        )
+        write!(f, "[{:?}] {} at flash op {} ({}): {}", self.severity, self.rule, self.op_index, req, self.message)
     }
 }
 
@@ -278,10 +262,7 @@ pub struct ViolationLog {
 impl ViolationLog {
     /// A log keeping the first `keep_limit` violations in full (all are counted).
     pub fn new(keep_limit: usize) -> Self {
-        ViolationLog {
-            keep_limit,
-            ..Default::default()
-        }
+        ViolationLog { keep_limit, ..Default::default() }
     }
 
     pub fn record(&mut self, v: Violation) {
@@ -397,11 +378,7 @@ impl Checker<'_> {
             op_index: self.op_index,
             request_id: self.request_id,
             address,
-            message: if self.log.would_keep() {
-                message()
-            } else {
-                String::new()
-            },
+            message: if self.log.would_keep() { message() } else { String::new() },
         });
     }
 }

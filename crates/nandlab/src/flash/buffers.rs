@@ -92,13 +92,7 @@ impl BufferPool {
     }
 
     /// Append the runs of sectors `start .. start+len` of a buffer to `out`.
-    pub fn slice(
-        &self,
-        id: BufId,
-        start: u32,
-        len: u32,
-        out: &mut Vec<Run>,
-    ) -> Result<(), FlashError> {
+    pub fn slice(&self, id: BufId, start: u32, len: u32, out: &mut Vec<Run>) -> Result<(), FlashError> {
         self.check_range(id, start, len)?;
         slice_runs(&self.bufs[id.0 as usize].runs, start, len, out);
         Ok(())
@@ -115,20 +109,11 @@ impl BufferPool {
     }
 
     /// Copy `len` sectors from one buffer range to another.
-    pub fn copy(
-        &mut self,
-        dst: BufId,
-        dst_at: u32,
-        src: BufId,
-        src_at: u32,
-        len: u32,
-    ) -> Result<(), FlashError> {
+    pub fn copy(&mut self, dst: BufId, dst_at: u32, src: BufId, src_at: u32, len: u32) -> Result<(), FlashError> {
         self.check_range(dst, dst_at, len)?;
         let mut moved = std::mem::take(&mut self.scratch2);
         moved.clear();
-        let r = self
-            .slice(src, src_at, len, &mut moved)
-            .and_then(|_| self.write_runs(dst, dst_at, &moved));
+        let r = self.slice(src, src_at, len, &mut moved).and_then(|_| self.write_runs(dst, dst_at, &moved));
         self.scratch2 = moved;
         r
     }
@@ -156,11 +141,7 @@ mod tests {
         p.copy(page, 1, host, 2, 2).unwrap();
         assert_eq!(
             p.runs(page).unwrap(),
-            &[
-                Run::filler(RunKind::Zero, 1),
-                Run::data(102, 7, 2),
-                Run::filler(RunKind::Zero, 1)
-            ]
+            &[Run::filler(RunKind::Zero, 1), Run::data(102, 7, 2), Run::filler(RunKind::Zero, 1)]
         );
     }
 
@@ -168,15 +149,9 @@ mod tests {
     fn out_of_range_and_freed_buffers_are_errors() {
         let mut p = BufferPool::default();
         let b = p.alloc(4, RunKind::Zero);
-        assert_eq!(
-            p.fill(b, 3, 2, RunKind::Erased),
-            Err(FlashError::InvalidBuffer)
-        );
+        assert_eq!(p.fill(b, 3, 2, RunKind::Erased), Err(FlashError::InvalidBuffer));
         p.free(b);
-        assert_eq!(
-            p.fill(b, 0, 1, RunKind::Erased),
-            Err(FlashError::InvalidBuffer)
-        );
+        assert_eq!(p.fill(b, 0, 1, RunKind::Erased), Err(FlashError::InvalidBuffer));
         let again = p.alloc(2, RunKind::Erased);
         assert_eq!(again, b, "freed handles are reused");
     }

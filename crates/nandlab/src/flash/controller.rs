@@ -64,20 +64,12 @@ impl FlashStats {
         &self.by_cause[cause as usize]
     }
     pub fn total(&self) -> OpCounts {
-        self.by_cause
-            .iter()
-            .fold(OpCounts::default(), |a, c| a.plus(c))
+        self.by_cause.iter().fold(OpCounts::default(), |a, c| a.plus(c))
     }
     /// Flash operations of any kind.
     pub fn operations(&self) -> u64 {
         let t = self.total();
-        t.page_reads
-            + t.oob_reads
-            + t.meta_reads
-            + t.page_programs
-            + t.meta_programs
-            + t.copybacks
-            + t.block_erases
+        t.page_reads + t.oob_reads + t.meta_reads + t.page_programs + t.meta_programs + t.copybacks + t.block_erases
     }
 }
 
@@ -100,22 +92,12 @@ pub struct FlashController {
 /// A checker for the operation `$op`, borrowing only the fields it needs.
 macro_rules! checker {
     ($s:ident, $op:expr) => {
-        Checker {
-            severities: &$s.severities,
-            log: &mut $s.log,
-            op_index: $op.op_index,
-            request_id: $op.request_id,
-        }
+        Checker { severities: &$s.severities, log: &mut $s.log, op_index: $op.op_index, request_id: $op.request_id }
     };
 }
 
 impl FlashController {
-    pub fn new(
-        nand: Nand,
-        rules: &RuleConfig,
-        dram_budget_bytes: u64,
-        keep_violations: usize,
-    ) -> Self {
+    pub fn new(nand: Nand, rules: &RuleConfig, dram_budget_bytes: u64, keep_violations: usize) -> Self {
         let spp = nand.geometry().sectors_per_page() as usize;
         FlashController {
             nand,
@@ -157,12 +139,7 @@ impl FlashController {
     }
     /// A checker for findings outside a flash operation (the oracle's).
     pub fn checker(&mut self) -> Checker<'_> {
-        Checker {
-            severities: &self.severities,
-            log: &mut self.log,
-            op_index: self.op_index,
-            request_id: self.request,
-        }
+        Checker { severities: &self.severities, log: &mut self.log, op_index: self.op_index, request_id: self.request }
     }
     pub fn add_observer(&mut self, o: Box<dyn FlashObserver>) {
         self.observers.push(o);
@@ -196,11 +173,7 @@ impl FlashController {
         self.bufs.runs(id)
     }
     /// Let a checker inspect a host buffer's runs (the oracle checking a read).
-    pub fn inspect_buffer(
-        &mut self,
-        id: BufId,
-        check: impl FnOnce(&[Run], &mut Checker),
-    ) -> Result<(), FlashError> {
+    pub fn inspect_buffer(&mut self, id: BufId, check: impl FnOnce(&[Run], &mut Checker)) -> Result<(), FlashError> {
         let runs = self.bufs.runs(id)?;
         let mut ck = Checker {
             severities: &self.severities,
@@ -307,8 +280,7 @@ impl FlashController {
         }
         self.runs.clear();
         let mut ck = checker!(self, op);
-        self.nand
-            .read(&mut ck, page, first, sectors, &mut self.runs)?;
+        self.nand.read(&mut ck, page, first, sectors, &mut self.runs)?;
         if !oob.is_empty() {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
@@ -351,37 +323,15 @@ impl Flash for FlashController {
     }
 
     fn read_oob(&mut self, cause: Cause, page: PageAddr, oob: &mut [u8]) -> Result<(), FlashError> {
-        let op = self.begin(
-            OpKind::ReadOob,
-            cause,
-            page.0,
-            None,
-            1,
-            oob.len() as u32,
-            None,
-        )?;
+        let op = self.begin(OpKind::ReadOob, cause, page.0, None, 1, oob.len() as u32, None)?;
         let mut ck = checker!(self, op);
         self.nand.read_oob(&mut ck, page, oob)?;
         self.finish(&op);
         Ok(())
     }
 
-    fn read_meta(
-        &mut self,
-        cause: Cause,
-        page: PageAddr,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<(), FlashError> {
-        let op = self.begin(
-            OpKind::ReadMeta,
-            cause,
-            page.0,
-            None,
-            1,
-            (data.len() + oob.len()) as u32,
-            None,
-        )?;
+    fn read_meta(&mut self, cause: Cause, page: PageAddr, data: &mut [u8], oob: &mut [u8]) -> Result<(), FlashError> {
+        let op = self.begin(OpKind::ReadMeta, cause, page.0, None, 1, (data.len() + oob.len()) as u32, None)?;
         let mut ck = checker!(self, op);
         self.nand.read_meta(&mut ck, page, data)?;
         if !oob.is_empty() {
@@ -406,13 +356,7 @@ impl Flash for FlashController {
         Ok(())
     }
 
-    fn program_meta(
-        &mut self,
-        cause: Cause,
-        page: PageAddr,
-        data: &[u8],
-        oob: &[u8],
-    ) -> Result<(), FlashError> {
+    fn program_meta(&mut self, cause: Cause, page: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
         let bytes = self.page_bytes();
         let op = self.begin(OpKind::ProgramMeta, cause, page.0, None, 1, bytes, None)?;
         let mut ck = checker!(self, op);
@@ -421,13 +365,7 @@ impl Flash for FlashController {
         Ok(())
     }
 
-    fn copyback(
-        &mut self,
-        cause: Cause,
-        src: PageAddr,
-        dst: PageAddr,
-        oob: Option<&[u8]>,
-    ) -> Result<(), FlashError> {
+    fn copyback(&mut self, cause: Cause, src: PageAddr, dst: PageAddr, oob: Option<&[u8]>) -> Result<(), FlashError> {
         let op = self.begin(OpKind::Copyback, cause, dst.0, Some(src.0), 1, 0, None)?;
         let mut ck = checker!(self, op);
         self.nand.copyback(&mut ck, src, dst, oob)?;
@@ -448,15 +386,7 @@ impl Flash for FlashController {
             return Ok(());
         };
         let bytes = self.page_bytes() * ops.len() as u32;
-        let op = self.begin(
-            OpKind::Program,
-            cause,
-            first.page.0,
-            None,
-            ops.len() as u32,
-            bytes,
-            Some(first.src),
-        )?;
+        let op = self.begin(OpKind::Program, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.src))?;
         let mut pages = [PageAddr(0); 16];
         let n = ops.len().min(16);
         for (slot, o) in pages.iter_mut().zip(ops) {
@@ -476,15 +406,7 @@ impl Flash for FlashController {
             return Ok(());
         };
         let bytes = self.page_bytes() * ops.len() as u32;
-        let op = self.begin(
-            OpKind::Read,
-            cause,
-            first.page.0,
-            None,
-            ops.len() as u32,
-            bytes,
-            Some(first.dst),
-        )?;
+        let op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
         let mut pages = [PageAddr(0); 16];
         let n = ops.len().min(16);
         for (slot, o) in pages.iter_mut().zip(ops) {
@@ -504,15 +426,7 @@ impl Flash for FlashController {
         let Some(first) = blocks.first() else {
             return Ok(());
         };
-        let op = self.begin(
-            OpKind::Erase,
-            cause,
-            first.0,
-            None,
-            blocks.len() as u32,
-            0,
-            None,
-        )?;
+        let op = self.begin(OpKind::Erase, cause, first.0, None, blocks.len() as u32, 0, None)?;
         let g = self.nand.geometry();
         let mut pages = [PageAddr(0); 16];
         let n = blocks.len().min(16);

@@ -52,14 +52,8 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 6] = [
-        Cause::Host,
-        Cause::Gc,
-        Cause::WearLeveling,
-        Cause::Metadata,
-        Cause::Recovery,
-        Cause::Format,
-    ];
+    pub const ALL: [Cause; 6] =
+        [Cause::Host, Cause::Gc, Cause::WearLeveling, Cause::Metadata, Cause::Recovery, Cause::Format];
     pub fn name(self) -> &'static str {
         match self {
             Cause::Host => "host",
@@ -208,13 +202,7 @@ pub trait Flash {
     /// Read only the spare area of a page (erased spare reads as 0xFF).
     fn read_oob(&mut self, cause: Cause, page: PageAddr, oob: &mut [u8]) -> Result<(), FlashError>;
     /// Read a page of FTL metadata as bytes, and its OOB.
-    fn read_meta(
-        &mut self,
-        cause: Cause,
-        page: PageAddr,
-        data: &mut [u8],
-        oob: &mut [u8],
-    ) -> Result<(), FlashError>;
+    fn read_meta(&mut self, cause: Cause, page: PageAddr, data: &mut [u8], oob: &mut [u8]) -> Result<(), FlashError>;
     /// Program a page with one page of host data taken from `src` at
     /// `src_sector`, and OOB bytes. Erased sectors of the source are left
     /// erased, which is how a partial program (NOP > 1) is expressed.
@@ -227,22 +215,10 @@ pub trait Flash {
         oob: &[u8],
     ) -> Result<(), FlashError>;
     /// Program a page with FTL metadata bytes (at most a page) and OOB.
-    fn program_meta(
-        &mut self,
-        cause: Cause,
-        page: PageAddr,
-        data: &[u8],
-        oob: &[u8],
-    ) -> Result<(), FlashError>;
+    fn program_meta(&mut self, cause: Cause, page: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError>;
     /// Copy a page within a plane without a channel transfer; `oob`, when
     /// given, replaces the destination's spare area.
-    fn copyback(
-        &mut self,
-        cause: Cause,
-        src: PageAddr,
-        dst: PageAddr,
-        oob: Option<&[u8]>,
-    ) -> Result<(), FlashError>;
+    fn copyback(&mut self, cause: Cause, src: PageAddr, dst: PageAddr, oob: Option<&[u8]>) -> Result<(), FlashError>;
     fn erase(&mut self, cause: Cause, block: BlockAddr) -> Result<(), FlashError>;
     /// Program one page on each of several planes of a die at once.
     fn program_multi(&mut self, cause: Cause, ops: &[ProgramOp]) -> Result<(), FlashError>;
@@ -264,4 +240,8 @@ pub trait Flash {
     ) -> Result<(), FlashError>;
     /// Fill sectors of a buffer with zeros.
     fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError>;
+
+    /// A hint that `page` will be read soon, so the simulator can warm its
+    /// CPU caches. No effect on state, timing or counters. Default: nothing.
+    fn prefetch_page(&self, _page: PageAddr) {}
 }

@@ -132,17 +132,17 @@ pub trait Ftl {
     /// Clean power-off: persist whatever a later mount needs.
     fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
     fn stats(&self) -> FtlStats;
+    /// A hint that a request for these sectors comes soon (the simulator
+    /// looks ahead in the workload). An FTL may prefetch its map into the
+    /// CPU cache; it must not change state or touch flash. Default: nothing.
+    fn prefetch(&mut self, _flash: &dyn Flash, _lba: u64, _sectors: u32) {}
 }
 
 /// Check a request against the logical capacity.
 pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError> {
     match lba.checked_add(sectors) {
         Some(end) if end <= capacity => Ok(()),
-        _ => Err(FtlError::OutOfRange {
-            lba,
-            end: lba.saturating_add(sectors),
-            capacity,
-        }),
+        _ => Err(FtlError::OutOfRange { lba, end: lba.saturating_add(sectors), capacity }),
     }
 }
 
@@ -186,10 +186,6 @@ pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn F
 }
 
 /// Parse an FTL's typed options from its option table, naming the bad field.
-pub fn parse_options<T: for<'de> Deserialize<'de>>(
-    ftl: &str,
-    options: &FtlOptions,
-) -> Result<T, String> {
-    T::deserialize(toml::Value::Table(options.clone()))
-        .map_err(|e| format!("ftl `{ftl}` options: {}", e.message()))
+pub fn parse_options<T: for<'de> Deserialize<'de>>(ftl: &str, options: &FtlOptions) -> Result<T, String> {
+    T::deserialize(toml::Value::Table(options.clone())).map_err(|e| format!("ftl `{ftl}` options: {}", e.message()))
 }

@@ -3,8 +3,10 @@
 //!
 //! # Algorithm
 //!
-//! - **Mapping.** One entry per logical page (`lpn → ppn`, 4 bytes) and
-//!   its reverse (`ppn → lpn`), both in device DRAM. A host write of a
+//! - **Mapping.** One entry per logical page (`lpn → ppn`, 4 bytes), its
+//!   reverse (`ppn → lpn`, written when a page is programmed) and a valid
+//!   bit per physical page, all in device DRAM. Overwriting a page clears
+//!   one bit instead of writing the reverse map at a random place. A host write of a
 //!   whole page programs it from the host buffer; a partial page is a
 //!   read-modify-write through a one-page buffer (never-written sectors
 //!   are filled with zeros, so they read as zeros).
@@ -38,17 +40,19 @@
 
 use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
 use super::{
-    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo,
-    FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest, OptionDoc,
+    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
+    Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
+use crate::prefetch::{large_vec, prefetch};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "page",
-    summary: "page-level mapping, striping over planes, per-plane GC (greedy / cost-benefit / FIFO), checkpoint on shutdown",
+    summary:
+        "page-level mapping, striping over planes, per-plane GC (greedy / cost-benefit / FIFO), checkpoint on shutdown",
     options: &[
         OptionDoc { name: "gc_policy", default: "greedy", help: "victim selection: greedy, cost-benefit or fifo" },
         OptionDoc {
@@ -71,7 +75,11 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
             default: "0.125",
             help: "idle time: skip victims with fewer invalid pages than this fraction (FEMU's rule)",
         },
-        OptionDoc { name: "gc_stream", default: "separate", help: "GC copies go to their own frontier (separate) or the host's (shared)" },
+        OptionDoc {
+            name: "gc_stream",
+            default: "separate",
+            help: "GC copies go to their own frontier (separate) or the host's (shared)",
+        },
         OptionDoc { name: "copyback", default: "true", help: "move GC pages by copyback instead of read + program" },
     ],
     build: build_page,
@@ -149,11 +157,7 @@ fn encode_oob(kind: u8, index: u32, seq: u64) -> [u8; OOB_BYTES] {
 fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
     let mut seq = [0u8; 8];
     seq[..7].copy_from_slice(&o[5..12]);
-    (
-        o[0],
-        u32::from_le_bytes(o[1..5].try_into().unwrap()),
-        u64::from_le_bytes(seq),
-    )
+    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -171,10 +175,7 @@ struct Frontier {
     next_page: u32,
 }
 
-const NO_FRONTIER: Frontier = Frontier {
-    block: NONE,
-    next_page: 0,
-};
+const NO_FRONTIER: Frontier = Frontier { block: NONE, next_page: 0 };
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Stream {
@@ -206,7 +207,15 @@ pub struct PageFtl {
     logical_sectors: u64,
     lpns: u32,
     l2p: Vec<u32>,
+    /// Logical page last programmed into each physical page (meaningful
+    /// only where the valid bit is set).
     p2l: Vec<u32>,
+    valid_bits: Vec<u64>,
+    /// Reused by GC: (source page, logical page) of the victim's valid pages.
+    gc_batch: Vec<(u32, u32)>,
+    /// The logical pages of the last prefetch hint (their map entries are
+    /// now cached, so the next hint prefetches what they point to).
+    hinted: (u32, u32),
     table: BlockTable,
     state: Vec<BlockState>,
     units: Vec<Unit>,
@@ -230,9 +239,7 @@ impl PageFtl {
         let ppb = g.pages_per_block();
         let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
         if lpns_u64 >= u64::from(UNMAPPED) {
-            return Err(format!(
-                "page: {lpns_u64} logical pages do not fit a 32-bit map"
-            ));
+            return Err(format!("page: {lpns_u64} logical pages do not fit a 32-bit map"));
         }
         let lpns = lpns_u64 as u32;
         if lpns_u64 >= g.pages() {
@@ -244,14 +251,14 @@ impl PageFtl {
         let units = g.planes();
         let per_unit = g.blocks_per_plane();
         let pct = |p: f64| (p / 100.0 * f64::from(per_unit)).ceil() as u32;
-        let fg_threshold = opts
-            .gc_foreground_free_blocks
-            .max(pct(opts.gc_foreground_free_percent));
+        let fg_threshold = opts.gc_foreground_free_blocks.max(pct(opts.gc_foreground_free_percent));
         if fg_threshold == 0 {
             return Err("page: gc_foreground_free_blocks must be at least 1 (GC needs a block to copy into)".into());
         }
         if fg_threshold >= per_unit {
-            return Err(format!("page: the foreground GC threshold ({fg_threshold} blocks) leaves no blocks per plane"));
+            return Err(format!(
+                "page: the foreground GC threshold ({fg_threshold} blocks) leaves no blocks per plane"
+            ));
         }
         if !(0.0..=1.0).contains(&opts.gc_background_min_invalid_fraction) {
             return Err("page: gc_background_min_invalid_fraction must be within 0..1".into());
@@ -270,9 +277,7 @@ impl PageFtl {
         let table = BlockTable {
             valid: vec![0; blocks],
             sealed_at: vec![0; blocks],
-            unit: (0..blocks)
-                .map(|b| unit_of_plane[g.plane_of_block(BlockAddr(b as u64)) as usize])
-                .collect(),
+            unit: (0..blocks).map(|b| unit_of_plane[g.plane_of_block(BlockAddr(b as u64)) as usize]).collect(),
             pages_per_block: ppb,
             units,
             now: 0,
@@ -285,6 +290,9 @@ impl PageFtl {
             lpns,
             l2p: Vec::new(),
             p2l: Vec::new(),
+            valid_bits: Vec::new(),
+            gc_batch: Vec::with_capacity(ppb as usize),
+            hinted: (0, 0),
             state: vec![BlockState::Free; blocks],
             units: Vec::new(),
             checkpoint_blocks: Vec::new(),
@@ -305,21 +313,18 @@ impl PageFtl {
 
     /// Bytes of device DRAM the maps and block table take.
     fn dram_needed(g: &Geometry, lpns: u32) -> u64 {
-        u64::from(lpns) * 4 + g.pages() * 4 + u64::from(g.blocks()) * 32
+        u64::from(lpns) * 4 + g.pages() * 4 + g.pages().div_ceil(8) + u64::from(g.blocks()) * 32
     }
 
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let g = &self.geometry;
-        self.l2p = vec![UNMAPPED; self.lpns as usize];
-        self.p2l = vec![UNMAPPED; g.pages() as usize];
+        self.l2p = large_vec(self.lpns as usize, UNMAPPED);
+        self.p2l = large_vec(g.pages() as usize, UNMAPPED);
+        self.valid_bits = vec![0; g.pages().div_ceil(64) as usize];
         self.table.valid.fill(0);
         self.table.sealed_at.fill(0);
-        self.units = (0..self.table.units)
-            .map(|_| Unit {
-                free: VecDeque::new(),
-                frontier: [NO_FRONTIER; 2],
-            })
-            .collect();
+        self.units =
+            (0..self.table.units).map(|_| Unit { free: VecDeque::new(), frontier: [NO_FRONTIER; 2] }).collect();
         self.policy = VictimSelector::new(self.opts.gc_policy, g.blocks() as usize, &self.table);
         self.checkpoint_blocks.clear();
         self.next_unit = 0;
@@ -348,12 +353,7 @@ impl PageFtl {
 
     /// The next page to program on `unit` for `stream`, collecting garbage
     /// first if the unit is short of free blocks.
-    fn alloc_page(
-        &mut self,
-        flash: &mut dyn Flash,
-        unit: usize,
-        stream: Stream,
-    ) -> Result<u32, FtlError> {
+    fn alloc_page(&mut self, flash: &mut dyn Flash, unit: usize, stream: Stream) -> Result<u32, FtlError> {
         loop {
             let f = self.units[unit].frontier[stream as usize];
             if f.block != NONE && f.next_page < self.ppb {
@@ -367,15 +367,10 @@ impl PageFtl {
                 continue;
             }
             let block = self.units[unit].free.pop_front().ok_or_else(|| {
-                FtlError::NoSpace(format!(
-                    "plane unit {unit} has no free block and nothing to collect"
-                ))
+                FtlError::NoSpace(format!("plane unit {unit} has no free block and nothing to collect"))
             })?;
             self.state[block as usize] = BlockState::Open;
-            self.units[unit].frontier[stream as usize] = Frontier {
-                block,
-                next_page: 0,
-            };
+            self.units[unit].frontier[stream as usize] = Frontier { block, next_page: 0 };
         }
     }
 
@@ -383,6 +378,7 @@ impl PageFtl {
     fn commit_page(&mut self, ppn: u32, lpn: u32) {
         let block = ppn / self.ppb;
         self.p2l[ppn as usize] = lpn;
+        self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
         self.table.valid[block as usize] += 1;
         if ppn % self.ppb == self.ppb - 1 {
             self.seal(block);
@@ -402,9 +398,14 @@ impl PageFtl {
     }
 
     #[inline]
+    fn is_valid(&self, ppn: u32) -> bool {
+        self.valid_bits[(ppn / 64) as usize] & (1 << (ppn % 64)) != 0
+    }
+
+    #[inline]
     fn invalidate(&mut self, ppn: u32) {
         let block = ppn / self.ppb;
-        self.p2l[ppn as usize] = UNMAPPED;
+        self.valid_bits[(ppn / 64) as usize] &= !(1 << (ppn % 64));
         let old = self.table.valid[block as usize];
         self.table.valid[block as usize] = old - 1;
         if self.state[block as usize] == BlockState::Sealed {
@@ -420,13 +421,7 @@ impl PageFtl {
     }
 
     /// Program one logical page from `buf` at `sector` and remap it.
-    fn program_lpn(
-        &mut self,
-        flash: &mut dyn Flash,
-        lpn: u32,
-        buf: BufId,
-        sector: u32,
-    ) -> Result<(), FtlError> {
+    fn program_lpn(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
         let unit = self.next_unit as usize;
         self.next_unit = (self.next_unit + 1) % self.table.units;
         let ppn = self.alloc_page(flash, unit, Stream::Host)?;
@@ -448,15 +443,7 @@ impl PageFtl {
             UNMAPPED => flash.buf_zero(buf, 0, self.spp)?,
             ppn => {
                 self.counters.rmw_reads += 1;
-                flash.read(
-                    Cause::Host,
-                    self.page_addr(ppn),
-                    0,
-                    self.spp,
-                    buf,
-                    0,
-                    &mut [],
-                )?;
+                flash.read(Cause::Host, self.page_addr(ppn), 0, self.spp, buf, 0, &mut [])?;
             }
         }
         Ok(())
@@ -465,12 +452,7 @@ impl PageFtl {
     // ----- garbage collection -----
 
     /// Collect one victim on `unit`. Returns false if there was none worth taking.
-    fn collect(
-        &mut self,
-        flash: &mut dyn Flash,
-        unit: usize,
-        background: bool,
-    ) -> Result<bool, FtlError> {
+    fn collect(&mut self, flash: &mut dyn Flash, unit: usize, background: bool) -> Result<bool, FtlError> {
         let Some(victim) = self.policy.select(unit as u32, &self.table) else {
             return Ok(false);
         };
@@ -498,37 +480,48 @@ impl PageFtl {
         Ok(true)
     }
 
-    fn move_valid_pages(
-        &mut self,
-        flash: &mut dyn Flash,
-        unit: usize,
-        victim: u32,
-    ) -> Result<(), FtlError> {
+    fn move_valid_pages(&mut self, flash: &mut dyn Flash, unit: usize, victim: u32) -> Result<(), FtlError> {
         let stream = match self.opts.gc_stream {
             GcStream::Separate => Stream::Gc,
             GcStream::Shared => Stream::Host,
         };
+        // Gather the victim's valid pages first: the map entries they need
+        // are independent loads the CPU overlaps, instead of one cache miss
+        // after another inside the copy loop.
         let first = victim * self.ppb;
+        let mut batch = std::mem::take(&mut self.gc_batch);
+        batch.clear();
         for src in first..first + self.ppb {
-            let lpn = self.p2l[src as usize];
-            if lpn == UNMAPPED {
-                continue;
+            if self.is_valid(src) {
+                let lpn = self.p2l[src as usize];
+                prefetch(&self.l2p, lpn as usize);
+                batch.push((src, lpn));
             }
+        }
+        let result = self.copy_batch(flash, unit, victim, stream, &batch);
+        self.gc_batch = batch;
+        result
+    }
+
+    fn copy_batch(
+        &mut self,
+        flash: &mut dyn Flash,
+        unit: usize,
+        victim: u32,
+        stream: Stream,
+        batch: &[(u32, u32)],
+    ) -> Result<(), FtlError> {
+        for &(src, lpn) in batch {
             let dst = self.alloc_page(flash, unit, stream)?;
             let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
             if self.opts.copyback {
-                flash.copyback(
-                    Cause::Gc,
-                    self.page_addr(src),
-                    self.page_addr(dst),
-                    Some(&oob),
-                )?;
+                flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
             } else {
                 let buf = self.gc_buf.expect("gc buffer allocated at power-on");
                 flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
                 flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
             }
-            self.p2l[src as usize] = UNMAPPED;
+            self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
             self.table.valid[victim as usize] -= 1;
             self.l2p[lpn as usize] = dst;
             self.commit_page(dst, lpn);
@@ -547,9 +540,7 @@ impl PageFtl {
             self.in_gc = was_in_gc;
             idle_rounds = if worked? { 0 } else { idle_rounds + 1 };
             if idle_rounds > units {
-                return Err(FtlError::NoSpace(format!(
-                    "cannot free {needed} blocks for the checkpoint"
-                )));
+                return Err(FtlError::NoSpace(format!("cannot free {needed} blocks for the checkpoint")));
             }
             unit = (unit + 1) % units;
         }
@@ -580,8 +571,8 @@ impl PageFtl {
         }
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         for index in 0..pages {
-            let entries = &self.l2p[(index * per_page).min(self.l2p.len())
-                ..((index + 1) * per_page).min(self.l2p.len())];
+            let entries =
+                &self.l2p[(index * per_page).min(self.l2p.len())..((index + 1) * per_page).min(self.l2p.len())];
             data.fill(0xff);
             data[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
             data[4..8].copy_from_slice(&(index as u32).to_le_bytes());
@@ -592,9 +583,7 @@ impl PageFtl {
                 data[at..at + 4].copy_from_slice(&e.to_le_bytes());
             }
             let block = new_blocks[index / self.ppb as usize];
-            let page = self
-                .geometry
-                .page_addr(self.block_addr(block), (index % self.ppb as usize) as u32);
+            let page = self.geometry.page_addr(self.block_addr(block), (index % self.ppb as usize) as u32);
             let oob = encode_oob(OOB_CHECKPOINT, index as u32, ckpt_seq);
             flash.program_meta(Cause::Metadata, page, &data, &oob)?;
             self.counters.checkpoint_pages += 1;
@@ -646,19 +635,10 @@ impl PageFtl {
                         }
                     }
                     OOB_CHECKPOINT => {
-                        flash.read_meta(
-                            Cause::Recovery,
-                            self.page_addr(ppn),
-                            &mut meta,
-                            &mut [],
-                        )?;
+                        flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut meta, &mut [])?;
                         let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
                         if u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC {
-                            checkpoints
-                                .entry(seq)
-                                .or_insert((total, Vec::new()))
-                                .1
-                                .push((index, ppn));
+                            checkpoints.entry(seq).or_insert((total, Vec::new())).1.push((index, ppn));
                         }
                     }
                     _ => {} // unknown content: treated as garbage, collected later
@@ -692,11 +672,7 @@ impl PageFtl {
         Ok(())
     }
 
-    fn load_checkpoint(
-        &mut self,
-        flash: &mut dyn Flash,
-        pages: &[(u32, u32)],
-    ) -> Result<(), FtlError> {
+    fn load_checkpoint(&mut self, flash: &mut dyn Flash, pages: &[(u32, u32)]) -> Result<(), FtlError> {
         let per_page = self.entries_per_checkpoint_page();
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         for &(index, ppn) in pages {
@@ -704,9 +680,7 @@ impl PageFtl {
             let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
             let base = index as usize * per_page;
             if count > per_page || base + count > self.l2p.len() {
-                return Err(FtlError::Mount(format!(
-                    "checkpoint page {index} at page {ppn} is inconsistent"
-                )));
+                return Err(FtlError::Mount(format!("checkpoint page {index} at page {ppn} is inconsistent")));
             }
             for k in 0..count {
                 let at = CHECKPOINT_HEADER_BYTES + 4 * k;
@@ -721,6 +695,7 @@ impl PageFtl {
         for (lpn, &ppn) in self.l2p.iter().enumerate() {
             if ppn != UNMAPPED {
                 self.p2l[ppn as usize] = lpn as u32;
+                self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
                 self.table.valid[(ppn / self.ppb) as usize] += 1;
             }
         }
@@ -770,11 +745,7 @@ fn unit_order(g: &Geometry) -> Vec<u32> {
 
 impl Ftl for PageFtl {
     fn info(&self) -> FtlInfo {
-        FtlInfo {
-            name: "page",
-            guarantee: Guarantee::Baseline,
-            oob_bytes: OOB_BYTES as u32,
-        }
+        FtlInfo { name: "page", guarantee: Guarantee::Baseline, oob_bytes: OOB_BYTES as u32 }
     }
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
@@ -791,9 +762,7 @@ impl Ftl for PageFtl {
                     let unit = self.unit_of(block);
                     self.units[unit].free.push_back(block);
                 }
-                Err(FlashError::EraseFailed | FlashError::BadBlock) => {
-                    self.state[block as usize] = BlockState::Bad
-                }
+                Err(FlashError::EraseFailed | FlashError::BadBlock) => self.state[block as usize] = BlockState::Bad,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -816,15 +785,7 @@ impl Ftl for PageFtl {
             let at = (lba - req.lba) as u32;
             match self.l2p[lpn as usize] {
                 UNMAPPED => flash.buf_zero(req.buf, at, n)?,
-                ppn => flash.read(
-                    Cause::Host,
-                    self.page_addr(ppn),
-                    in_page,
-                    n,
-                    req.buf,
-                    at,
-                    &mut [],
-                )?,
+                ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
             }
             lba += u64::from(n);
         }
@@ -895,15 +856,37 @@ impl Ftl for PageFtl {
         if free as u32 >= self.bg_threshold {
             return Ok(IdleOutcome::Nothing);
         }
-        Ok(if self.collect(flash, unit, true)? {
-            IdleOutcome::Worked
-        } else {
-            IdleOutcome::Nothing
-        })
+        Ok(if self.collect(flash, unit, true)? { IdleOutcome::Worked } else { IdleOutcome::Nothing })
     }
 
     fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.write_checkpoint(flash)
+    }
+
+    fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
+        if self.l2p.is_empty() {
+            return;
+        }
+        // Stage 2: the previous hint's map entries are cached by now; warm
+        // the valid bits and block counters their old pages will update.
+        let (from, to) = self.hinted;
+        for lpn in from..to {
+            let ppn = self.l2p[lpn as usize];
+            if ppn != UNMAPPED {
+                prefetch(&self.valid_bits, (ppn / 64) as usize);
+                prefetch(&self.table.valid, (ppn / self.ppb) as usize);
+                flash.prefetch_page(self.page_addr(ppn));
+            }
+        }
+        // Stage 1: this hint's map entries.
+        let spp = u64::from(self.spp);
+        let first = (lba / spp) as u32;
+        let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(self.lpns);
+        for lpn in (first..last).step_by(16) {
+            prefetch(&self.l2p, lpn as usize);
+        }
+        prefetch(&self.l2p, last.saturating_sub(1) as usize);
+        self.hinted = (first, last);
     }
 
     fn stats(&self) -> FtlStats {
@@ -915,22 +898,12 @@ impl Ftl for PageFtl {
             ("trimmed_pages", c.trimmed_pages),
             ("checkpoint_pages", c.checkpoint_pages),
             ("mount_scanned_pages", c.mount_scanned_pages),
-            (
-                "free_blocks",
-                self.units.iter().map(|u| u.free.len() as u64).sum(),
-            ),
+            ("free_blocks", self.units.iter().map(|u| u.free.len() as u64).sum()),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
-        extra.insert(
-            "gc_policy".into(),
-            serde_json::json!(self.opts.gc_policy.name()),
-        );
-        FtlStats {
-            gc_runs: c.gc_runs,
-            dram_bytes: Self::dram_needed(&self.geometry, self.lpns),
-            extra,
-        }
+        extra.insert("gc_policy".into(), serde_json::json!(self.opts.gc_policy.name()));
+        FtlStats { gc_runs: c.gc_runs, dram_bytes: Self::dram_needed(&self.geometry, self.lpns), extra }
     }
 }
 
@@ -966,9 +939,6 @@ mod tests {
         // unit 0 → channel 0, unit 1 → channel 1
         let plane_of_unit = |u: u32| order.iter().position(|&x| x == u).unwrap() as u32;
         let channel_of_unit = |u| g.channel_of_die(plane_of_unit(u) / g.planes_per_die());
-        assert_eq!(
-            (0..4).map(channel_of_unit).collect::<Vec<_>>(),
-            vec![0, 1, 0, 1]
-        );
+        assert_eq!((0..4).map(channel_of_unit).collect::<Vec<_>>(), vec![0, 1, 0, 1]);
     }
 }

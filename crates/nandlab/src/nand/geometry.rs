@@ -134,10 +134,7 @@ pub struct GeometryError {
 }
 
 fn geometry_error(field: &'static str, reason: impl Into<String>) -> GeometryError {
-    GeometryError {
-        field,
-        reason: reason.into(),
-    }
+    GeometryError { field, reason: reason.into() }
 }
 
 impl GeometryConfig {
@@ -162,19 +159,13 @@ impl GeometryConfig {
         if !self.sector_size_bytes.is_power_of_two() || self.sector_size_bytes < 512 {
             return Err(geometry_error(
                 "sector_size_bytes",
-                format!(
-                    "must be a power of two of at least 512, got {}",
-                    self.sector_size_bytes
-                ),
+                format!("must be a power of two of at least 512, got {}", self.sector_size_bytes),
             ));
         }
         if self.page_size_bytes % self.sector_size_bytes != 0 {
             return Err(geometry_error(
                 "page_size_bytes",
-                format!(
-                    "{} is not a multiple of sector_size_bytes ({})",
-                    self.page_size_bytes, self.sector_size_bytes
-                ),
+                format!("{} is not a multiple of sector_size_bytes ({})", self.page_size_bytes, self.sector_size_bytes),
             ));
         }
         if self.page_size_bytes > 1 << 20 {
@@ -184,10 +175,7 @@ impl GeometryConfig {
             return Err(geometry_error("oob_size_bytes", "must be at most 64 KiB"));
         }
         if self.partial_programs_per_page > 15 {
-            return Err(geometry_error(
-                "partial_programs_per_page",
-                "must be at most 15",
-            ));
+            return Err(geometry_error("partial_programs_per_page", "must be at most 15"));
         }
         let bits = self.cell_type.bits_per_cell();
         if self.pages_per_block % bits != 0 {
@@ -200,14 +188,9 @@ impl GeometryConfig {
             ));
         }
         if self.page_pairing == PagePairing::Staggered && self.cell_type != CellType::Mlc {
-            return Err(geometry_error(
-                "page_pairing",
-                "`staggered` is defined for MLC only",
-            ));
+            return Err(geometry_error("page_pairing", "`staggered` is defined for MLC only"));
         }
-        let dies = u64::from(self.channels)
-            * u64::from(self.chips_per_channel)
-            * u64::from(self.dies_per_chip);
+        let dies = u64::from(self.channels) * u64::from(self.chips_per_channel) * u64::from(self.dies_per_chip);
         let planes = dies * u64::from(self.planes_per_die);
         let blocks = planes * u64::from(self.blocks_per_plane);
         let pages = blocks * u64::from(self.pages_per_block);
@@ -336,9 +319,7 @@ impl Geometry {
     }
     /// The block with index `block_in_plane` on linear plane `plane`.
     pub fn block_addr(&self, plane: u32, block_in_plane: u32) -> BlockAddr {
-        BlockAddr(
-            u64::from(plane) * u64::from(self.config.blocks_per_plane) + u64::from(block_in_plane),
-        )
+        BlockAddr(u64::from(plane) * u64::from(self.config.blocks_per_plane) + u64::from(block_in_plane))
     }
     pub fn locate_block(&self, block: BlockAddr) -> BlockLocation {
         let plane_linear = self.plane_of_block(block);
@@ -364,9 +345,7 @@ impl Geometry {
         let bits = self.config.cell_type.bits_per_cell();
         let level = match self.config.page_pairing {
             PagePairing::Consecutive => page_in_block % bits,
-            PagePairing::Staggered => {
-                staggered_position(page_in_block, self.config.pages_per_block).1
-            }
+            PagePairing::Staggered => staggered_position(page_in_block, self.config.pages_per_block).1,
         };
         match (bits, level) {
             (_, 0) => PageType::Lsb,
@@ -382,9 +361,7 @@ impl Geometry {
     pub fn word_line(&self, page_in_block: u32) -> u32 {
         match self.config.page_pairing {
             PagePairing::Consecutive => page_in_block / self.config.cell_type.bits_per_cell(),
-            PagePairing::Staggered => {
-                staggered_position(page_in_block, self.config.pages_per_block).0
-            }
+            PagePairing::Staggered => staggered_position(page_in_block, self.config.pages_per_block).0,
         }
     }
 
@@ -497,10 +474,7 @@ mod tests {
         for p in 0..16 {
             let wl = g.word_line(p);
             let t = g.page_type(p);
-            assert!(
-                seen.insert((wl, t == PageType::Msb)),
-                "page {p} duplicates a slot"
-            );
+            assert!(seen.insert((wl, t == PageType::Msb)), "page {p} duplicates a slot");
             g.lower_paired_pages(p, &mut out);
             if t == PageType::Msb {
                 assert_eq!(out.len(), 1);

@@ -3,12 +3,14 @@
 //!
 //! # What is stored
 //!
-//! Per page: a content kind and program count (1 byte), an 8-byte slot, and
-//! the OOB bytes the FTL declared it uses. A page written whole by one host
-//! request is one payload run and lives in the slot itself (`lba`, `write`);
-//! pages assembled from several runs, and FTL metadata pages (real bytes,
-//! trailing 0xFF trimmed), live in size-class slabs that recycle their slots
-//! when a block is erased. Per block: the write pointer (lowest page never
+//! Per page: a 16-byte slot (content kind, program count, and up to three
+//! words of content) and the OOB bytes the FTL declared it uses. A page
+//! written whole by one host request is one payload run and lives in the
+//! slot itself (`lba`, `write`); so does the commonest read-modify-write
+//! result, two runs of consecutive LBAs from two writes (`lba`, `write₁`,
+//! `write₂`, split point). Other multi-run pages, and FTL metadata pages
+//! (real bytes, trailing 0xFF trimmed), live in size-class slabs that
+//! recycle their slots when a block is erased. Per block: the write pointer (lowest page never
 //! programmed), the P/E count and the bad flag.
 //!
 //! # Rules
@@ -35,9 +37,7 @@ pub mod payload;
 
 use crate::flash::FlashError;
 use crate::violation::{Checker, Rule};
-pub use geometry::{
-    BlockAddr, CellType, Geometry, GeometryConfig, GeometryError, PageAddr, PagePairing, PageType,
-};
+pub use geometry::{BlockAddr, CellType, Geometry, GeometryConfig, GeometryError, PageAddr, PagePairing, PageType};
 use payload::{push_run, slice_runs, splice_runs, total_len, ClassSlab, Run, RunKind};
 
 /// Content kinds (low nibble of the per-page state byte).
@@ -47,25 +47,31 @@ const K_RUNS: u8 = 2;
 const K_META: u8 = 3;
 const K_ZERO: u8 = 4;
 const K_GARBAGE: u8 = 5;
+const K_SPLIT: u8 = 6;
 const KIND_MASK: u8 = 0x0f;
 
 /// What a host-data page read as metadata returns in stamp mode.
 pub const STAMP_AS_BYTES_PATTERN: u8 = 0xA5;
 
-/// The 8-byte per-page slot: (lba, write) of a uniform page, (handle, run
-/// count) of a run list, (handle, byte length) of a metadata page.
+/// The per-page slot. `state` is the content kind | program count << 4.
+/// Content: (lba, write) of a uniform page; (lba, write₁, write₂) with
+/// `split` of a two-run page; (handle, run count) of a run list; (handle,
+/// byte length) of a metadata page. One slot is one 16-byte load, so a page
+/// lookup costs one cache miss at most.
 #[derive(Copy, Clone, Default, Debug)]
+#[repr(C)]
 struct PageSlot {
+    state: u8,
+    split: u8,
     a: u32,
     b: u32,
+    c: u32,
 }
 
-#[derive(Copy, Clone, Default, Debug)]
-struct BlockState {
-    /// Lowest page index never programmed since the last erase.
-    write_ptr: u32,
-    erase_count: u32,
-    bad: bool,
+impl PageSlot {
+    fn content(kind: u8, a: u32, b: u32) -> PageSlot {
+        PageSlot { state: kind, split: 0, a, b, c: 0 }
+    }
 }
 
 /// The content of a page, for inspection by tests and tools (never by FTLs).
@@ -83,12 +89,16 @@ pub struct Nand {
     geometry: Geometry,
     sectors_per_page: u32,
     pages_per_block: u32,
+    /// log2(pages per block) when it is a power of two (address math by shifts).
+    ppb_shift: Option<u32>,
     oob_stored_bytes: usize,
-    /// Per page: content kind | program count << 4.
-    state: Vec<u8>,
     slots: Vec<PageSlot>,
     oob: Vec<u8>,
-    blocks: Vec<BlockState>,
+    /// Per block: lowest page index never programmed since the last erase.
+    write_ptr: Vec<u32>,
+    erase_count: Vec<u32>,
+    /// Bad-block bits (small enough to stay in the L1 cache).
+    bad: Vec<u64>,
     runs: ClassSlab<Run>,
     bytes: ClassSlab<u8>,
     scratch: Vec<Run>,
@@ -102,21 +112,25 @@ impl Nand {
     pub fn new(geometry: Geometry, oob_stored_bytes: u32, factory_bad: &[BlockAddr]) -> Nand {
         let pages = geometry.pages() as usize;
         let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;
-        let mut blocks = vec![BlockState::default(); geometry.blocks() as usize];
-        for b in factory_bad {
-            if let Some(s) = blocks.get_mut(b.0 as usize) {
-                s.bad = true;
-            }
+        let blocks = geometry.blocks() as usize;
+        let mut bad = vec![0u64; blocks.div_ceil(64)];
+        for b in factory_bad.iter().filter(|b| (b.0 as usize) < blocks) {
+            bad[b.0 as usize / 64] |= 1 << (b.0 % 64);
         }
         let spp = geometry.sectors_per_page();
         Nand {
             sectors_per_page: spp,
             pages_per_block: geometry.pages_per_block(),
+            ppb_shift: geometry
+                .pages_per_block()
+                .is_power_of_two()
+                .then(|| geometry.pages_per_block().trailing_zeros()),
             oob_stored_bytes: oob_stored,
-            state: vec![0; pages],
-            slots: vec![PageSlot::default(); pages],
-            oob: vec![0xff; pages * oob_stored],
-            blocks,
+            slots: crate::prefetch::large_vec(pages, PageSlot::default()),
+            oob: crate::prefetch::large_vec(pages * oob_stored, 0xff),
+            write_ptr: vec![0; blocks],
+            erase_count: vec![0; blocks],
+            bad,
             runs: ClassSlab::new(1, spp.max(2) as usize),
             bytes: ClassSlab::new(6, (geometry.page_size_bytes() as usize).max(64)),
             scratch: Vec::with_capacity(spp as usize + 2),
@@ -132,38 +146,46 @@ impl Nand {
         self.oob_stored_bytes
     }
     pub fn is_bad(&self, block: BlockAddr) -> bool {
-        self.blocks.get(block.0 as usize).is_some_and(|b| b.bad)
+        (block.0 as usize) < self.write_ptr.len() && self.bad_bit(block.0 as usize)
+    }
+    #[inline]
+    fn bad_bit(&self, block: usize) -> bool {
+        self.bad[block / 64] & (1 << (block % 64)) != 0
     }
     /// Mark a block bad (a grown bad block after a program or erase failure).
     pub fn mark_bad(&mut self, block: BlockAddr) {
-        if let Some(b) = self.blocks.get_mut(block.0 as usize) {
-            b.bad = true;
+        if (block.0 as usize) < self.write_ptr.len() {
+            self.bad[block.0 as usize / 64] |= 1 << (block.0 % 64);
         }
     }
     pub fn erase_count(&self, block: BlockAddr) -> u32 {
-        self.blocks
-            .get(block.0 as usize)
-            .map_or(0, |b| b.erase_count)
+        self.erase_count.get(block.0 as usize).copied().unwrap_or(0)
     }
     /// The lowest page of a block never programmed since its last erase.
     pub fn write_pointer(&self, block: BlockAddr) -> u32 {
-        self.blocks.get(block.0 as usize).map_or(0, |b| b.write_ptr)
+        self.write_ptr.get(block.0 as usize).copied().unwrap_or(0)
     }
     /// Whether a page has been programmed since its block's last erase.
     pub fn is_programmed(&self, page: PageAddr) -> bool {
-        self.state.get(page.0 as usize).is_some_and(|s| s >> 4 != 0)
+        self.slots.get(page.0 as usize).is_some_and(|s| s.state >> 4 != 0)
     }
     /// Erase counts of all blocks (for wear reports).
     pub fn erase_counts(&self) -> impl Iterator<Item = u32> + '_ {
-        self.blocks.iter().map(|b| b.erase_count)
+        self.erase_count.iter().copied()
+    }
+
+    /// Warm the CPU cache for a page's slot (a simulator speed hint).
+    #[inline]
+    pub fn prefetch_page(&self, page: PageAddr) {
+        crate::prefetch::prefetch(&self.slots, page.0 as usize);
     }
 
     /// Heap bytes held by the page and block state.
     pub fn memory_bytes(&self) -> usize {
-        self.state.capacity()
-            + self.slots.capacity() * std::mem::size_of::<PageSlot>()
+        self.slots.capacity() * std::mem::size_of::<PageSlot>()
             + self.oob.capacity()
-            + self.blocks.capacity() * std::mem::size_of::<BlockState>()
+            + (self.write_ptr.capacity() + self.erase_count.capacity()) * 4
+            + self.bad.capacity() * 8
             + self.runs.heap_bytes()
             + self.bytes.heap_bytes()
     }
@@ -172,7 +194,7 @@ impl Nand {
     pub fn page_content(&self, page: PageAddr) -> PageContent {
         let i = page.0 as usize;
         let slot = self.slots[i];
-        match self.state[i] & KIND_MASK {
+        match slot.state & KIND_MASK {
             K_ERASED => PageContent::Erased,
             K_META => PageContent::Metadata(self.bytes.get(slot.a, slot.b as usize).to_vec()),
             K_GARBAGE => PageContent::Garbage,
@@ -187,27 +209,24 @@ impl Nand {
     // ----- checks shared by the operations -----
 
     #[inline]
-    fn check_page(
-        &self,
-        ck: &mut Checker,
-        page: PageAddr,
-        what: &str,
-    ) -> Result<usize, FlashError> {
+    fn block_index(&self, page: usize) -> usize {
+        match self.ppb_shift {
+            Some(s) => page >> s,
+            None => page / self.pages_per_block as usize,
+        }
+    }
+
+    #[inline]
+    fn check_page(&self, ck: &mut Checker, page: PageAddr, what: &str) -> Result<usize, FlashError> {
         if page.0 >= self.geometry.pages() {
             ck.flag(Rule::AddressOutOfRange, page.0, || {
-                format!(
-                    "{what} of page {} beyond the last page {}",
-                    page.0,
-                    self.geometry.pages() - 1
-                )
+                format!("{what} of page {} beyond the last page {}", page.0, self.geometry.pages() - 1)
             });
             return Err(FlashError::AddressOutOfRange);
         }
-        let block = (page.0 / u64::from(self.pages_per_block)) as usize;
-        if self.blocks[block].bad {
-            ck.flag(Rule::BadBlock, page.0, || {
-                format!("{what} of page {} in bad block {block}", page.0)
-            });
+        let block = self.block_index(page.0 as usize);
+        if self.bad_bit(block) {
+            ck.flag(Rule::BadBlock, page.0, || format!("{what} of page {} in bad block {block}", page.0));
             return Err(FlashError::BadBlock);
         }
         Ok(page.0 as usize)
@@ -215,9 +234,7 @@ impl Nand {
 
     #[inline]
     fn check_oob_len(&self, oob: &[u8]) -> Result<(), FlashError> {
-        if oob.len() > self.oob_stored_bytes
-            && oob[self.oob_stored_bytes..].iter().any(|&b| b != 0xff)
-        {
+        if oob.len() > self.oob_stored_bytes && oob[self.oob_stored_bytes..].iter().any(|&b| b != 0xff) {
             return Err(FlashError::OobTooLong);
         }
         Ok(())
@@ -228,24 +245,18 @@ impl Nand {
     /// in-place violation was already reported for it.
     #[inline]
     fn check_program_order(&mut self, ck: &mut Checker, i: usize) -> u8 {
-        let ppb = self.pages_per_block as usize;
-        let block = i / ppb;
-        let pib = (i % ppb) as u32;
-        let count = self.state[i] >> 4;
-        let wp = self.blocks[block].write_ptr;
+        let block = self.block_index(i);
+        let pib = (i - block * self.pages_per_block as usize) as u32;
+        let count = self.slots[i].state >> 4;
+        let wp = self.write_ptr[block];
         if count == 0 {
             if pib > wp {
                 ck.flag(Rule::ProgramOutOfOrder, i as u64, || {
-                    format!(
-                        "program of page {pib} of block {block} while page {wp} is still erased"
-                    )
+                    format!("program of page {pib} of block {block} while page {wp} is still erased")
                 });
             } else if pib < wp {
                 ck.flag(Rule::ProgramOutOfOrder, i as u64, || {
-                    format!(
-                        "program of page {pib} of block {block} after page {} was programmed",
-                        wp - 1
-                    )
+                    format!("program of page {pib} of block {block} after page {} was programmed", wp - 1)
                 });
             }
         } else if u32::from(count) >= self.geometry.partial_programs_per_page() {
@@ -258,65 +269,71 @@ impl Nand {
             });
         }
         if pib + 1 > wp {
-            self.blocks[block].write_ptr = pib + 1;
+            self.write_ptr[block] = pib + 1;
         }
         count
     }
 
     fn bump_program_count(&mut self, i: usize, previous: u8) {
-        let kind = self.state[i] & KIND_MASK;
-        self.state[i] = kind | (previous.saturating_add(1).min(15) << 4);
+        let kind = self.slots[i].state & KIND_MASK;
+        self.slots[i].state = kind | (previous.saturating_add(1).min(15) << 4);
     }
 
+    #[inline]
     fn free_content(&mut self, i: usize) {
         let slot = self.slots[i];
-        match self.state[i] & KIND_MASK {
+        match slot.state & KIND_MASK {
             K_RUNS => self.runs.remove(slot.a),
             K_META => self.bytes.remove(slot.a),
             _ => {}
         }
     }
 
-    fn set_kind(&mut self, i: usize, kind: u8, slot: PageSlot) {
-        self.state[i] = (self.state[i] & !KIND_MASK) | kind;
-        self.slots[i] = slot;
+    /// Replace a page's content, keeping its program count.
+    #[inline]
+    fn set_content(&mut self, i: usize, content: PageSlot) {
+        let count = self.slots[i].state & !KIND_MASK;
+        self.slots[i] = PageSlot { state: content.state | count, ..content };
     }
 
     /// Store a normalized run list covering the page as its content.
+    #[inline]
     fn store_runs(&mut self, i: usize, runs: &[Run]) {
         self.free_content(i);
-        match runs {
-            [r] if r.kind == RunKind::Data => self.set_kind(
-                i,
-                K_UNIFORM,
-                PageSlot {
-                    a: r.lba,
-                    b: r.write,
-                },
-            ),
-            [r] if r.kind == RunKind::Zero => self.set_kind(i, K_ZERO, PageSlot::default()),
-            [r] if r.kind == RunKind::Erased => self.set_kind(i, K_ERASED, PageSlot::default()),
-            [r] if r.kind == RunKind::Garbage => self.set_kind(i, K_GARBAGE, PageSlot::default()),
-            _ => {
-                let h = self.runs.insert(runs);
-                self.set_kind(
-                    i,
-                    K_RUNS,
-                    PageSlot {
-                        a: h,
-                        b: runs.len() as u32,
-                    },
-                );
+        let content = match runs {
+            [r] if r.kind == RunKind::Data => PageSlot::content(K_UNIFORM, r.lba, r.write),
+            [r] if r.kind == RunKind::Zero => PageSlot::content(K_ZERO, 0, 0),
+            [r] if r.kind == RunKind::Erased => PageSlot::content(K_ERASED, 0, 0),
+            [r] if r.kind == RunKind::Garbage => PageSlot::content(K_GARBAGE, 0, 0),
+            [r1, r2]
+                if r1.kind == RunKind::Data
+                    && r2.kind == RunKind::Data
+                    && r2.lba == r1.lba.wrapping_add(r1.len)
+                    && r1.len < 256 =>
+            {
+                PageSlot { state: K_SPLIT, split: r1.len as u8, a: r1.lba, b: r1.write, c: r2.write }
             }
-        }
+            _ => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
+        };
+        self.set_content(i, content);
     }
 
     /// Append the runs of sectors `first .. first+count` of page `i` to `out`.
     #[inline]
     fn append_page_runs(&self, i: usize, first: u32, count: u32, out: &mut Vec<Run>) {
         let slot = self.slots[i];
-        match self.state[i] & KIND_MASK {
+        match slot.state & KIND_MASK {
             K_UNIFORM => push_run(out, Run::data(slot.a + first, slot.b, count)),
+            K_SPLIT => {
+                let (split, end) = (u32::from(slot.split), first + count);
+                if first < split {
+                    push_run(out, Run::data(slot.a + first, slot.b, end.min(split) - first));
+                }
+                if end > split {
+                    let from = first.max(split);
+                    push_run(out, Run::data(slot.a + from, slot.c, end - from));
+                }
+            }
             K_RUNS => slice_runs(self.runs.get(slot.a, slot.b as usize), first, count, out),
             K_ZERO => push_run(out, Run::filler(RunKind::Zero, count)),
             K_META => push_run(out, Run::filler(RunKind::Metadata, count)),
@@ -328,6 +345,14 @@ impl Nand {
     fn store_oob(&mut self, i: usize, oob: &[u8], partial: bool) {
         let n = oob.len().min(self.oob_stored_bytes);
         let dst = &mut self.oob[i * self.oob_stored_bytes..i * self.oob_stored_bytes + n];
+        if n <= 16 && !partial {
+            // Small spare writes (the common case) as a loop the compiler
+            // inlines, instead of a memcpy call.
+            for (d, s) in dst.iter_mut().zip(oob) {
+                *d = *s;
+            }
+            return;
+        }
         if partial {
             // A later partial program can only add bits to still-erased bytes.
             for (d, s) in dst.iter_mut().zip(oob) {
@@ -355,10 +380,8 @@ impl Nand {
         if first + count > self.sectors_per_page {
             return Err(FlashError::InvalidBuffer);
         }
-        match self.state[i] {
-            0 => ck.flag(Rule::ReadErasedPage, page.0, || {
-                format!("read of never-programmed page {}", page.0)
-            }),
+        match self.slots[i].state {
+            0 => ck.flag(Rule::ReadErasedPage, page.0, || format!("read of never-programmed page {}", page.0)),
             s if s & KIND_MASK == K_GARBAGE => return Err(FlashError::Uncorrectable),
             _ => {}
         }
@@ -367,12 +390,7 @@ impl Nand {
     }
 
     /// Read the stored OOB bytes of a page into `out` (0xFF beyond what is stored).
-    pub fn read_oob(
-        &mut self,
-        ck: &mut Checker,
-        page: PageAddr,
-        out: &mut [u8],
-    ) -> Result<(), FlashError> {
+    pub fn read_oob(&mut self, ck: &mut Checker, page: PageAddr, out: &mut [u8]) -> Result<(), FlashError> {
         let i = self.check_page(ck, page, "OOB read")?;
         let n = out.len().min(self.oob_stored_bytes);
         let start = i * self.oob_stored_bytes;
@@ -382,15 +400,10 @@ impl Nand {
     }
 
     /// Read a page as bytes (FTL metadata) into `out`, which may be shorter than a page.
-    pub fn read_meta(
-        &mut self,
-        ck: &mut Checker,
-        page: PageAddr,
-        out: &mut [u8],
-    ) -> Result<(), FlashError> {
+    pub fn read_meta(&mut self, ck: &mut Checker, page: PageAddr, out: &mut [u8]) -> Result<(), FlashError> {
         let i = self.check_page(ck, page, "metadata read")?;
         let slot = self.slots[i];
-        match self.state[i] & KIND_MASK {
+        match slot.state & KIND_MASK {
             K_META => {
                 let stored = self.bytes.get(slot.a, slot.b as usize);
                 let n = stored.len().min(out.len());
@@ -398,10 +411,8 @@ impl Nand {
                 out[n..].fill(0xff);
             }
             K_ERASED => {
-                if self.state[i] == 0 {
-                    ck.flag(Rule::ReadErasedPage, page.0, || {
-                        format!("read of never-programmed page {}", page.0)
-                    });
+                if slot.state == 0 {
+                    ck.flag(Rule::ReadErasedPage, page.0, || format!("read of never-programmed page {}", page.0));
                 }
                 out.fill(0xff)
             }
@@ -414,13 +425,7 @@ impl Nand {
 
     /// Program a page with host data: `runs` must cover exactly one page.
     /// Erased runs leave their sectors erased (programming 0xFF changes no cell).
-    pub fn program(
-        &mut self,
-        ck: &mut Checker,
-        page: PageAddr,
-        runs: &[Run],
-        oob: &[u8],
-    ) -> Result<(), FlashError> {
+    pub fn program(&mut self, ck: &mut Checker, page: PageAddr, runs: &[Run], oob: &[u8]) -> Result<(), FlashError> {
         let i = self.check_page(ck, page, "program")?;
         self.check_oob_len(oob)?;
         if total_len(runs) != self.sectors_per_page {
@@ -440,27 +445,16 @@ impl Nand {
     }
 
     /// A second (partial) program of a page: new sectors may only land on erased ones.
-    fn merge_partial_program(
-        &mut self,
-        ck: &mut Checker,
-        i: usize,
-        runs: &[Run],
-        report_overlap: bool,
-    ) {
+    fn merge_partial_program(&mut self, ck: &mut Checker, i: usize, runs: &[Run], report_overlap: bool) {
         let mut current = std::mem::take(&mut self.scratch);
         let mut scratch = std::mem::take(&mut self.scratch2);
         current.clear();
-        if self.state[i] & KIND_MASK == K_META {
+        if self.slots[i].state & KIND_MASK == K_META {
             // Host data over a metadata page: the result is neither.
             if report_overlap {
-                ck.flag(Rule::ProgramNotErased, i as u64, || {
-                    format!("host-data program over metadata page {i}")
-                });
+                ck.flag(Rule::ProgramNotErased, i as u64, || format!("host-data program over metadata page {i}"));
             }
-            push_run(
-                &mut current,
-                Run::filler(RunKind::Garbage, self.sectors_per_page),
-            );
+            push_run(&mut current, Run::filler(RunKind::Garbage, self.sectors_per_page));
         } else {
             self.append_page_runs(i, 0, self.sectors_per_page, &mut current);
         }
@@ -472,10 +466,7 @@ impl Nand {
                 if report_overlap && scratch.iter().any(|c| c.kind != RunKind::Erased) {
                     let pib = i as u32 % self.pages_per_block;
                     ck.flag(Rule::ProgramNotErased, i as u64, || {
-                        format!(
-                            "partial program of page {pib} overwrites programmed sectors {pos}..{}",
-                            pos + r.len
-                        )
+                        format!("partial program of page {pib} overwrites programmed sectors {pos}..{}", pos + r.len)
                     });
                 }
                 splice_runs(&mut current, pos, std::slice::from_ref(r), &mut scratch);
@@ -503,7 +494,7 @@ impl Nand {
         let previous = self.check_program_order(ck, i);
         // Trailing 0xFF bytes are erased cells: not stored.
         let len = data.iter().rposition(|&b| b != 0xff).map_or(0, |p| p + 1);
-        if previous != 0 && self.state[i] & KIND_MASK == K_META {
+        if previous != 0 && self.slots[i].state & KIND_MASK == K_META {
             let slot = self.slots[i];
             let mut merged = self.bytes.get(slot.a, slot.b as usize).to_vec();
             if merged.len() < len {
@@ -521,30 +512,14 @@ impl Nand {
             }
             self.free_content(i);
             let h = self.bytes.insert(&merged);
-            self.set_kind(
-                i,
-                K_META,
-                PageSlot {
-                    a: h,
-                    b: merged.len() as u32,
-                },
-            );
+            self.set_content(i, PageSlot::content(K_META, h, merged.len() as u32));
         } else {
-            if previous != 0 && self.state[i] & KIND_MASK != K_ERASED {
-                ck.flag(Rule::ProgramNotErased, i as u64, || {
-                    format!("metadata program over host-data page {i}")
-                });
+            if previous != 0 && self.slots[i].state & KIND_MASK != K_ERASED {
+                ck.flag(Rule::ProgramNotErased, i as u64, || format!("metadata program over host-data page {i}"));
             }
             self.free_content(i);
             let h = self.bytes.insert(&data[..len]);
-            self.set_kind(
-                i,
-                K_META,
-                PageSlot {
-                    a: h,
-                    b: len as u32,
-                },
-            );
+            self.set_content(i, PageSlot::content(K_META, h, len as u32));
         }
         self.store_oob(i, oob, previous != 0);
         self.bump_program_count(i, previous);
@@ -565,48 +540,32 @@ impl Nand {
         if let Some(o) = oob {
             self.check_oob_len(o)?;
         }
-        if self.state[s] & KIND_MASK == K_GARBAGE {
+        if self.slots[s].state & KIND_MASK == K_GARBAGE {
             return Err(FlashError::Uncorrectable);
         }
-        let g = &self.geometry;
-        let (sp, dp) = (
-            g.plane_of_block(g.block_of(src)),
-            g.plane_of_block(g.block_of(dst)),
-        );
+        let bpp = self.geometry.blocks_per_plane() as usize;
+        let (sp, dp) = (self.block_index(s) / bpp, self.block_index(d) / bpp);
         if sp != dp {
             ck.flag(Rule::CopybackCrossPlane, dst.0, || {
-                format!(
-                    "copyback from page {} (plane {sp}) to page {} (plane {dp})",
-                    src.0, dst.0
-                )
+                format!("copyback from page {} (plane {sp}) to page {} (plane {dp})", src.0, dst.0)
             });
         }
-        if self.state[s] == 0 {
-            ck.flag(Rule::ReadErasedPage, src.0, || {
-                format!("copyback of never-programmed page {}", src.0)
-            });
+        if self.slots[s].state == 0 {
+            ck.flag(Rule::ReadErasedPage, src.0, || format!("copyback of never-programmed page {}", src.0));
         }
         let previous = self.check_program_order(ck, d);
         if previous != 0 {
-            ck.flag(Rule::ProgramNotErased, dst.0, || {
-                format!("copyback onto programmed page {}", dst.0)
-            });
+            ck.flag(Rule::ProgramNotErased, dst.0, || format!("copyback onto programmed page {}", dst.0));
         }
         self.free_content(d);
-        let slot = self.slots[s];
-        let kind = self.state[s] & KIND_MASK;
-        let new_slot = match kind {
-            K_RUNS => PageSlot {
-                a: self.runs.duplicate(slot.a, slot.b as usize),
-                b: slot.b,
-            },
-            K_META => PageSlot {
-                a: self.bytes.duplicate(slot.a, slot.b as usize),
-                b: slot.b,
-            },
-            _ => slot,
-        };
-        self.set_kind(d, kind, new_slot);
+        let mut content = self.slots[s];
+        content.state &= KIND_MASK;
+        match content.state {
+            K_RUNS => content.a = self.runs.duplicate(content.a, content.b as usize),
+            K_META => content.a = self.bytes.duplicate(content.a, content.b as usize),
+            _ => {}
+        }
+        self.set_content(d, content);
         let n = self.oob_stored_bytes;
         match oob {
             Some(o) => self.store_oob(d, o, false),
@@ -620,31 +579,24 @@ impl Nand {
     pub fn erase(&mut self, ck: &mut Checker, block: BlockAddr) -> Result<(), FlashError> {
         if block.0 >= u64::from(self.geometry.blocks()) {
             ck.flag(Rule::AddressOutOfRange, block.0, || {
-                format!(
-                    "erase of block {} beyond the last block {}",
-                    block.0,
-                    self.geometry.blocks() - 1
-                )
+                format!("erase of block {} beyond the last block {}", block.0, self.geometry.blocks() - 1)
             });
             return Err(FlashError::AddressOutOfRange);
         }
         let b = block.0 as usize;
-        if self.blocks[b].bad {
-            ck.flag(Rule::BadBlock, block.0, || {
-                format!("erase of bad block {b}")
-            });
+        if self.bad_bit(b) {
+            ck.flag(Rule::BadBlock, block.0, || format!("erase of bad block {b}"));
             return Err(FlashError::BadBlock);
         }
         let ppb = self.pages_per_block as usize;
         for i in b * ppb..(b + 1) * ppb {
             self.free_content(i);
         }
-        self.state[b * ppb..(b + 1) * ppb].fill(0);
+        self.slots[b * ppb..(b + 1) * ppb].fill(PageSlot::default());
         let n = self.oob_stored_bytes;
         self.oob[b * ppb * n..(b + 1) * ppb * n].fill(0xff);
-        let s = &mut self.blocks[b];
-        s.write_ptr = 0;
-        s.erase_count += 1;
+        self.write_ptr[b] = 0;
+        self.erase_count[b] += 1;
         Ok(())
     }
 
@@ -659,11 +611,7 @@ impl Nand {
             return true; // reported by the operations themselves
         }
         let fb = g.block_of(*first);
-        let (die, bip, pib) = (
-            g.die_of_block(fb),
-            g.block_in_plane(fb),
-            g.page_in_block(*first),
-        );
+        let (die, bip, pib) = (g.die_of_block(fb), g.block_in_plane(fb), g.page_in_block(*first));
         let mut planes_seen = 0u64;
         for p in pages {
             let b = g.block_of(*p);
@@ -672,11 +620,7 @@ impl Nand {
             if plane < 64 {
                 planes_seen |= 1 << plane;
             }
-            if g.die_of_block(b) != die
-                || g.block_in_plane(b) != bip
-                || g.page_in_block(*p) != pib
-                || repeat
-            {
+            if g.die_of_block(b) != die || g.block_in_plane(b) != bip || g.page_in_block(*p) != pib || repeat {
                 ck.flag(Rule::MultiPlaneMismatch, p.0, || {
                     format!(
                         "multi-plane operation mixes page {} (die {die}, block {bip}, page {pib}) and page {} (die {}, block {}, page {}{})",
@@ -697,11 +641,10 @@ impl Nand {
     /// Overwrite a page's content with garbage (power-cut and media-error models).
     pub fn corrupt_page(&mut self, page: PageAddr) {
         let i = page.0 as usize;
-        if i < self.state.len() {
+        if i < self.slots.len() {
             self.free_content(i);
-            let count = (self.state[i] >> 4).max(1);
-            self.state[i] = K_GARBAGE | (count << 4);
-            self.slots[i] = PageSlot::default();
+            let count = (self.slots[i].state >> 4).max(1);
+            self.slots[i] = PageSlot::content(K_GARBAGE | (count << 4), 0, 0);
         }
     }
 }

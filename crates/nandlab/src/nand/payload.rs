@@ -51,32 +51,18 @@ pub struct Run {
 
 impl Run {
     pub fn data(lba: u32, write: WriteId, len: u32) -> Run {
-        Run {
-            lba,
-            write,
-            len,
-            kind: RunKind::Data,
-        }
+        Run { lba, write, len, kind: RunKind::Data }
     }
     pub fn filler(kind: RunKind, len: u32) -> Run {
         debug_assert!(kind != RunKind::Data);
-        Run {
-            lba: 0,
-            write: 0,
-            len,
-            kind,
-        }
+        Run { lba: 0, write: 0, len, kind }
     }
 
     /// The sub-run of `len` sectors starting `offset` sectors in.
     #[inline]
     pub fn slice(self, offset: u32, len: u32) -> Run {
         debug_assert!(offset + len <= self.len);
-        let lba = if self.kind == RunKind::Data {
-            self.lba + offset
-        } else {
-            0
-        };
+        let lba = if self.kind == RunKind::Data { self.lba + offset } else { 0 };
         Run { lba, len, ..self }
     }
 
@@ -84,8 +70,7 @@ impl Run {
     #[inline]
     fn continues_with(&self, next: &Run) -> bool {
         self.kind == next.kind
-            && (self.kind != RunKind::Data
-                || (self.write == next.write && self.lba.wrapping_add(self.len) == next.lba))
+            && (self.kind != RunKind::Data || (self.write == next.write && self.lba.wrapping_add(self.len) == next.lba))
     }
 }
 
@@ -169,11 +154,7 @@ impl<T: Copy + Default> ClassSlab<T> {
         let mut classes = Vec::new();
         let mut len = 1usize << min_shift;
         loop {
-            classes.push(SlabClass {
-                data: Vec::new(),
-                free: Vec::new(),
-                slot_len: len,
-            });
+            classes.push(SlabClass { data: Vec::new(), free: Vec::new(), slot_len: len });
             if len >= max_len {
                 break;
             }
@@ -240,10 +221,7 @@ impl<T: Copy + Default> ClassSlab<T> {
 
     /// Bytes of memory held (for reports).
     pub fn heap_bytes(&self) -> usize {
-        self.classes
-            .iter()
-            .map(|c| c.data.capacity() * std::mem::size_of::<T>() + c.free.capacity() * 4)
-            .sum()
+        self.classes.iter().map(|c| c.data.capacity() * std::mem::size_of::<T>() + c.free.capacity() * 4).sum()
     }
 }
 
@@ -257,11 +235,7 @@ mod tests {
         let mut v = Vec::new();
         for r in runs {
             for i in 0..r.len {
-                let lba = if r.kind == RunKind::Data {
-                    r.lba + i
-                } else {
-                    0
-                };
+                let lba = if r.kind == RunKind::Data { r.lba + i } else { 0 };
                 v.push((r.kind, lba, r.write));
             }
         }

@@ -35,42 +35,21 @@ impl Rig {
         Rig::with_rules(nop, RuleConfig::default())
     }
     fn with_rules(nop: u32, rules: RuleConfig) -> Rig {
-        Rig {
-            nand: Nand::new(geometry(nop), 16, &[BlockAddr(7)]),
-            sev: rules.table(),
-            log: ViolationLog::new(100),
-        }
+        Rig { nand: Nand::new(geometry(nop), 16, &[BlockAddr(7)]), sev: rules.table(), log: ViolationLog::new(100) }
     }
     /// Run one NAND operation with a checker.
     fn op<T>(&mut self, f: impl FnOnce(&mut Nand, &mut Checker) -> T) -> T {
-        let mut ck = Checker {
-            severities: &self.sev,
-            log: &mut self.log,
-            op_index: 0,
-            request_id: Some(1),
-        };
+        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: Some(1) };
         f(&mut self.nand, &mut ck)
     }
     fn program(&mut self, page: u64, runs: &[Run]) -> Result<(), FlashError> {
-        let mut ck = Checker {
-            severities: &self.sev,
-            log: &mut self.log,
-            op_index: 0,
-            request_id: Some(1),
-        };
+        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: Some(1) };
         self.nand.program(&mut ck, PageAddr(page), runs, &[1, 2, 3])
     }
     fn read(&mut self, page: u64) -> Result<Vec<Run>, FlashError> {
         let mut out = Vec::new();
-        let mut ck = Checker {
-            severities: &self.sev,
-            log: &mut self.log,
-            op_index: 0,
-            request_id: None,
-        };
-        self.nand
-            .read(&mut ck, PageAddr(page), 0, 4, &mut out)
-            .map(|_| out)
+        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: None };
+        self.nand.read(&mut ck, PageAddr(page), 0, 4, &mut out).map(|_| out)
     }
     fn count(&self, rule: Rule) -> u64 {
         self.log.count(rule)
@@ -119,17 +98,10 @@ fn partial_programs_within_nop_are_legal_but_overlaps_are_not() {
     r.program(0, &[Run::data(0, 1, 2), erased(2)]).unwrap();
     r.program(0, &[erased(2), Run::data(2, 2, 2)]).unwrap();
     assert_eq!(r.log.errors(), 0);
-    assert_eq!(
-        r.read(0).unwrap(),
-        vec![Run::data(0, 1, 2), Run::data(2, 2, 2)]
-    );
+    assert_eq!(r.read(0).unwrap(), vec![Run::data(0, 1, 2), Run::data(2, 2, 2)]);
     // A third program exceeds NOP = 2.
     r.program(0, &[erased(3), Run::data(3, 3, 1)]).unwrap();
-    assert_eq!(
-        r.count(Rule::ProgramNotErased),
-        1,
-        "one violation per operation"
-    );
+    assert_eq!(r.count(Rule::ProgramNotErased), 1, "one violation per operation");
 }
 
 #[test]
@@ -137,18 +109,9 @@ fn bad_blocks_and_addresses_outside_the_device_fail() {
     let mut r = Rig::new(1);
     let bad_page = 7 * 8;
     assert_eq!(r.program(bad_page, &data(0, 1)), Err(FlashError::BadBlock));
-    assert_eq!(
-        r.op(|n, ck| n.erase(ck, BlockAddr(7))),
-        Err(FlashError::BadBlock)
-    );
-    assert_eq!(
-        r.program(64, &data(0, 1)),
-        Err(FlashError::AddressOutOfRange)
-    );
-    assert_eq!(
-        r.op(|n, ck| n.erase(ck, BlockAddr(8))),
-        Err(FlashError::AddressOutOfRange)
-    );
+    assert_eq!(r.op(|n, ck| n.erase(ck, BlockAddr(7))), Err(FlashError::BadBlock));
+    assert_eq!(r.program(64, &data(0, 1)), Err(FlashError::AddressOutOfRange));
+    assert_eq!(r.op(|n, ck| n.erase(ck, BlockAddr(8))), Err(FlashError::AddressOutOfRange));
     assert_eq!(r.count(Rule::BadBlock), 2);
     assert_eq!(r.count(Rule::AddressOutOfRange), 2);
 }
@@ -206,23 +169,19 @@ fn copyback_copies_content_within_a_plane_only() {
     let mut r = Rig::new(1);
     let mixed = vec![Run::data(0, 1, 1), Run::data(9, 2, 3)];
     r.program(0, &mixed).unwrap();
-    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(8), Some(&[9])))
-        .unwrap();
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(8), Some(&[9]))).unwrap();
     assert_eq!(r.read(8).unwrap(), mixed);
     // Plane 1 starts at block 4.
-    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(32), None))
-        .unwrap();
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(32), None)).unwrap();
     assert_eq!(r.count(Rule::CopybackCrossPlane), 1);
 }
 
 #[test]
 fn metadata_pages_keep_their_bytes() {
     let mut r = Rig::new(1);
-    r.op(|n, ck| n.program_meta(ck, PageAddr(0), &[7, 0, 0xff, 5, 0xff, 0xff], &[]))
-        .unwrap();
+    r.op(|n, ck| n.program_meta(ck, PageAddr(0), &[7, 0, 0xff, 5, 0xff, 0xff], &[])).unwrap();
     let mut out = [0u8; 8];
-    r.op(|n, ck| n.read_meta(ck, PageAddr(0), &mut out))
-        .unwrap();
+    r.op(|n, ck| n.read_meta(ck, PageAddr(0), &mut out)).unwrap();
     assert_eq!(out, [7, 0, 0xff, 5, 0xff, 0xff, 0xff, 0xff]);
     assert_eq!(r.read(0).unwrap(), vec![Run::filler(RunKind::Metadata, 4)]);
 }

@@ -103,6 +103,12 @@ impl Oracle {
         }
     }
 
+    /// Hint that sectors from `lba` will be checked or recorded soon.
+    #[inline]
+    pub fn prefetch(&self, lba: u64) {
+        crate::prefetch::prefetch(&self.units, (lba >> self.unit_shift) as usize);
+    }
+
     /// The latest version of one sector.
     pub fn version(&self, lba: u64) -> SectorVersion {
         match self.raw(lba) {
@@ -114,10 +120,7 @@ impl Oracle {
 
     /// Record a completed write of `sectors` sectors at `lba` by write `write`.
     pub fn record_write(&mut self, lba: u64, sectors: u64, write: WriteId) {
-        assert!(
-            write != NEVER && write <= MAX_WRITE_ID,
-            "write id {write} out of range"
-        );
+        assert!(write != NEVER && write <= MAX_WRITE_ID, "write id {write} out of range");
         self.set_range(lba, sectors, write);
     }
 
@@ -209,50 +212,30 @@ impl Oracle {
                         _ => Rule::PhantomData,
                     };
                     ck.flag(rule, at, || {
-                        format!(
-                            "LBA {at}: returned write #{}, expected {}",
-                            run.write,
-                            describe(expected)
-                        )
+                        format!("LBA {at}: returned write #{}, expected {}", run.write, describe(expected))
                     });
                 }
             }
             RunKind::Zero => {
-                if let Some((at, e)) =
-                    self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED)
-                {
-                    ck.flag(Rule::LostWrite, at, || {
-                        format!("LBA {at}: returned zeros, expected {}", describe(e))
-                    });
+                if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED) {
+                    ck.flag(Rule::LostWrite, at, || format!("LBA {at}: returned zeros, expected {}", describe(e)));
                 }
             }
             RunKind::Erased => {
                 if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER) {
                     ck.flag(Rule::ErasedRead, at, || {
-                        format!(
-                            "LBA {at}: returned erased flash (0xFF), expected {}",
-                            describe(e)
-                        )
+                        format!("LBA {at}: returned erased flash (0xFF), expected {}", describe(e))
                     });
                 }
             }
             RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
-                format!(
-                    "LBA {lba}: returned the bytes of an FTL metadata page for {} sectors",
-                    run.len
-                )
+                format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors", run.len)
             }),
             RunKind::Garbage => ck.flag(Rule::CorruptRead, lba, || {
-                format!(
-                    "LBA {lba}: returned torn or corrupted data for {} sectors",
-                    run.len
-                )
+                format!("LBA {lba}: returned torn or corrupted data for {} sectors", run.len)
             }),
             RunKind::Unfilled => ck.flag(Rule::MissingData, lba, || {
-                format!(
-                    "LBA {lba}: {} sectors were never filled by the FTL",
-                    run.len
-                )
+                format!("LBA {lba}: {} sectors were never filled by the FTL", run.len)
             }),
         }
     }

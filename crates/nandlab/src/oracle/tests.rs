@@ -7,12 +7,7 @@ use proptest::prelude::*;
 fn check(o: &Oracle, lba: u64, runs: &[Run]) -> ViolationLog {
     let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker {
-        severities: &sev,
-        log: &mut log,
-        op_index: 0,
-        request_id: Some(0),
-    };
+    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: Some(0) };
     o.check_read(&mut ck, lba, runs);
     log
 }
@@ -28,12 +23,7 @@ fn correct_reads_pass() {
     o.record_write(0, 8, 1);
     o.record_write(8, 2, 2);
     o.record_trim(12, 4);
-    let runs = [
-        Run::data(0, 1, 8),
-        Run::data(8, 2, 2),
-        Run::filler(RunKind::Zero, 6),
-        Run::filler(RunKind::Erased, 4),
-    ];
+    let runs = [Run::data(0, 1, 8), Run::data(8, 2, 2), Run::filler(RunKind::Zero, 6), Run::filler(RunKind::Erased, 4)];
     assert!(check(&o, 0, &runs).is_clean());
 }
 
@@ -48,30 +38,12 @@ fn each_wrong_read_has_its_rule() {
     only(&check(&o, 0, &[Run::data(0, 9, 4)]), Rule::PhantomData);
     only(&check(&o, 8, &[Run::data(8, 1, 4)]), Rule::PhantomData);
     only(&check(&o, 4, &[Run::data(4, 1, 4)]), Rule::TrimNotZero);
-    only(
-        &check(&o, 0, &[Run::filler(RunKind::Zero, 4)]),
-        Rule::LostWrite,
-    );
-    only(
-        &check(&o, 0, &[Run::filler(RunKind::Erased, 4)]),
-        Rule::ErasedRead,
-    );
-    only(
-        &check(&o, 4, &[Run::filler(RunKind::Erased, 4)]),
-        Rule::ErasedRead,
-    );
-    only(
-        &check(&o, 0, &[Run::filler(RunKind::Unfilled, 4)]),
-        Rule::MissingData,
-    );
-    only(
-        &check(&o, 0, &[Run::filler(RunKind::Metadata, 4)]),
-        Rule::MisdirectedRead,
-    );
-    only(
-        &check(&o, 0, &[Run::filler(RunKind::Garbage, 4)]),
-        Rule::CorruptRead,
-    );
+    only(&check(&o, 0, &[Run::filler(RunKind::Zero, 4)]), Rule::LostWrite);
+    only(&check(&o, 0, &[Run::filler(RunKind::Erased, 4)]), Rule::ErasedRead);
+    only(&check(&o, 4, &[Run::filler(RunKind::Erased, 4)]), Rule::ErasedRead);
+    only(&check(&o, 0, &[Run::filler(RunKind::Unfilled, 4)]), Rule::MissingData);
+    only(&check(&o, 0, &[Run::filler(RunKind::Metadata, 4)]), Rule::MisdirectedRead);
+    only(&check(&o, 0, &[Run::filler(RunKind::Garbage, 4)]), Rule::CorruptRead);
 }
 
 #[test]
@@ -80,19 +52,10 @@ fn partial_unit_writes_are_checked_per_sector_and_collapse_back() {
     o.record_write(0, 8, 1);
     o.record_write(3, 2, 2);
     assert_eq!(o.exception_units(), 1);
-    assert!(check(
-        &o,
-        0,
-        &[Run::data(0, 1, 3), Run::data(3, 2, 2), Run::data(5, 1, 3)]
-    )
-    .is_clean());
+    assert!(check(&o, 0, &[Run::data(0, 1, 3), Run::data(3, 2, 2), Run::data(5, 1, 3)]).is_clean());
     only(&check(&o, 0, &[Run::data(0, 1, 8)]), Rule::StaleRead);
     o.record_write(0, 8, 3);
-    assert_eq!(
-        o.exception_units(),
-        0,
-        "a whole-unit write collapses the exception"
-    );
+    assert_eq!(o.exception_units(), 0, "a whole-unit write collapses the exception");
     o.record_write(2, 4, 4);
     o.record_write(0, 2, 4);
     o.record_write(6, 2, 4);

@@ -84,11 +84,7 @@ impl WearSummary {
             max = max.max(c);
         }
         let mean = if n == 0 { 0.0 } else { sum / n as f64 };
-        let var = if n == 0 {
-            0.0
-        } else {
-            (sq / n as f64 - mean * mean).max(0.0)
-        };
+        let var = if n == 0 { 0.0 } else { (sq / n as f64 - mean * mean).max(0.0) };
         WearSummary {
             erase_count_min: if n == 0 { 0 } else { min },
             erase_count_max: max,
@@ -171,18 +167,10 @@ impl StressReport {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-        let _ = writeln!(
-            s,
-            "nandlab stress — preset {} — FTL {} — seed {}",
-            self.preset, self.ftl, self.seed
-        );
+        let _ = writeln!(s, "nandlab stress — preset {} — FTL {} — seed {}", self.preset, self.ftl, self.seed);
         let _ = writeln!(s, "  workload   {}", self.workload);
-        let _ = writeln!(
-            s,
-            "  device     {:.2} GiB raw, {:.2} GiB logical",
-            gib(self.raw_bytes),
-            gib(self.logical_bytes)
-        );
+        let _ =
+            writeln!(s, "  device     {:.2} GiB raw, {:.2} GiB logical", gib(self.raw_bytes), gib(self.logical_bytes));
         let h = &self.host;
         let _ = writeln!(
             s,
@@ -241,16 +229,8 @@ impl StressReport {
         if self.errors == 0 && self.warnings == 0 {
             let _ = writeln!(s, "  result     PASS — no violations");
         } else {
-            let counts: Vec<String> = self
-                .violation_counts
-                .iter()
-                .map(|(r, n)| format!("{r}: {n}"))
-                .collect();
-            let verdict = if self.errors == 0 {
-                "PASS with warnings"
-            } else {
-                "FAIL"
-            };
+            let counts: Vec<String> = self.violation_counts.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+            let verdict = if self.errors == 0 { "PASS with warnings" } else { "FAIL" };
             let _ = writeln!(
                 s,
                 "  result     {verdict} — {} errors, {} warnings ({})",

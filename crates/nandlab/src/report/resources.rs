@@ -14,12 +14,7 @@ pub fn rss_bytes() -> u64 {
 fn status_kib(key: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
+    line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 /// User + system CPU time of this process in seconds, from

@@ -97,23 +97,10 @@ impl Session {
         };
         let mut ftl = recipe.build()?;
         let info = ftl.info();
-        let nand = Nand::new(
-            config.geometry.clone(),
-            info.oob_bytes,
-            &config.factory_bad_blocks(seed),
-        );
-        let mut flash = FlashController::new(
-            nand,
-            &config.rules,
-            config.dram_budget_bytes,
-            keep_violations,
-        );
-        ftl.format(&mut flash).map_err(|e| {
-            RunError::Input(format!(
-                "ftl `{}` failed to format the device: {e}",
-                info.name
-            ))
-        })?;
+        let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed));
+        let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
+        ftl.format(&mut flash)
+            .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
         Ok(Session {
             flash,
             ftl,
@@ -157,6 +144,15 @@ impl Session {
         });
     }
 
+    /// Tell the oracle and the FTL that `req` comes soon, so they can warm
+    /// their caches (a simulator speed hint; it changes no result).
+    pub fn prefetch(&mut self, req: &HostRequest) {
+        if matches!(req.op, HostOp::Read | HostOp::Write | HostOp::Trim) {
+            self.oracle.prefetch(req.lba);
+            self.ftl.prefetch(&self.flash, req.lba, req.sectors);
+        }
+    }
+
     /// Execute one host request through the FTL and check it with the oracle.
     pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {
         let id = self.next_request_id;
@@ -166,33 +162,20 @@ impl Session {
         match req.op {
             HostOp::Write => {
                 if self.next_write_id > MAX_WRITE_ID {
-                    return Err(RunError::Input(format!(
-                        "the run exceeds {MAX_WRITE_ID} host writes"
-                    )));
+                    return Err(RunError::Input(format!("the run exceeds {MAX_WRITE_ID} host writes")));
                 }
                 let write = self.next_write_id;
                 self.next_write_id += 1;
-                let buf = self
-                    .flash
-                    .alloc_host_write(req.lba as u32, write, req.sectors);
-                let io = IoRequest {
-                    id,
-                    lba: req.lba,
-                    sectors: req.sectors,
-                    buf,
-                };
+                let buf = self.flash.alloc_host_write(req.lba as u32, write, req.sectors);
+                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
                 match self.ftl.write(&mut self.flash, &io) {
                     Ok(d) => {
-                        self.oracle
-                            .record_write(req.lba, u64::from(req.sectors), write);
+                        self.oracle.record_write(req.lba, u64::from(req.sectors), write);
                         if d == Durability::Volatile {
                             self.host.volatile_writes += 1;
                         }
                     }
-                    Err(e) => self.ftl_error(
-                        &format!("write of {} sectors at LBA {}", req.sectors, req.lba),
-                        e,
-                    ),
+                    Err(e) => self.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
                 }
                 self.flash.free_host_buffer(buf);
                 self.host.write_requests += 1;
@@ -200,12 +183,7 @@ impl Session {
             }
             HostOp::Read => {
                 let buf = self.flash.alloc_host_read(req.sectors);
-                let io = IoRequest {
-                    id,
-                    lba: req.lba,
-                    sectors: req.sectors,
-                    buf,
-                };
+                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
                 match self.ftl.read(&mut self.flash, &io) {
                     Ok(()) => {
                         let oracle = &self.oracle;
@@ -213,25 +191,16 @@ impl Session {
                             .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, req.lba, runs))
                             .map_err(|e: FlashError| RunError::Input(e.to_string()))?;
                     }
-                    Err(e) => self.ftl_error(
-                        &format!("read of {} sectors at LBA {}", req.sectors, req.lba),
-                        e,
-                    ),
+                    Err(e) => self.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
                 }
                 self.flash.free_host_buffer(buf);
                 self.host.read_requests += 1;
                 self.host.read_bytes += bytes;
             }
             HostOp::Trim => {
-                match self
-                    .ftl
-                    .trim(&mut self.flash, req.lba, u64::from(req.sectors))
-                {
+                match self.ftl.trim(&mut self.flash, req.lba, u64::from(req.sectors)) {
                     Ok(()) => self.oracle.record_trim(req.lba, u64::from(req.sectors)),
-                    Err(e) => self.ftl_error(
-                        &format!("trim of {} sectors at LBA {}", req.sectors, req.lba),
-                        e,
-                    ),
+                    Err(e) => self.ftl_error(&format!("trim of {} sectors at LBA {}", req.sectors, req.lba), e),
                 }
                 self.host.trim_requests += 1;
                 self.host.trim_bytes += bytes;
@@ -265,10 +234,7 @@ impl Session {
     /// the same flash. Nothing of the old instance's memory survives.
     pub fn remount(&mut self) -> Result<(), FtlError> {
         self.ftl.shutdown(&mut self.flash)?;
-        self.ftl = self
-            .recipe
-            .build()
-            .map_err(|e| FtlError::Mount(e.to_string()))?;
+        self.ftl = self.recipe.build().map_err(|e| FtlError::Mount(e.to_string()))?;
         self.ftl.mount(&mut self.flash)
     }
 
@@ -280,12 +246,7 @@ impl Session {
         while lba < total && !self.ftl_failed {
             let n = (total - lba).min(u64::from(chunk_sectors)) as u32;
             let buf = self.flash.alloc_host_read(n);
-            let io = IoRequest {
-                id: u64::MAX,
-                lba,
-                sectors: n,
-                buf,
-            };
+            let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
             self.flash.set_request(None);
             match self.ftl.read(&mut self.flash, &io) {
                 Ok(()) => {

@@ -10,9 +10,7 @@
 use super::{RunError, Session};
 use crate::config::Config;
 use crate::flash::Cause;
-use crate::report::{
-    self, resources, FlashSummary, GcSummary, RemountSummary, StressReport, WearSummary,
-};
+use crate::report::{self, resources, FlashSummary, GcSummary, RemountSummary, StressReport, WearSummary};
 use crate::workload::{Workload, WorkloadProgress};
 use std::time::Instant;
 
@@ -57,10 +55,7 @@ impl WafSamples {
     const CAPACITY: usize = 256;
 
     fn new() -> Self {
-        WafSamples {
-            samples: vec![(0, 0, 0)],
-            every: 1024,
-        }
+        WafSamples { samples: vec![(0, 0, 0)], every: 1024 }
     }
 
     fn maybe_record(&mut self, requests: u64, session: &Session) {
@@ -68,11 +63,7 @@ impl WafSamples {
             return;
         }
         let s = session.flash.stats();
-        self.samples.push((
-            requests,
-            s.cause(Cause::Host).programs(),
-            s.total().programs(),
-        ));
+        self.samples.push((requests, s.cause(Cause::Host).programs(), s.total().programs()));
         if self.samples.len() >= Self::CAPACITY {
             // Keep every other sample and sample half as often.
             let kept: Vec<_> = self.samples.iter().copied().step_by(2).collect();
@@ -84,13 +75,7 @@ impl WafSamples {
     /// WAF between the sample nearest 3/4 of the run and the end.
     fn steady(&self, requests: u64, host_end: u64, all_end: u64) -> f64 {
         let cut = requests - requests / 4;
-        let (_, h0, a0) = self
-            .samples
-            .iter()
-            .rev()
-            .find(|(r, _, _)| *r <= cut)
-            .copied()
-            .unwrap_or((0, 0, 0));
+        let (_, h0, a0) = self.samples.iter().rev().find(|(r, _, _)| *r <= cut).copied().unwrap_or((0, 0, 0));
         report::waf(host_end - h0, all_end - a0)
     }
 }
@@ -104,16 +89,18 @@ pub fn run(
 ) -> Result<StressReport, RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
-    let unit = opts
-        .oracle_unit_sectors
-        .unwrap_or_else(|| workload.alignment_sectors());
+    let unit = opts.oracle_unit_sectors.unwrap_or_else(|| workload.alignment_sectors());
     let mut session = Session::new(config, opts.seed, unit, opts.keep_violations)?;
     let mut samples = WafSamples::new();
     let mut stopped_early = None;
-    while let Some(req) = workload
-        .next_request()
-        .map_err(|e| RunError::Workload(e.to_string()))?
-    {
+    // Requests are read two ahead so their map entries can be prefetched.
+    let next = |w: &mut dyn Workload| w.next_request().map_err(|e| RunError::Workload(e.to_string()));
+    let mut ahead = [next(workload)?, next(workload)?];
+    while let Some(req) = ahead[0] {
+        ahead = [ahead[1], next(workload)?];
+        if let Some(r) = &ahead[1] {
+            session.prefetch(r);
+        }
         session.submit(&req)?;
         let n = session.requests();
         samples.maybe_record(n, &session);
@@ -147,29 +134,16 @@ pub fn run(
     let requests = session.requests();
     let workload_wall = started.elapsed().as_secs_f64();
 
-    let remount =
-        (opts.remount_verify && stopped_early.is_none()).then(|| match session.remount() {
-            Ok(()) => match session.verify_all(8192) {
-                Ok(sectors) => RemountSummary {
-                    mounted: true,
-                    verified_sectors: sectors,
-                    error: None,
-                },
-                Err(e) => RemountSummary {
-                    mounted: true,
-                    verified_sectors: 0,
-                    error: Some(e.to_string()),
-                },
-            },
-            Err(e) => {
-                session.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
-                RemountSummary {
-                    mounted: false,
-                    verified_sectors: 0,
-                    error: Some(e.to_string()),
-                }
-            }
-        });
+    let remount = (opts.remount_verify && stopped_early.is_none()).then(|| match session.remount() {
+        Ok(()) => match session.verify_all(8192) {
+            Ok(sectors) => RemountSummary { mounted: true, verified_sectors: sectors, error: None },
+            Err(e) => RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()) },
+        },
+        Err(e) => {
+            session.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
+            RemountSummary { mounted: false, verified_sectors: 0, error: Some(e.to_string()) }
+        }
+    });
 
     let wall = started.elapsed().as_secs_f64();
     let host_bytes = session.host.read_bytes + session.host.write_bytes;
@@ -187,11 +161,7 @@ pub fn run(
         flash: FlashSummary::from_stats(&stats),
         waf: report::waf(host_programs, all_programs),
         waf_steady: samples.steady(requests, host_programs, all_programs),
-        gc: GcSummary {
-            runs: ftl_stats.gc_runs,
-            pages_moved: gc.programs(),
-            blocks_erased: gc.block_erases,
-        },
+        gc: GcSummary { runs: ftl_stats.gc_runs, pages_moved: gc.programs(), blocks_erased: gc.block_erases },
         ftl_stats,
         wear: WearSummary::from_counts(session.flash.nand().erase_counts()),
         oracle_unit_sectors: session.oracle.sectors_per_unit(),

@@ -67,9 +67,7 @@ impl std::str::FromStr for Distribution {
                 }
                 Ok(Distribution::Pareto(h))
             }
-            other => Err(format!(
-                "unknown distribution `{other}` (random, zipf:θ, pareto:h)"
-            )),
+            other => Err(format!("unknown distribution `{other}` (random, zipf:θ, pareto:h)")),
         }
     }
 }
@@ -105,16 +103,10 @@ impl PositionSampler {
         let n = n.max(1);
         let kind = match distribution {
             Distribution::Uniform => Sampler::Uniform,
-            Distribution::Zipf(t) => {
-                Sampler::Zipf(Zipf::new(n as f64, t).map_err(|e| format!("zipf: {e}"))?)
-            }
+            Distribution::Zipf(t) => Sampler::Zipf(Zipf::new(n as f64, t).map_err(|e| format!("zipf: {e}"))?),
             Distribution::Pareto(h) => Sampler::Pareto(h.ln() / (1.0 - h).ln()),
         };
-        Ok(PositionSampler {
-            n,
-            kind,
-            permutation: Scatter::new(n),
-        })
+        Ok(PositionSampler { n, kind, permutation: Scatter::new(n) })
     }
 
     #[inline]
@@ -146,15 +138,7 @@ struct Scatter {
 impl Scatter {
     fn new(n: u64) -> Self {
         let bits = 64 - (n.max(2) - 1).leading_zeros();
-        Scatter {
-            n,
-            mask: if bits >= 64 {
-                u64::MAX
-            } else {
-                (1 << bits) - 1
-            },
-            shift: (bits / 2).max(1),
-        }
+        Scatter { n, mask: if bits >= 64 { u64::MAX } else { (1 << bits) - 1 }, shift: (bits / 2).max(1) }
     }
 
     fn step(&self, mut x: u64) -> u64 {
@@ -210,12 +194,7 @@ mod tests {
         for _ in 0..50_000 {
             counts[s.sample(&mut rng) as usize] += 1;
         }
-        let hottest = counts
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, c)| **c)
-            .unwrap()
-            .0 as u64;
+        let hottest = counts.iter().enumerate().max_by_key(|(_, c)| **c).unwrap().0 as u64;
         assert_eq!(hottest, s.permutation.apply(0));
     }
 
@@ -224,9 +203,6 @@ mod tests {
         assert!("zipf".parse::<Distribution>().is_err());
         assert!("pareto:1.5".parse::<Distribution>().is_err());
         assert!("normal:3".parse::<Distribution>().is_err());
-        assert_eq!(
-            "zipf:1.2".parse::<Distribution>().unwrap(),
-            Distribution::Zipf(1.2)
-        );
+        assert_eq!("zipf:1.2".parse::<Distribution>().unwrap(), Distribution::Zipf(1.2));
     }
 }

@@ -43,20 +43,14 @@ impl std::str::FromStr for SizeSpec {
     fn from_str(s: &str) -> Result<Self, String> {
         let t = s.trim();
         if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p
-                .trim()
-                .parse()
-                .map_err(|_| format!("`{s}`: expected a percentage such as 50%"))?;
+            let v: f64 = p.trim().parse().map_err(|_| format!("`{s}`: expected a percentage such as 50%"))?;
             if !(v > 0.0 && v <= 100.0) {
                 return Err(format!("`{s}`: a percentage must be within (0, 100]"));
             }
             return Ok(SizeSpec::PercentOfCapacity(v));
         }
         if let Some(x) = t.strip_suffix(['x', 'X']) {
-            let v: f64 = x
-                .trim()
-                .parse()
-                .map_err(|_| format!("`{s}`: expected a multiple of capacity such as 4x"))?;
+            let v: f64 = x.trim().parse().map_err(|_| format!("`{s}`: expected a multiple of capacity such as 4x"))?;
             if !(v > 0.0 && v.is_finite()) {
                 return Err(format!("`{s}`: a multiple of capacity must be positive"));
             }
@@ -82,28 +76,23 @@ impl From<SizeSpec> for String {
 /// Parse an absolute size with an optional binary suffix.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
         return Err(format!("`{s}`: expected a size such as 4k, 64KiB or 1g"));
     }
-    let shift =
-        match suffix.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 0,
-            "k" | "kb" | "kib" => 10,
-            "m" | "mb" | "mib" => 20,
-            "g" | "gb" | "gib" => 30,
-            "t" | "tb" | "tib" => 40,
-            "p" | "pb" | "pib" => 50,
-            other => return Err(format!(
-                "`{s}`: unknown size suffix `{other}` (use k, m, g, t, p, optionally with B or iB)"
-            )),
-        };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}`: `{num}` is not a number"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        other => {
+            return Err(format!("`{s}`: unknown size suffix `{other}` (use k, m, g, t, p, optionally with B or iB)"))
+        }
+    };
+    let value: f64 = num.parse().map_err(|_| format!("`{s}`: `{num}` is not a number"))?;
     let bytes = value * (1u64 << shift) as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {
         return Err(format!("`{s}`: too large"));
@@ -116,9 +105,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// A size range `min-max` (fio's `bsrange`).
 pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once('-')
-        .ok_or_else(|| format!("`{s}`: expected a range such as 8k-64k"))?;
+    let (a, b) = s.split_once('-').ok_or_else(|| format!("`{s}`: expected a range such as 8k-64k"))?;
     let (a, b) = (parse_bytes(a)?, parse_bytes(b)?);
     if a > b {
         return Err(format!("`{s}`: the minimum is larger than the maximum"));

@@ -52,16 +52,10 @@ pub enum RwMode {
 
 impl RwMode {
     pub fn is_random(self) -> bool {
-        matches!(
-            self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
-        )
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim)
     }
     fn writes(self) -> bool {
-        matches!(
-            self,
-            RwMode::Write | RwMode::RandWrite | RwMode::Rw | RwMode::RandRw
-        )
+        matches!(self, RwMode::Write | RwMode::RandWrite | RwMode::Rw | RwMode::RandRw)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -181,12 +175,7 @@ fn option_error(option: &str, reason: impl std::fmt::Display) -> String {
 
 impl SyntheticWorkload {
     /// Resolve `spec` for a device of `capacity_bytes` with `sector_bytes` sectors.
-    pub fn new(
-        spec: &SyntheticSpec,
-        capacity_bytes: u64,
-        sector_bytes: u32,
-        seed: u64,
-    ) -> Result<Self, String> {
+    pub fn new(spec: &SyntheticSpec, capacity_bytes: u64, sector_bytes: u32, seed: u64) -> Result<Self, String> {
         let sector = u64::from(sector_bytes);
         let (bs_min, bs_max) = match &spec.bsrange {
             Some(r) => parse_range(r).map_err(|e| option_error("bsrange", e))?,
@@ -195,48 +184,25 @@ impl SyntheticWorkload {
                 (b, b)
             }
         };
-        let bs_name = if spec.bsrange.is_some() {
-            "bsrange"
-        } else {
-            "bs"
-        };
+        let bs_name = if spec.bsrange.is_some() { "bsrange" } else { "bs" };
         if bs_min == 0 || bs_min % sector != 0 || bs_max % sector != 0 {
-            return Err(option_error(
-                bs_name,
-                format!("sizes must be non-zero multiples of the {sector}-byte sector"),
-            ));
+            return Err(option_error(bs_name, format!("sizes must be non-zero multiples of the {sector}-byte sector")));
         }
         if bs_max / sector > u64::from(u32::MAX) {
             return Err(option_error(bs_name, "requests must be under 2^32 sectors"));
         }
-        let align = spec
-            .blockalign
-            .map_or(bs_min, |a| a.resolve(capacity_bytes));
+        let align = spec.blockalign.map_or(bs_min, |a| a.resolve(capacity_bytes));
         if align == 0 || align % sector != 0 {
-            return Err(option_error(
-                "blockalign",
-                format!("must be a non-zero multiple of the {sector}-byte sector"),
-            ));
+            return Err(option_error("blockalign", format!("must be a non-zero multiple of the {sector}-byte sector")));
         }
         let region_start = spec.offset.resolve(capacity_bytes);
         if region_start % sector != 0 || region_start >= capacity_bytes {
-            return Err(option_error(
-                "offset",
-                "must be sector-aligned and inside the device",
-            ));
+            return Err(option_error("offset", "must be sector-aligned and inside the device"));
         }
-        let region_len = spec
-            .size
-            .map_or(capacity_bytes - region_start, |s| s.resolve(capacity_bytes));
-        let region_end = region_start
-            .checked_add(region_len)
-            .filter(|&e| e <= capacity_bytes)
-            .ok_or_else(|| {
-                option_error(
-                    "size",
-                    format!("offset + size exceeds the logical capacity of {capacity_bytes} bytes"),
-                )
-            })?;
+        let region_len = spec.size.map_or(capacity_bytes - region_start, |s| s.resolve(capacity_bytes));
+        let region_end = region_start.checked_add(region_len).filter(|&e| e <= capacity_bytes).ok_or_else(|| {
+            option_error("size", format!("offset + size exceeds the logical capacity of {capacity_bytes} bytes"))
+        })?;
         // The usable region ends at the last aligned position a request can start at.
         let region_end = region_start + (region_end - region_start) / align * align;
         if region_end - region_start < bs_max {
@@ -260,28 +226,14 @@ impl SyntheticWorkload {
         let (limit_bytes, limit_is_writes) = match spec.write_size {
             Some(w) => {
                 if !spec.rw.writes() {
-                    return Err(option_error(
-                        "write_size",
-                        format!("`rw = {}` never writes", spec.rw.name()),
-                    ));
+                    return Err(option_error("write_size", format!("`rw = {}` never writes", spec.rw.name())));
                 }
                 (w.resolve(capacity_bytes), true)
             }
-            None => (
-                spec.io_size
-                    .map_or(region_end - region_start, |s| s.resolve(capacity_bytes)),
-                false,
-            ),
+            None => (spec.io_size.map_or(region_end - region_start, |s| s.resolve(capacity_bytes)), false),
         };
         if limit_bytes == 0 {
-            return Err(option_error(
-                if limit_is_writes {
-                    "write_size"
-                } else {
-                    "io_size"
-                },
-                "must be positive",
-            ));
+            return Err(option_error(if limit_is_writes { "write_size" } else { "io_size" }, "must be positive"));
         }
         let positions = (region_end - region_start - bs_min) / align + 1;
         let sampler = PositionSampler::new(spec.random_distribution, positions)
@@ -311,13 +263,7 @@ impl SyntheticWorkload {
                 finished: false,
             })
             .collect();
-        Ok(SyntheticWorkload {
-            params,
-            spec: spec.clone(),
-            sampler,
-            jobs,
-            next_job: 0,
-        })
+        Ok(SyntheticWorkload { params, spec: spec.clone(), sampler, jobs, next_job: 0 })
     }
 
     pub fn spec(&self) -> &SyntheticSpec {
@@ -327,23 +273,13 @@ impl SyntheticWorkload {
     fn job_next(p: &Params, sampler: &PositionSampler, job: &mut Job) -> Option<HostRequest> {
         if job.flush_due {
             job.flush_due = false;
-            return Some(HostRequest {
-                op: HostOp::Flush,
-                lba: 0,
-                sectors: 0,
-                arrival_ns: 0,
-                job: job.id,
-            });
+            return Some(HostRequest { op: HostOp::Flush, lba: 0, sectors: 0, arrival_ns: 0, job: job.id });
         }
         if job.finished {
             return None;
         }
         let op = Self::pick_op(p, &mut job.rng);
-        let size = if p.bs_steps > 1 {
-            p.bs_min * job.rng.random_range(1..=p.bs_steps)
-        } else {
-            p.bs_min
-        };
+        let size = if p.bs_steps > 1 { p.bs_min * job.rng.random_range(1..=p.bs_steps) } else { p.bs_min };
         let offset = if p.rw.is_random() {
             let pos = p.region_start + sampler.sample(&mut job.rng) * p.align;
             if pos + size > p.region_end {
@@ -423,11 +359,7 @@ impl Workload for SyntheticWorkload {
 
     fn progress(&self) -> WorkloadProgress {
         WorkloadProgress {
-            done: self
-                .jobs
-                .iter()
-                .map(|j| j.counted_bytes.min(self.params.limit_bytes))
-                .sum(),
+            done: self.jobs.iter().map(|j| j.counted_bytes.min(self.params.limit_bytes)).sum(),
             total: Some(self.params.limit_bytes * self.jobs.len() as u64),
         }
     }
@@ -547,12 +479,7 @@ mod tests {
         let mut w = SyntheticWorkload::new(&s, 1 << 26, 512, 5).unwrap();
         let reqs = collect(&mut w);
         let count = |op| reqs.iter().filter(|r| r.op == op).count() as f64;
-        let (r, wr, t, f) = (
-            count(HostOp::Read),
-            count(HostOp::Write),
-            count(HostOp::Trim),
-            count(HostOp::Flush),
-        );
+        let (r, wr, t, f) = (count(HostOp::Read), count(HostOp::Write), count(HostOp::Trim), count(HostOp::Flush));
         let io = r + wr + t;
         assert!((r / io - 0.19).abs() < 0.02, "reads {}", r / io);
         assert!((t / io - 0.05).abs() < 0.01, "trims {}", t / io);
@@ -572,9 +499,7 @@ mod tests {
     #[test]
     fn bad_options_name_the_option() {
         let bad = |f: fn(&mut SyntheticSpec), option: &str| {
-            let e = SyntheticWorkload::new(&spec(f), 1 << 20, 512, 1)
-                .err()
-                .expect("rejected");
+            let e = SyntheticWorkload::new(&spec(f), 1 << 20, 512, 1).err().expect("rejected");
             assert!(e.contains(option), "{e}");
         };
         bad(|s| s.bs = SizeSpec::Bytes(1000), "`bs`");

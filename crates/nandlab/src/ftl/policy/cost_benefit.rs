@@ -21,10 +21,7 @@ pub struct CostBenefit {
 
 impl CostBenefit {
     pub fn new(blocks: usize, table: &BlockTable) -> Self {
-        CostBenefit {
-            candidates: vec![Vec::new(); table.units as usize],
-            position: vec![NONE; blocks],
-        }
+        CostBenefit { candidates: vec![Vec::new(); table.units as usize], position: vec![NONE; blocks] }
     }
 
     fn score(block: u32, table: &BlockTable) -> f64 {
@@ -61,11 +58,7 @@ impl VictimPolicy for CostBenefit {
         let best = self.candidates[unit as usize]
             .iter()
             .copied()
-            .max_by(|&a, &b| {
-                Self::score(a, table)
-                    .total_cmp(&Self::score(b, table))
-                    .then(b.cmp(&a))
-            })?;
+            .max_by(|&a, &b| Self::score(a, table).total_cmp(&Self::score(b, table)).then(b.cmp(&a)))?;
         self.remove(best, table);
         Some(best)
     }

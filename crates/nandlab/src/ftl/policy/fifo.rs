@@ -12,9 +12,7 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(table: &BlockTable) -> Self {
-        Fifo {
-            queues: vec![VecDeque::new(); table.units as usize],
-        }
+        Fifo { queues: vec![VecDeque::new(); table.units as usize] }
     }
 }
 

@@ -66,8 +66,7 @@ impl Greedy {
 
 impl VictimPolicy for Greedy {
     fn insert(&mut self, block: u32, table: &BlockTable) {
-        let bucket =
-            table.unit[block as usize] * self.buckets_per_unit + table.valid[block as usize];
+        let bucket = table.unit[block as usize] * self.buckets_per_unit + table.valid[block as usize];
         self.link(block, bucket);
     }
 
@@ -77,8 +76,7 @@ impl VictimPolicy for Greedy {
             return; // an open block: not a candidate yet
         }
         self.unlink(block);
-        let bucket =
-            table.unit[block as usize] * self.buckets_per_unit + table.valid[block as usize];
+        let bucket = table.unit[block as usize] * self.buckets_per_unit + table.valid[block as usize];
         self.link(block, bucket);
     }
 

@@ -78,9 +78,7 @@ impl VictimSelector {
     pub fn new(kind: VictimPolicyKind, blocks: usize, table: &BlockTable) -> Self {
         match kind {
             VictimPolicyKind::Greedy => VictimSelector::Greedy(greedy::Greedy::new(blocks, table)),
-            VictimPolicyKind::CostBenefit => {
-                VictimSelector::CostBenefit(cost_benefit::CostBenefit::new(blocks, table))
-            }
+            VictimPolicyKind::CostBenefit => VictimSelector::CostBenefit(cost_benefit::CostBenefit::new(blocks, table)),
             VictimPolicyKind::Fifo => VictimSelector::Fifo(fifo::Fifo::new(table)),
         }
     }
