@@ -360,11 +360,12 @@ impl PageFtl {
                 self.units[unit].frontier[stream as usize].next_page += 1;
                 return Ok(f.block * self.ppb + f.next_page);
             }
-            if !self.in_gc
-                && self.units[unit].free.len() as u32 <= self.fg_threshold
-                && self.collect(flash, unit, false)?
-            {
-                continue;
+            if !self.in_gc && self.units[unit].free.len() as u32 <= self.fg_threshold {
+                self.foreground_gc(flash, unit)?;
+                let f = self.units[unit].frontier[stream as usize];
+                if f.block != NONE && f.next_page < self.ppb {
+                    continue; // GC opened a frontier block with room (shared stream)
+                }
             }
             let block = self.units[unit].free.pop_front().ok_or_else(|| {
                 FtlError::NoSpace(format!("plane unit {unit} has no free block and nothing to collect"))
@@ -372,6 +373,25 @@ impl PageFtl {
             self.state[block as usize] = BlockState::Open;
             self.units[unit].frontier[stream as usize] = Frontier { block, next_page: 0 };
         }
+    }
+
+    /// Collect victims on `unit` until its free blocks are above the
+    /// foreground threshold, or collecting stops gaining blocks.
+    fn foreground_gc(&mut self, flash: &mut dyn Flash, unit: usize) -> Result<(), FtlError> {
+        let mut stalls = 0;
+        while self.units[unit].free.len() as u32 <= self.fg_threshold {
+            let before = self.units[unit].free.len();
+            if !self.collect(flash, unit, false)? {
+                break;
+            }
+            // A fully valid victim (FIFO takes them) moves data without
+            // freeing a block; give up after a unit's worth of those.
+            stalls = if self.units[unit].free.len() > before { 0 } else { stalls + 1 };
+            if stalls > self.geometry.blocks_per_plane() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Record that `ppn` now holds `lpn`; seal its block when it is full.
@@ -457,12 +477,16 @@ impl PageFtl {
             return Ok(false);
         };
         let valid = self.table.valid[victim as usize];
-        let min_invalid = if background {
-            (self.opts.gc_background_min_invalid_fraction * f64::from(self.ppb)).ceil() as u32
+        // Background GC skips victims not worth the work (FEMU's rule); in
+        // the foreground a victim is taken whatever it holds, as long as its
+        // pages have somewhere to go.
+        let skip = if background {
+            let min_invalid = (self.opts.gc_background_min_invalid_fraction * f64::from(self.ppb)).ceil() as u32;
+            self.ppb - valid < min_invalid.max(1)
         } else {
-            1 // collecting a fully valid block cannot free anything
+            valid == self.ppb && self.units[unit].free.is_empty()
         };
-        if self.ppb - valid < min_invalid.max(1) {
+        if skip {
             self.policy.insert(victim, &self.table);
             return Ok(false);
         }

@@ -49,18 +49,14 @@ pub struct HostCounters {
     pub volatile_writes: u64,
 }
 
-/// The FTL's options and seed, kept so a remount can build a fresh instance.
-#[derive(Clone)]
-struct FtlRecipe {
-    name: String,
-    env: FtlEnv,
-    options: ftl::FtlOptions,
-}
+/// Builds a fresh FTL instance for a drive (at format, and at every
+/// remount: nothing of an old instance survives a power cycle).
+pub type FtlFactory = Box<dyn Fn(&FtlEnv) -> Result<Box<dyn Ftl>, String>>;
 
-impl FtlRecipe {
-    fn build(&self) -> Result<Box<dyn Ftl>, RunError> {
-        ftl::build(&self.name, &self.env, &self.options).map_err(RunError::Input)
-    }
+/// A factory for a registered FTL with its options.
+pub fn registry_factory(name: &str, options: &ftl::FtlOptions) -> FtlFactory {
+    let (name, options) = (name.to_string(), options.clone());
+    Box::new(move |env| ftl::build(&name, env, &options))
 }
 
 /// One simulated drive with its oracle. See the module docs.
@@ -69,7 +65,8 @@ pub struct Session {
     pub ftl: Box<dyn Ftl>,
     pub oracle: Oracle,
     pub host: HostCounters,
-    recipe: FtlRecipe,
+    factory: FtlFactory,
+    env: FtlEnv,
     next_write_id: u32,
     next_request_id: u64,
     sector_bytes: u64,
@@ -79,23 +76,27 @@ pub struct Session {
 impl Session {
     /// Build the drive for `config` (FTL `config.ftl_name` with its options),
     /// formatted and ready. The oracle tracks versions per `oracle_unit_sectors`.
-    pub fn new(
+    pub fn new(config: &Config, seed: u64, unit: u32, keep_violations: usize) -> Result<Session, RunError> {
+        let factory = registry_factory(&config.ftl_name, &config.ftl_options);
+        Session::with_factory(config, factory, seed, unit, keep_violations)
+    }
+
+    /// Build the drive with an FTL from `factory` (an FTL of your own, or a
+    /// deliberately broken one in a test).
+    pub fn with_factory(
         config: &Config,
+        factory: FtlFactory,
         seed: u64,
         oracle_unit_sectors: u32,
         keep_violations: usize,
     ) -> Result<Session, RunError> {
-        let recipe = FtlRecipe {
-            name: config.ftl_name.clone(),
-            env: FtlEnv {
-                geometry: config.geometry.clone(),
-                logical_sectors: config.logical_sectors,
-                dram_budget_bytes: config.dram_budget_bytes,
-                seed: derive_seed(seed, "ftl"),
-            },
-            options: config.ftl_options.clone(),
+        let env = FtlEnv {
+            geometry: config.geometry.clone(),
+            logical_sectors: config.logical_sectors,
+            dram_budget_bytes: config.dram_budget_bytes,
+            seed: derive_seed(seed, "ftl"),
         };
-        let mut ftl = recipe.build()?;
+        let mut ftl = factory(&env).map_err(RunError::Input)?;
         let info = ftl.info();
         let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed));
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
@@ -106,7 +107,8 @@ impl Session {
             ftl,
             oracle: Oracle::new(config.logical_sectors, oracle_unit_sectors),
             host: HostCounters::default(),
-            recipe,
+            factory,
+            env,
             next_write_id: 1,
             next_request_id: 0,
             sector_bytes: u64::from(config.geometry.sector_size_bytes()),
@@ -233,8 +235,17 @@ impl Session {
     /// Clean power cycle: shut the FTL down, then mount a fresh instance on
     /// the same flash. Nothing of the old instance's memory survives.
     pub fn remount(&mut self) -> Result<(), FtlError> {
-        self.ftl.shutdown(&mut self.flash)?;
-        self.ftl = self.recipe.build().map_err(|e| FtlError::Mount(e.to_string()))?;
+        self.power_cycle(true)
+    }
+
+    /// Power off (after a clean shutdown if `clean`) and mount a fresh FTL
+    /// instance on the same flash. Without a clean shutdown, only what the
+    /// FTL already put on flash can be found.
+    pub fn power_cycle(&mut self, clean: bool) -> Result<(), FtlError> {
+        if clean {
+            self.ftl.shutdown(&mut self.flash)?;
+        }
+        self.ftl = (self.factory)(&self.env).map_err(FtlError::Mount)?;
         self.ftl.mount(&mut self.flash)
     }
 

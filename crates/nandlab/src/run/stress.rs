@@ -7,7 +7,7 @@
 //! an optional clean power cycle mounts a fresh FTL instance on the same
 //! flash and reads every logical sector back through the oracle.
 
-use super::{RunError, Session};
+use super::{registry_factory, FtlFactory, RunError, Session};
 use crate::config::Config;
 use crate::flash::Cause;
 use crate::report::{self, resources, FlashSummary, GcSummary, RemountSummary, StressReport, WearSummary};
@@ -80,9 +80,20 @@ impl WafSamples {
     }
 }
 
-/// Run `workload` on a fresh drive built from `config`.
+/// Run `workload` on a fresh drive built from `config` (its FTL by name).
 pub fn run(
     config: &Config,
+    workload: &mut dyn Workload,
+    opts: &StressOptions,
+    progress: &mut dyn FnMut(WorkloadProgress),
+) -> Result<StressReport, RunError> {
+    run_with_factory(config, registry_factory(&config.ftl_name, &config.ftl_options), workload, opts, progress)
+}
+
+/// Run `workload` with an FTL built by `factory` (e.g. one outside the registry).
+pub fn run_with_factory(
+    config: &Config,
+    factory: FtlFactory,
     workload: &mut dyn Workload,
     opts: &StressOptions,
     progress: &mut dyn FnMut(WorkloadProgress),
@@ -90,7 +101,7 @@ pub fn run(
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
     let unit = opts.oracle_unit_sectors.unwrap_or_else(|| workload.alignment_sectors());
-    let mut session = Session::new(config, opts.seed, unit, opts.keep_violations)?;
+    let mut session = Session::with_factory(config, factory, opts.seed, unit, opts.keep_violations)?;
     let mut samples = WafSamples::new();
     let mut stopped_early = None;
     // Requests are read two ahead so their map entries can be prefetched.
@@ -152,7 +163,7 @@ pub fn run(
         mode: "stress",
         seed: opts.seed,
         preset: config.name.clone(),
-        ftl: config.ftl_name.clone(),
+        ftl: session.ftl.info().name.to_string(),
         workload: workload.describe(),
         workload_report: workload.report(),
         raw_bytes: config.geometry.raw_bytes(),

@@ -1,0 +1,56 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+pub mod buggy_ftl;
+
+use nandlab::config::Config;
+use nandlab::report::StressReport;
+use nandlab::run::stress::{self, StressOptions};
+use nandlab::run::FtlFactory;
+use nandlab::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
+use nandlab::workload::Workload;
+
+/// The `tiny` preset (64 MiB raw) and its default mixed workload.
+pub fn tiny() -> Config {
+    Config::preset("tiny").expect("tiny preset")
+}
+
+pub fn workload(config: &Config, spec: &SyntheticSpec, seed: u64) -> SyntheticWorkload {
+    SyntheticWorkload::new(spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed).expect("workload")
+}
+
+/// Run a stress test of the configured FTL with `spec`.
+pub fn stress(config: &Config, spec: &SyntheticSpec, opts: &StressOptions) -> StressReport {
+    let mut w = workload(config, spec, opts.seed);
+    stress::run(config, &mut w, opts, &mut |_| {}).expect("run")
+}
+
+/// Run a stress test of the FTL `factory` builds.
+pub fn stress_with(config: &Config, factory: FtlFactory, spec: &SyntheticSpec, opts: &StressOptions) -> StressReport {
+    let mut w = workload(config, spec, opts.seed);
+    stress::run_with_factory(config, factory, &mut w, opts, &mut |_| {}).expect("run")
+}
+
+pub fn opts(seed: u64) -> StressOptions {
+    StressOptions { seed, ..StressOptions::default() }
+}
+
+/// The preset's own workload.
+pub fn preset_workload(config: &Config) -> SyntheticSpec {
+    config.workload.clone().expect("preset has a workload")
+}
+
+/// Assert a run found nothing, showing the violations if it did.
+pub fn assert_clean(r: &StressReport) {
+    assert_eq!(r.errors, 0, "violations: {:#?}", r.violations);
+    assert!(r.stopped_early.is_none(), "stopped early: {:?}", r.stopped_early);
+}
+
+/// Run a workload through a workload trait object (for custom sequences).
+pub fn drain(w: &mut dyn Workload) -> Vec<nandlab::workload::HostRequest> {
+    let mut v = Vec::new();
+    while let Some(r) = w.next_request().unwrap() {
+        v.push(r);
+    }
+    v
+}
