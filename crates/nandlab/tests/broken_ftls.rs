@@ -5,9 +5,9 @@
 mod support;
 
 use nandlab::config::Config;
+use nandlab::ftl::buggy::{Bug, BuggyFtl};
 use nandlab::report::StressReport;
 use nandlab::violation::{Rule, Severity};
-use support::buggy_ftl::{Bug, BuggyFtl};
 use support::*;
 
 fn run_bug(config: &Config, bug: Bug) -> StressReport {

@@ -15,6 +15,7 @@
 //! interface expressible over a C ABI: no generics, no closures, plain
 //! integers and byte slices.
 
+pub mod buggy;
 pub mod page;
 pub mod policy;
 
@@ -168,7 +169,7 @@ pub struct FtlDescriptor {
 
 /// Every FTL nandlab ships.
 pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 1] = [page::DESCRIPTOR];
+    static REGISTRY: [FtlDescriptor; 2] = [page::DESCRIPTOR, buggy::DESCRIPTOR];
     &REGISTRY
 }
 
@@ -187,5 +188,18 @@ pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn F
 
 /// Parse an FTL's typed options from its option table, naming the bad field.
 pub fn parse_options<T: for<'de> Deserialize<'de>>(ftl: &str, options: &FtlOptions) -> Result<T, String> {
-    T::deserialize(toml::Value::Table(options.clone())).map_err(|e| format!("ftl `{ftl}` options: {}", e.message()))
+    // Round-trip through TOML text so the error carries a span: the line
+    // of the offending option, from which its name is read back.
+    let text = toml::to_string(options).map_err(|e| format!("ftl `{ftl}` options: {e}"))?;
+    toml::from_str::<T>(&text).map_err(|e| {
+        let key = e
+            .span()
+            .and_then(|s| text[..s.start.min(text.len())].lines().last().map(str::to_string))
+            .and_then(|line| line.split('=').next().map(|k| k.trim().to_string()))
+            .filter(|k| !k.is_empty());
+        match key {
+            Some(k) => format!("ftl `{ftl}` option `{k}`: {}", e.message().trim()),
+            None => format!("ftl `{ftl}` options: {}", e.message().trim()),
+        }
+    })
 }

@@ -185,21 +185,27 @@ impl Oracle {
     /// Check the runs a host read returned for sectors `lba ..`. Each
     /// mismatching run is reported once, at its first bad sector.
     pub fn check_read(&self, ck: &mut Checker, lba: u64, runs: &[Run]) {
+        let request = (lba, runs.iter().map(|r| u64::from(r.len)).sum::<u64>());
         let mut s = lba;
         for run in runs {
-            self.check_run(ck, s, run);
+            self.check_run(ck, s, run, request);
             s += u64::from(run.len);
         }
     }
 
-    fn check_run(&self, ck: &mut Checker, lba: u64, run: &Run) {
+    fn check_run(&self, ck: &mut Checker, lba: u64, run: &Run, request: (u64, u64)) {
+        // Messages are built only for violations kept in full.
+        let ctx = || format!(" (read of {} sectors at LBA {})", request.1, request.0);
         match run.kind {
             RunKind::Data => {
                 if u64::from(run.lba) != lba {
                     ck.flag(Rule::MisdirectedRead, lba, || {
                         format!(
-                            "LBA {lba}: returned data of LBA {} (write #{}) for {} sectors",
-                            run.lba, run.write, run.len
+                            "LBA {lba}: returned data of LBA {} (write #{}) for {} sectors{}",
+                            run.lba,
+                            run.write,
+                            run.len,
+                            ctx()
                         )
                     });
                     return;
@@ -212,30 +218,32 @@ impl Oracle {
                         _ => Rule::PhantomData,
                     };
                     ck.flag(rule, at, || {
-                        format!("LBA {at}: returned write #{}, expected {}", run.write, describe(expected))
+                        format!("LBA {at}: returned write #{}, expected {}{}", run.write, describe(expected), ctx())
                     });
                 }
             }
             RunKind::Zero => {
                 if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED) {
-                    ck.flag(Rule::LostWrite, at, || format!("LBA {at}: returned zeros, expected {}", describe(e)));
+                    ck.flag(Rule::LostWrite, at, || {
+                        format!("LBA {at}: returned zeros, expected {}{}", describe(e), ctx())
+                    });
                 }
             }
             RunKind::Erased => {
                 if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER) {
                     ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash (0xFF), expected {}", describe(e))
+                        format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
                     });
                 }
             }
             RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
-                format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors", run.len)
+                format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors{}", run.len, ctx())
             }),
             RunKind::Garbage => ck.flag(Rule::CorruptRead, lba, || {
-                format!("LBA {lba}: returned torn or corrupted data for {} sectors", run.len)
+                format!("LBA {lba}: returned torn or corrupted data for {} sectors{}", run.len, ctx())
             }),
             RunKind::Unfilled => ck.flag(Rule::MissingData, lba, || {
-                format!("LBA {lba}: {} sectors were never filled by the FTL", run.len)
+                format!("LBA {lba}: {} sectors were never filled by the FTL{}", run.len, ctx())
             }),
         }
     }

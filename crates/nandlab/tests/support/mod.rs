@@ -1,8 +1,6 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
-pub mod buggy_ftl;
-
 use nandlab::config::Config;
 use nandlab::report::StressReport;
 use nandlab::run::stress::{self, StressOptions};

@@ -1,6 +1,15 @@
-//! A small page-mapped FTL with switchable, deliberate bugs, to prove that
-//! every checker catches what it claims to (and that the correct variant
-//! passes the same workloads).
+//! `buggy`: a small page-mapped FTL with switchable, *deliberate* bugs.
+//!
+//! It exists to prove that every checker catches what it claims to (the
+//! tests run each bug and expect its rule; the correct variant passes the
+//! same workloads), and to show what a finding looks like:
+//!
+//! ```sh
+//! nandlab stress --preset tiny --ftl buggy --ftl-opt bug=gc-stale-remap
+//! ```
+//!
+//! Most bugs are classics from real firmware (VST found several of them in
+//! the OpenSSD FTLs). Never use it for anything else.
 //!
 //! The FTL is simple on purpose: one write frontier, a global free-block
 //! queue, greedy victims found by a linear scan, and garbage collection that
@@ -9,15 +18,47 @@
 //! GC with host traffic. That interleaving is what makes the classic
 //! "GC copies a page the host has overwritten since" bug possible.
 
-use nandlab::flash::{BufId, Cause, Flash, FlashError, ProgramOp};
-use nandlab::ftl::{
-    check_range, Durability, Ftl, FtlEnv, FtlError, FtlInfo, FtlStats, Guarantee, IdleOutcome, IoRequest,
+use super::{
+    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
+    Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
-use nandlab::nand::{BlockAddr, PageAddr};
+use crate::flash::{BufId, Cause, Flash, FlashError, ProgramOp};
+use crate::nand::{BlockAddr, PageAddr};
+use serde::Deserialize;
 use std::collections::VecDeque;
 
+pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
+    name: "buggy",
+    summary: "DELIBERATELY BROKEN page-mapped FTL for demonstrating and testing the checkers",
+    options: &[OptionDoc {
+        name: "bug",
+        default: "none",
+        help: "none, skip-first-page, skip-first-page-maps-it, write-in-place, out-of-order, gc-stale-remap, \
+               gc-drops-valid-page, alias-two-lbas, ignores-trim, forgets-to-fill, programs-bad-blocks, \
+               block-past-end, multi-plane-on-one-plane, copyback-across-planes, reads-unwritten-pages, fails-writes",
+    }],
+    build: build_buggy,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuggyOptions {
+    #[serde(default = "no_bug")]
+    bug: Bug,
+}
+
+fn no_bug() -> Bug {
+    Bug::None
+}
+
+fn build_buggy(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    let o: BuggyOptions = parse_options("buggy", options)?;
+    Ok(Box::new(BuggyFtl::new(env, o.bug)))
+}
+
 /// The deliberate bugs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Bug {
     /// Correct.
     None,

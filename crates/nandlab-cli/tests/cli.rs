@@ -1,0 +1,109 @@
+//! The `nandlab` binary: exit codes, errors, reports.
+
+use std::process::Command;
+
+fn nandlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn a_clean_run_exits_0_prints_a_summary_and_writes_json() {
+    let json = std::env::temp_dir().join(format!("nandlab-cli-{}.json", std::process::id()));
+    let (code, out, err) =
+        nandlab(&["stress", "--preset", "tiny", "--seed", "5", "--remount", "--json", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PASS"), "{out}");
+    assert!(err.contains("seed 5"), "the seed is printed: {err}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    for key in [
+        "schema_version",
+        "seed",
+        "preset",
+        "ftl",
+        "wall_seconds",
+        "host",
+        "flash",
+        "waf",
+        "waf_steady",
+        "gc",
+        "violations",
+        "effective_host_gbps",
+        "peak_rss_bytes",
+    ] {
+        assert!(report.get(key).is_some(), "report lacks `{key}`");
+    }
+    for key in ["write_bytes", "read_bytes", "write_requests", "read_requests", "flush_requests", "trim_requests"] {
+        assert!(report["host"].get(key).is_some(), "host lacks `{key}`");
+    }
+    for key in ["page_programs", "page_reads", "block_erases", "copybacks"] {
+        assert!(report["flash"].get(key).is_some(), "flash lacks `{key}`");
+    }
+    assert_eq!(report["seed"], 5);
+    assert!(report["reproduce"].as_str().unwrap().contains("--seed 5"));
+}
+
+#[test]
+fn a_seed_is_drawn_and_printed_when_absent() {
+    let (code, _, err) = nandlab(&["stress", "--preset", "tiny", "--write_size", "0.2x"]);
+    assert_eq!(code, 0);
+    assert!(err.contains(", seed "), "{err}");
+}
+
+#[test]
+fn violations_exit_1_with_context_and_a_reproducer() {
+    let (code, out, _) =
+        nandlab(&["stress", "--preset", "tiny", "--seed", "3", "--ftl", "buggy", "--ftl-opt", "bug=gc-stale-remap"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(out.contains("stale_read") && out.contains("request"), "{out}");
+    assert!(out.contains("Reproduce with:") && out.contains("--seed 3"), "{out}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["stress", "--preset", "nope"], "unknown preset"),
+        (&["stress"], "--preset"),
+        (&["stress", "--preset", "tiny", "--bs", "1000"], "`bs`"),
+        (&["stress", "--preset", "tiny", "--rw", "sideways"], "--rw"),
+        (&["stress", "--preset", "tiny", "--ftl", "nosuch"], "unknown FTL"),
+        (&["stress", "--preset", "tiny", "--ftl-opt", "gc_policy=random-walk"], "gc_policy"),
+        (&["stress", "--preset", "tiny", "--rule", "stale_read=allow"], "always an error"),
+        (&["stress", "--config", "/nonexistent/device.toml"], "cannot read"),
+    ];
+    for (args, needle) in cases {
+        let (code, out, err) = nandlab(args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_bad_config_file_names_file_line_and_field() {
+    let path = std::env::temp_dir().join(format!("nandlab-bad-{}.toml", std::process::id()));
+    std::fs::write(&path, "[geometry]\nchannels = 2\nchips_per_channel = 1\ndies_per_chip = 1\nplanes_per_die = 1\nblocks_per_plane = 0\npages_per_block = 8\npage_size_bytes = 4096\noob_size_bytes = 64\nsector_size_bytes = 512\n").unwrap();
+    let (code, _, err) = nandlab(&["stress", "--config", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(code, 2);
+    assert!(err.contains(":6:") && err.contains("geometry.blocks_per_plane"), "{err}");
+}
+
+#[test]
+fn listings_name_what_exists() {
+    let (code, out, _) = nandlab(&["presets"]);
+    assert_eq!(code, 0);
+    for p in ["tiny", "femu-bbssd", "vst-jasmine", "mqsim-default"] {
+        assert!(out.contains(p), "{out}");
+    }
+    let (_, out, _) = nandlab(&["ftls"]);
+    assert!(out.contains("page") && out.contains("gc_policy"), "{out}");
+    let (_, out, _) = nandlab(&["rules"]);
+    assert!(out.contains("program_out_of_order") && out.contains("stale_read"), "{out}");
+}
