@@ -3,10 +3,11 @@
 //!
 //! # Algorithm
 //!
-//! - **Mapping.** One entry per logical page (`lpn → ppn`, 4 bytes), its
-//!   reverse (`ppn → lpn`, written when a page is programmed) and a valid
-//!   bit per physical page, all in device DRAM. Overwriting a page clears
-//!   one bit instead of writing the reverse map at a random place. A host write of a
+//! - **Mapping.** One entry per logical page (`lpn → ppn`, 4 bytes) and a
+//!   valid bit per physical page, in device DRAM. No reverse map is kept:
+//!   GC reads a valid page's logical page from its OOB, as firmware does,
+//!   so overwriting a page costs one bit, and DRAM is 4 bytes per logical
+//!   page plus an eighth of a byte per physical page. A host write of a
 //!   whole page programs it from the host buffer; a partial page is a
 //!   read-modify-write through a one-page buffer (never-written sectors
 //!   are filled with zeros, so they read as zeros).
@@ -138,8 +139,9 @@ impl Default for PageOptions {
 const NONE: u32 = u32::MAX;
 const UNMAPPED: u32 = u32::MAX;
 
-/// OOB layout: kind (1 byte), lpn or checkpoint page index (4), sequence (7).
-pub const OOB_BYTES: usize = 12;
+/// OOB layout: kind (1 byte), lpn or checkpoint page index (4), program
+/// sequence number (5 bytes: 2^40 programs before it would wrap).
+pub const OOB_BYTES: usize = 10;
 const OOB_DATA: u8 = 1;
 const OOB_CHECKPOINT: u8 = 2;
 const OOB_ERASED: u8 = 0xff;
@@ -150,13 +152,13 @@ fn encode_oob(kind: u8, index: u32, seq: u64) -> [u8; OOB_BYTES] {
     let mut o = [0u8; OOB_BYTES];
     o[0] = kind;
     o[1..5].copy_from_slice(&index.to_le_bytes());
-    o[5..12].copy_from_slice(&seq.to_le_bytes()[..7]);
+    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
     o
 }
 
 fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
     let mut seq = [0u8; 8];
-    seq[..7].copy_from_slice(&o[5..12]);
+    seq[..5].copy_from_slice(&o[5..10]);
     (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
 }
 
@@ -207,9 +209,6 @@ pub struct PageFtl {
     logical_sectors: u64,
     lpns: u32,
     l2p: Vec<u32>,
-    /// Logical page last programmed into each physical page (meaningful
-    /// only where the valid bit is set).
-    p2l: Vec<u32>,
     valid_bits: Vec<u64>,
     /// Reused by GC: (source page, logical page) of the victim's valid pages.
     gc_batch: Vec<(u32, u32)>,
@@ -289,7 +288,6 @@ impl PageFtl {
             logical_sectors: env.logical_sectors,
             lpns,
             l2p: Vec::new(),
-            p2l: Vec::new(),
             valid_bits: Vec::new(),
             gc_batch: Vec::with_capacity(ppb as usize),
             hinted: (0, 0),
@@ -313,13 +311,12 @@ impl PageFtl {
 
     /// Bytes of device DRAM the maps and block table take.
     fn dram_needed(g: &Geometry, lpns: u32) -> u64 {
-        u64::from(lpns) * 4 + g.pages() * 4 + g.pages().div_ceil(8) + u64::from(g.blocks()) * 32
+        u64::from(lpns) * 4 + g.pages().div_ceil(8) + u64::from(g.blocks()) * 32
     }
 
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let g = &self.geometry;
         self.l2p = large_vec(self.lpns as usize, UNMAPPED);
-        self.p2l = large_vec(g.pages() as usize, UNMAPPED);
         self.valid_bits = vec![0; g.pages().div_ceil(64) as usize];
         self.table.valid.fill(0);
         self.table.sealed_at.fill(0);
@@ -394,10 +391,9 @@ impl PageFtl {
         Ok(())
     }
 
-    /// Record that `ppn` now holds `lpn`; seal its block when it is full.
-    fn commit_page(&mut self, ppn: u32, lpn: u32) {
+    /// Record that `ppn` now holds valid data; seal its block when it is full.
+    fn commit_page(&mut self, ppn: u32) {
         let block = ppn / self.ppb;
-        self.p2l[ppn as usize] = lpn;
         self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
         self.table.valid[block as usize] += 1;
         if ppn % self.ppb == self.ppb - 1 {
@@ -453,7 +449,7 @@ impl PageFtl {
             self.invalidate(old);
         }
         self.l2p[lpn as usize] = ppn;
-        self.commit_page(ppn, lpn);
+        self.commit_page(ppn);
         Ok(())
     }
 
@@ -509,20 +505,29 @@ impl PageFtl {
             GcStream::Separate => Stream::Gc,
             GcStream::Shared => Stream::Host,
         };
-        // Gather the victim's valid pages first: the map entries they need
-        // are independent loads the CPU overlaps, instead of one cache miss
-        // after another inside the copy loop.
+        // Gather the victim's valid pages first, reading each one's logical
+        // page from its OOB (no reverse map is kept in DRAM), and prefetch
+        // the map entries they will update: independent loads the CPU
+        // overlaps, instead of one cache miss after another while copying.
         let first = victim * self.ppb;
         let mut batch = std::mem::take(&mut self.gc_batch);
         batch.clear();
+        let mut oob = [0u8; OOB_BYTES];
+        let mut result = Ok(());
         for src in first..first + self.ppb {
             if self.is_valid(src) {
-                let lpn = self.p2l[src as usize];
+                if let Err(e) = flash.read_oob(Cause::Gc, self.page_addr(src), &mut oob) {
+                    result = Err(e.into());
+                    break;
+                }
+                let (_, lpn, _) = decode_oob(&oob);
                 prefetch(&self.l2p, lpn as usize);
                 batch.push((src, lpn));
             }
         }
-        let result = self.copy_batch(flash, unit, victim, stream, &batch);
+        if result.is_ok() {
+            result = self.copy_batch(flash, unit, victim, stream, &batch);
+        }
         self.gc_batch = batch;
         result
     }
@@ -536,6 +541,7 @@ impl PageFtl {
         batch: &[(u32, u32)],
     ) -> Result<(), FtlError> {
         for &(src, lpn) in batch {
+            debug_assert_eq!(self.l2p.get(lpn as usize), Some(&src), "valid page {src} is not mapped by its OOB's lpn");
             let dst = self.alloc_page(flash, unit, stream)?;
             let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
             if self.opts.copyback {
@@ -548,7 +554,7 @@ impl PageFtl {
             self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
             self.table.valid[victim as usize] -= 1;
             self.l2p[lpn as usize] = dst;
-            self.commit_page(dst, lpn);
+            self.commit_page(dst);
         }
         Ok(())
     }
@@ -716,9 +722,8 @@ impl PageFtl {
 
     /// Derive reverse map, valid counts, free lists and candidates from `l2p`.
     fn rebuild_blocks(&mut self, written_pages: &[u32]) {
-        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+        for &ppn in &self.l2p {
             if ppn != UNMAPPED {
-                self.p2l[ppn as usize] = lpn as u32;
                 self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
                 self.table.valid[(ppn / self.ppb) as usize] += 1;
             }
@@ -936,9 +941,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn oob_round_trips_56_bit_sequence_numbers() {
-        let o = encode_oob(OOB_DATA, 0xdead_beef, (1 << 56) - 3);
-        assert_eq!(decode_oob(&o), (OOB_DATA, 0xdead_beef, (1 << 56) - 3));
+    fn oob_round_trips_40_bit_sequence_numbers() {
+        let o = encode_oob(OOB_DATA, 0xdead_beef, (1 << 40) - 3);
+        assert_eq!(decode_oob(&o), (OOB_DATA, 0xdead_beef, (1 << 40) - 3));
     }
 
     #[test]

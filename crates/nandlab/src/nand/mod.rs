@@ -3,14 +3,15 @@
 //!
 //! # What is stored
 //!
-//! Per page: a 16-byte slot (content kind, program count, and up to three
-//! words of content) and the OOB bytes the FTL declared it uses. A page
-//! written whole by one host request is one payload run and lives in the
-//! slot itself (`lba`, `write`); so does the commonest read-modify-write
-//! result, two runs of consecutive LBAs from two writes (`lba`, `write₁`,
-//! `write₂`, split point). Other multi-run pages, and FTL metadata pages
-//! (real bytes, trailing 0xFF trimmed), live in size-class slabs that
-//! recycle their slots when a block is erased. Per block: the write pointer (lowest page never
+//! Per page: a 24-byte slot (content kind, program count, and content) and
+//! the OOB bytes the FTL declared it uses. A page whose sectors are
+//! consecutive LBAs written by at most four host writes — a page written
+//! whole by one request, and what read-modify-write of 4 KiB pieces of a
+//! 16 KiB page produces — lives in the slot itself (first LBA, up to four
+//! write ids and three split points). Other pages (mixed LBAs, zero or
+//! erased sectors among data), and FTL metadata pages (real bytes, trailing
+//! 0xFF trimmed), live in size-class slabs that recycle their slots when a
+//! block is erased. Per block: the write pointer (lowest page never
 //! programmed), the P/E count and the bad flag.
 //!
 //! # Rules
@@ -42,35 +43,81 @@ use payload::{push_run, slice_runs, splice_runs, total_len, ClassSlab, Run, RunK
 
 /// Content kinds (low nibble of the per-page state byte).
 const K_ERASED: u8 = 0;
-const K_UNIFORM: u8 = 1;
+/// Up to four data runs of consecutive LBAs, inline in the slot.
+const K_INLINE: u8 = 1;
 const K_RUNS: u8 = 2;
 const K_META: u8 = 3;
 const K_ZERO: u8 = 4;
 const K_GARBAGE: u8 = 5;
-const K_SPLIT: u8 = 6;
+/// Runs a slot holds inline.
+const INLINE_RUNS: usize = 4;
 const KIND_MASK: u8 = 0x0f;
 
 /// What a host-data page read as metadata returns in stamp mode.
 pub const STAMP_AS_BYTES_PATTERN: u8 = 0xA5;
 
 /// The per-page slot. `state` is the content kind | program count << 4.
-/// Content: (lba, write) of a uniform page; (lba, write₁, write₂) with
-/// `split` of a two-run page; (handle, run count) of a run list; (handle,
-/// byte length) of a metadata page. One slot is one 16-byte load, so a page
-/// lookup costs one cache miss at most.
+/// Content: for inline data, the first LBA (`a`), the write id of each run
+/// (`w`) and where runs 2.. start (`splits`, 0 = unused); for a run list in
+/// the slab, (handle `a`, run count `w[0]`); for a metadata page, (handle
+/// `a`, byte length `w[0]`). One slot is one aligned load, so a page lookup
+/// costs one cache miss at most.
 #[derive(Copy, Clone, Default, Debug)]
 #[repr(C)]
 struct PageSlot {
     state: u8,
-    split: u8,
+    splits: [u8; INLINE_RUNS - 1],
     a: u32,
-    b: u32,
-    c: u32,
+    w: [u32; INLINE_RUNS],
 }
 
 impl PageSlot {
     fn content(kind: u8, a: u32, b: u32) -> PageSlot {
-        PageSlot { state: kind, split: 0, a, b, c: 0 }
+        PageSlot { state: kind, splits: [0; INLINE_RUNS - 1], a, w: [b, 0, 0, 0] }
+    }
+    /// The count or length of slab-backed content.
+    fn b(&self) -> u32 {
+        self.w[0]
+    }
+    /// Inline content for `runs`, if they fit: data runs of consecutive LBAs.
+    fn inline(runs: &[Run], sectors_per_page: u32) -> Option<PageSlot> {
+        let first = runs.first()?;
+        if runs.len() > INLINE_RUNS || (runs.len() > 1 && sectors_per_page > 255) {
+            return None;
+        }
+        let mut slot = PageSlot { state: K_INLINE, splits: [0; INLINE_RUNS - 1], a: first.lba, w: [0; INLINE_RUNS] };
+        let mut at = 0u32;
+        for (k, r) in runs.iter().enumerate() {
+            if r.kind != RunKind::Data || r.lba != first.lba.wrapping_add(at) {
+                return None;
+            }
+            if k > 0 {
+                slot.splits[k - 1] = at as u8;
+            }
+            slot.w[k] = r.write;
+            at += r.len;
+        }
+        Some(slot)
+    }
+    /// Append the inline runs covering sectors `first .. first+count`.
+    #[inline]
+    fn append_inline(&self, first: u32, count: u32, sectors_per_page: u32, out: &mut Vec<Run>) {
+        let end = first + count;
+        let mut start = 0u32;
+        for k in 0..INLINE_RUNS {
+            let stop = match self.splits.get(k) {
+                Some(&s) if s != 0 => u32::from(s),
+                _ => sectors_per_page,
+            };
+            if stop > first && start < end {
+                let from = first.max(start);
+                push_run(out, Run::data(self.a + from, self.w[k], end.min(stop) - from));
+            }
+            if stop >= end || stop == sectors_per_page {
+                break;
+            }
+            start = stop;
+        }
     }
 }
 
@@ -196,7 +243,7 @@ impl Nand {
         let slot = self.slots[i];
         match slot.state & KIND_MASK {
             K_ERASED => PageContent::Erased,
-            K_META => PageContent::Metadata(self.bytes.get(slot.a, slot.b as usize).to_vec()),
+            K_META => PageContent::Metadata(self.bytes.get(slot.a, slot.b() as usize).to_vec()),
             K_GARBAGE => PageContent::Garbage,
             _ => {
                 let mut v = Vec::new();
@@ -301,18 +348,13 @@ impl Nand {
     fn store_runs(&mut self, i: usize, runs: &[Run]) {
         self.free_content(i);
         let content = match runs {
-            [r] if r.kind == RunKind::Data => PageSlot::content(K_UNIFORM, r.lba, r.write),
+            _ if runs[0].kind == RunKind::Data => match PageSlot::inline(runs, self.sectors_per_page) {
+                Some(slot) => slot,
+                None => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
+            },
             [r] if r.kind == RunKind::Zero => PageSlot::content(K_ZERO, 0, 0),
             [r] if r.kind == RunKind::Erased => PageSlot::content(K_ERASED, 0, 0),
             [r] if r.kind == RunKind::Garbage => PageSlot::content(K_GARBAGE, 0, 0),
-            [r1, r2]
-                if r1.kind == RunKind::Data
-                    && r2.kind == RunKind::Data
-                    && r2.lba == r1.lba.wrapping_add(r1.len)
-                    && r1.len < 256 =>
-            {
-                PageSlot { state: K_SPLIT, split: r1.len as u8, a: r1.lba, b: r1.write, c: r2.write }
-            }
             _ => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
         };
         self.set_content(i, content);
@@ -323,18 +365,8 @@ impl Nand {
     fn append_page_runs(&self, i: usize, first: u32, count: u32, out: &mut Vec<Run>) {
         let slot = self.slots[i];
         match slot.state & KIND_MASK {
-            K_UNIFORM => push_run(out, Run::data(slot.a + first, slot.b, count)),
-            K_SPLIT => {
-                let (split, end) = (u32::from(slot.split), first + count);
-                if first < split {
-                    push_run(out, Run::data(slot.a + first, slot.b, end.min(split) - first));
-                }
-                if end > split {
-                    let from = first.max(split);
-                    push_run(out, Run::data(slot.a + from, slot.c, end - from));
-                }
-            }
-            K_RUNS => slice_runs(self.runs.get(slot.a, slot.b as usize), first, count, out),
+            K_INLINE => slot.append_inline(first, count, self.sectors_per_page, out),
+            K_RUNS => slice_runs(self.runs.get(slot.a, slot.b() as usize), first, count, out),
             K_ZERO => push_run(out, Run::filler(RunKind::Zero, count)),
             K_META => push_run(out, Run::filler(RunKind::Metadata, count)),
             K_GARBAGE => push_run(out, Run::filler(RunKind::Garbage, count)),
@@ -405,7 +437,7 @@ impl Nand {
         let slot = self.slots[i];
         match slot.state & KIND_MASK {
             K_META => {
-                let stored = self.bytes.get(slot.a, slot.b as usize);
+                let stored = self.bytes.get(slot.a, slot.b() as usize);
                 let n = stored.len().min(out.len());
                 out[..n].copy_from_slice(&stored[..n]);
                 out[n..].fill(0xff);
@@ -496,7 +528,7 @@ impl Nand {
         let len = data.iter().rposition(|&b| b != 0xff).map_or(0, |p| p + 1);
         if previous != 0 && self.slots[i].state & KIND_MASK == K_META {
             let slot = self.slots[i];
-            let mut merged = self.bytes.get(slot.a, slot.b as usize).to_vec();
+            let mut merged = self.bytes.get(slot.a, slot.b() as usize).to_vec();
             if merged.len() < len {
                 merged.resize(len, 0xff);
             }
@@ -561,8 +593,8 @@ impl Nand {
         let mut content = self.slots[s];
         content.state &= KIND_MASK;
         match content.state {
-            K_RUNS => content.a = self.runs.duplicate(content.a, content.b as usize),
-            K_META => content.a = self.bytes.duplicate(content.a, content.b as usize),
+            K_RUNS => content.a = self.runs.duplicate(content.a, content.b() as usize),
+            K_META => content.a = self.bytes.duplicate(content.a, content.b() as usize),
             _ => {}
         }
         self.set_content(d, content);
