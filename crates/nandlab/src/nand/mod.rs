@@ -5,13 +5,13 @@
 //!
 //! Per page: a 24-byte slot (content kind, program count, and content) and
 //! the OOB bytes the FTL declared it uses. A page whose sectors are
-//! consecutive LBAs written by at most four host writes — a page written
-//! whole by one request, and what read-modify-write of 4 KiB pieces of a
-//! 16 KiB page produces — lives in the slot itself (first LBA, up to four
-//! write ids and three split points). Other pages (mixed LBAs, zero or
-//! erased sectors among data), and FTL metadata pages (real bytes, trailing
-//! 0xFF trimmed), live in size-class slabs that recycle their slots when a
-//! block is erased. Per block: the write pointer (lowest page never
+//! consecutive LBAs in at most four runs of data, zeros or erased sectors —
+//! a page written whole by one request, and what read-modify-write of
+//! 4 KiB pieces of a 16 KiB page produces — lives in the slot itself (base
+//! LBA, up to four write ids and three split points). Other pages (LBAs
+//! from unrelated places, more runs), and FTL metadata pages (real bytes,
+//! trailing 0xFF trimmed), live in size-class slabs that recycle their
+//! slots when a block is erased. Per block: the write pointer (lowest page never
 //! programmed), the P/E count and the bad flag.
 //!
 //! # Rules
@@ -51,6 +51,9 @@ const K_ZERO: u8 = 4;
 const K_GARBAGE: u8 = 5;
 /// Runs a slot holds inline.
 const INLINE_RUNS: usize = 4;
+/// Inline "write ids" of filler runs (never real write ids, which stay below 2^31).
+const INLINE_ZERO: u32 = 0;
+const INLINE_ERASED: u32 = u32::MAX;
 const KIND_MASK: u8 = 0x0f;
 
 /// What a host-data page read as metadata returns in stamp mode.
@@ -79,26 +82,38 @@ impl PageSlot {
     fn b(&self) -> u32 {
         self.w[0]
     }
-    /// Inline content for `runs`, if they fit: data runs of consecutive LBAs.
+    /// Inline content for `runs`, if they fit: at most four runs, each
+    /// data of consecutive LBAs (one base LBA for the whole page), zeros or
+    /// erased sectors.
     fn inline(runs: &[Run], sectors_per_page: u32) -> Option<PageSlot> {
-        let first = runs.first()?;
-        if runs.len() > INLINE_RUNS || (runs.len() > 1 && sectors_per_page > 255) {
+        if runs.is_empty() || runs.len() > INLINE_RUNS || (runs.len() > 1 && sectors_per_page > 255) {
             return None;
         }
-        let mut slot = PageSlot { state: K_INLINE, splits: [0; INLINE_RUNS - 1], a: first.lba, w: [0; INLINE_RUNS] };
+        let mut slot = PageSlot { state: K_INLINE, splits: [0; INLINE_RUNS - 1], a: 0, w: [0; INLINE_RUNS] };
+        let mut base = None;
         let mut at = 0u32;
         for (k, r) in runs.iter().enumerate() {
-            if r.kind != RunKind::Data || r.lba != first.lba.wrapping_add(at) {
-                return None;
-            }
+            slot.w[k] = match r.kind {
+                RunKind::Data => {
+                    let b = *base.get_or_insert(r.lba.wrapping_sub(at));
+                    if r.lba != b.wrapping_add(at) {
+                        return None;
+                    }
+                    r.write
+                }
+                RunKind::Zero => INLINE_ZERO,
+                RunKind::Erased => INLINE_ERASED,
+                _ => return None,
+            };
             if k > 0 {
                 slot.splits[k - 1] = at as u8;
             }
-            slot.w[k] = r.write;
             at += r.len;
         }
+        slot.a = base?; // all fillers: not inline data
         Some(slot)
     }
+
     /// Append the inline runs covering sectors `first .. first+count`.
     #[inline]
     fn append_inline(&self, first: u32, count: u32, sectors_per_page: u32, out: &mut Vec<Run>) {
@@ -111,7 +126,15 @@ impl PageSlot {
             };
             if stop > first && start < end {
                 let from = first.max(start);
-                push_run(out, Run::data(self.a + from, self.w[k], end.min(stop) - from));
+                let len = end.min(stop) - from;
+                push_run(
+                    out,
+                    match self.w[k] {
+                        INLINE_ZERO => Run::filler(RunKind::Zero, len),
+                        INLINE_ERASED => Run::filler(RunKind::Erased, len),
+                        w => Run::data(self.a.wrapping_add(from), w, len),
+                    },
+                );
             }
             if stop >= end || stop == sectors_per_page {
                 break;
@@ -348,14 +371,13 @@ impl Nand {
     fn store_runs(&mut self, i: usize, runs: &[Run]) {
         self.free_content(i);
         let content = match runs {
-            _ if runs[0].kind == RunKind::Data => match PageSlot::inline(runs, self.sectors_per_page) {
-                Some(slot) => slot,
-                None => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
-            },
             [r] if r.kind == RunKind::Zero => PageSlot::content(K_ZERO, 0, 0),
             [r] if r.kind == RunKind::Erased => PageSlot::content(K_ERASED, 0, 0),
             [r] if r.kind == RunKind::Garbage => PageSlot::content(K_GARBAGE, 0, 0),
-            _ => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
+            _ => match PageSlot::inline(runs, self.sectors_per_page) {
+                Some(slot) => slot,
+                None => PageSlot::content(K_RUNS, self.runs.insert(runs), runs.len() as u32),
+            },
         };
         self.set_content(i, content);
     }
