@@ -39,47 +39,17 @@ pub enum StressBench {
     VstSeq,
 }
 
-/// The standard stress workloads: (name, description, stress arguments).
-const STRESS_WORKLOADS: [(&str, &str, &[&str]); 2] = [
+/// The standard stress workloads: (name, description, `nandlab stress` arguments).
+const STRESS_WORKLOADS: [(&str, &str, &str); 2] = [
     (
         "vst-rand",
         "uniform random, 8 KiB aligned, 8-64 KiB requests, 20 % reads, writes = 4x logical capacity, seed 12345",
-        &[
-            "--rw",
-            "randrw",
-            "--rwmixread",
-            "20",
-            "--bsrange",
-            "8k-64k",
-            "--blockalign",
-            "8k",
-            "--write_size",
-            "4x",
-            "--fsync",
-            "0",
-            "--trim_percent",
-            "0",
-            "--seed",
-            "12345",
-        ],
+        "--rw randrw --rwmixread 20 --bsrange 8k-64k --blockalign 8k --write_size 4x --fsync 0 --trim_percent 0 --seed 12345",
     ),
     (
         "vst-seq",
         "sequential 64 KiB writes, 4x logical capacity",
-        &[
-            "--rw",
-            "write",
-            "--bs",
-            "64k",
-            "--write_size",
-            "4x",
-            "--fsync",
-            "0",
-            "--trim_percent",
-            "0",
-            "--seed",
-            "12345",
-        ],
+        "--rw write --bs 64k --write_size 4x --fsync 0 --trim_percent 0 --seed 12345",
     ),
 ];
 
@@ -135,7 +105,7 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
                     .arg("stress")
                     .args(["--preset", preset, "--ftl", ftl, "--no-progress", "--json"])
                     .arg(&json)
-                    .args(args.iter())
+                    .args(args.split_whitespace())
                     .args(extra)
                     .stdout(std::process::Stdio::null())
                     .status();

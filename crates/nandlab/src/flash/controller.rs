@@ -248,6 +248,18 @@ impl FlashController {
         self.nand.geometry().page_size_bytes()
     }
 
+    /// Check the pages of a multi-plane operation (up to 16 planes are compared).
+    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr>) {
+        let mut list = [PageAddr(0); 16];
+        let mut n = 0;
+        for (slot, p) in list.iter_mut().zip(pages) {
+            *slot = p;
+            n += 1;
+        }
+        let mut ck = checker!(self, op);
+        self.nand.check_multi_plane(&mut ck, &list[..n]);
+    }
+
     /// Program a page from a buffer, without bookkeeping (shared by single and multi-plane).
     fn program_page(
         &mut self,
@@ -387,13 +399,7 @@ impl Flash for FlashController {
         };
         let bytes = self.page_bytes() * ops.len() as u32;
         let op = self.begin(OpKind::Program, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.src))?;
-        let mut pages = [PageAddr(0); 16];
-        let n = ops.len().min(16);
-        for (slot, o) in pages.iter_mut().zip(ops) {
-            *slot = o.page;
-        }
-        let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &pages[..n]);
+        self.check_planes(&op, ops.iter().map(|o| o.page));
         for o in ops {
             self.program_page(&op, o.page, o.src, o.src_sector, o.oob)?;
         }
@@ -407,13 +413,7 @@ impl Flash for FlashController {
         };
         let bytes = self.page_bytes() * ops.len() as u32;
         let op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
-        let mut pages = [PageAddr(0); 16];
-        let n = ops.len().min(16);
-        for (slot, o) in pages.iter_mut().zip(ops) {
-            *slot = o.page;
-        }
-        let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &pages[..n]);
+        self.check_planes(&op, ops.iter().map(|o| o.page));
         let spp = self.nand.geometry().sectors_per_page();
         for o in ops {
             self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut [])?;
@@ -427,14 +427,8 @@ impl Flash for FlashController {
             return Ok(());
         };
         let op = self.begin(OpKind::Erase, cause, first.0, None, blocks.len() as u32, 0, None)?;
-        let g = self.nand.geometry();
-        let mut pages = [PageAddr(0); 16];
-        let n = blocks.len().min(16);
-        for (slot, b) in pages.iter_mut().zip(blocks) {
-            *slot = g.page_addr(*b, 0);
-        }
-        let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &pages[..n]);
+        let g = self.nand.geometry().clone();
+        self.check_planes(&op, blocks.iter().map(|b| g.page_addr(*b, 0)));
         for b in blocks {
             let mut ck = checker!(self, op);
             self.nand.erase(&mut ck, *b)?;
