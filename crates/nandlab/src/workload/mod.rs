@@ -7,6 +7,7 @@
 pub mod distribution;
 pub mod size;
 pub mod synthetic;
+pub mod trace;
 
 use thiserror::Error;
 
