@@ -8,6 +8,7 @@ pub mod distribution;
 pub mod size;
 pub mod synthetic;
 pub mod trace;
+pub mod transform;
 
 use thiserror::Error;
 

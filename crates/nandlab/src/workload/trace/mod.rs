@@ -44,6 +44,7 @@ pub mod fio_iolog;
 mod hll;
 pub mod msr;
 pub mod parse;
+pub mod replay;
 pub mod source;
 pub mod spc;
 pub mod stats;

@@ -96,8 +96,8 @@ pub fn looks_like(line: &[u8]) -> bool {
         && parse_decimal_ns(f[4], 1).is_some()
 }
 
-/// Write one request as an SPC line (LBA in `sector_bytes` blocks, widened
-/// to whole blocks; seconds with 9 decimals). Flushes and trims have no SPC
+/// Write one request as an SPC line (LBA in `sector_bytes` blocks; an
+/// unaligned start is moved down to its block and the size grows to match; seconds with 9 decimals). Flushes and trims have no SPC
 /// form: returns `Ok(false)` without writing.
 pub fn write(w: &mut dyn Write, r: &TraceRequest, sector_bytes: u64) -> io::Result<bool> {
     let op = match r.op {
@@ -106,12 +106,7 @@ pub fn write(w: &mut dyn Write, r: &TraceRequest, sector_bytes: u64) -> io::Resu
         HostOp::Flush | HostOp::Trim => return Ok(false),
     };
     let lba = r.offset_bytes / sector_bytes;
-    let size = r.end_bytes().div_ceil(sector_bytes) * sector_bytes - lba * sector_bytes;
-    let size = if r.offset_bytes % sector_bytes == 0 {
-        r.size_bytes
-    } else {
-        size
-    };
+    let size = r.end_bytes() - lba * sector_bytes;
     writeln!(
         w,
         "{},{lba},{size},{op},{}.{:09}",
