@@ -30,6 +30,8 @@ pub enum BenchCommand {
         #[arg(last = true)]
         extra: Vec<String>,
     },
+    /// Trace parsing throughput per format (lines/s, MB/s) on generated files of ≥ 1 GiB.
+    Trace(crate::trace_bench::TraceBenchArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,6 +67,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             preset,
             extra,
         } => bench_stress(workload, runs.max(1), ftls, &preset, &extra),
+        BenchCommand::Trace(args) => crate::trace_bench::run(args),
     }
 }
 

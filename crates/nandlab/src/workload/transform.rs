@@ -453,6 +453,19 @@ impl Transformed {
     }
 }
 
+/// The trace's extent for `--trace-map scale`: the highest end offset of a
+/// kept read, write or trim, after alignment (one full pass over `reader`).
+pub fn measure_extent(mut reader: TraceReader, spec: &TransformSpec) -> Result<u64, TraceError> {
+    let mut extent = 0;
+    while let Some(r) = reader.next_request()? {
+        if r.op != HostOp::Flush && spec.keeps(&r) {
+            let (o, s) = spec.aligned(r.offset_bytes, r.size_bytes);
+            extent = extent.max(o.saturating_add(s));
+        }
+    }
+    Ok(extent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
