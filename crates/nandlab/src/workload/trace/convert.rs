@@ -17,7 +17,8 @@
 //! `--read_iolog=FILE --replay_redirect=/dev/…`. Sector-based targets widen
 //! byte ranges that are not sector-aligned to whole sectors (counted).
 //! Times are written as the transformed stream has them: by default the
-//! first request is at 0.
+//! first request is at 0. fio v2 expresses time only as `wait`s, so a
+//! request earlier than the one before it keeps the earlier request's time.
 
 use super::{disksim, fio_iolog, msr, spc, TraceRequest};
 use crate::workload::HostOp;
