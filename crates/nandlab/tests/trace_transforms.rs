@@ -171,3 +171,35 @@ fn replay_turns_bytes_into_sectors_and_skips_zero_lengths() {
     assert_eq!(report["transforms"]["out_of_range"], 1);
     assert_eq!(w.progress().done, w.progress().total.unwrap());
 }
+
+#[test]
+fn the_oracle_grain_follows_the_alignment_and_the_device() {
+    let p = trace_file("f.trace", TEXT);
+    let grain = |align: Option<u64>, capacity: u64| {
+        let r = TraceReader::open(&p, &ReaderOptions::for_format(TraceFormat::Mqsim)).unwrap();
+        let spec = TransformSpec {
+            align_bytes: align,
+            map: Some(DeviceMap {
+                rule: MapRule::Wrap,
+                capacity_bytes: capacity,
+                grain_bytes: 512,
+                extent_bytes: None,
+            }),
+            ..Default::default()
+        };
+        TraceWorkload::new(r, spec, 512)
+            .unwrap()
+            .alignment_sectors()
+    };
+    assert_eq!(grain(Some(4096), 64 * 4096), 8);
+    assert_eq!(
+        grain(None, 64 * 4096),
+        1,
+        "unaligned traces are tracked per sector"
+    );
+    assert_eq!(
+        grain(Some(4096), 64 * 4096 + 512),
+        1,
+        "wrap splits at an unaligned end"
+    );
+}
