@@ -4,8 +4,11 @@
 //! deterministic pseudo-random requests is generated in `--dir`, then read
 //! back `--runs` times through the reader alone (no transforms), on one
 //! thread. Lines/s and MB/s (10^6 bytes of text per second) are printed per
-//! run with their median. The file is freshly written, so it is normally in
-//! the page cache: this measures parsing, not the disk. Nothing is asserted.
+//! run with their median, both per second of wall time and per second of
+//! CPU time of the process (on a shared machine the CPU figure is the
+//! parser's speed on one core; the wall figure includes waiting for it).
+//! The file is freshly written, so it is normally in the page cache: this
+//! measures parsing, not the disk. Nothing is asserted.
 
 use clap::Args;
 use nandlab::workload::size::parse_bytes;
@@ -165,8 +168,8 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
         args.runs.max(1)
     );
     println!(
-        "{:10} {:>14} {:>10} {:>14} {:>10}  runs (lines/s)",
-        "format", "lines", "MB", "lines/s", "MB/s"
+        "{:10} {:>12} {:>8} {:>12} {:>8} {:>14} {:>10}  runs (lines/s wall)",
+        "format", "lines", "MB", "lines/s", "MB/s", "lines/CPU-s", "MB/CPU-s"
     );
     for format in formats {
         let path = dir.join(format!(
@@ -184,8 +187,10 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
         };
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
         let mut rates = Vec::new();
+        let mut cpu = Vec::new();
         for _ in 0..args.runs.max(1) {
             let started = Instant::now();
+            let cpu_start = nandlab::report::resources::cpu_seconds();
             let mut reader = match TraceReader::open(&path, &ReaderOptions::for_format(format)) {
                 Ok(r) => r,
                 Err(e) => {
@@ -205,19 +210,23 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
                 }
             }
             let secs = started.elapsed().as_secs_f64();
+            cpu.push(nandlab::report::resources::cpu_seconds() - cpu_start);
             assert_eq!(reader.counts().lines, lines, "every generated line is read");
             std::hint::black_box(requests);
             rates.push(secs);
         }
         let line_rates: Vec<f64> = rates.iter().map(|s| lines as f64 / s).collect();
         let secs = median(rates);
+        let cpu_secs = median(cpu).max(1e-9);
         println!(
-            "{:10} {:>14} {:>10.0} {:>14.0} {:>10.1}  {}",
+            "{:10} {:>12} {:>8.0} {:>12.0} {:>8.1} {:>14.0} {:>10.1}  {}",
             format.name(),
             lines,
             bytes as f64 / 1e6,
             lines as f64 / secs,
             bytes as f64 / 1e6 / secs,
+            lines as f64 / cpu_secs,
+            bytes as f64 / 1e6 / cpu_secs,
             line_rates
                 .iter()
                 .map(|r| format!("{:.2}M", r / 1e6))

@@ -51,6 +51,8 @@ pub struct FioParser {
     version: Option<u8>,
     unit_ns: Option<u64>,
     files: HashMap<Vec<u8>, u32>,
+    /// The file of the previous line and its number (logs rarely switch files).
+    last_file: Option<(Vec<u8>, u32)>,
     /// Version 2: sum of the waits so far, ns.
     waited_ns: u64,
 }
@@ -61,12 +63,19 @@ impl FioParser {
             version: None,
             unit_ns: time_unit.map(TimeUnit::ns),
             files: HashMap::new(),
+            last_file: None,
             waited_ns: 0,
         }
     }
 
     fn file_number(&mut self, line: &[u8], name: &[u8]) -> Result<u32, LineError> {
+        if let Some((last, n)) = &self.last_file {
+            if last.as_slice() == name {
+                return Ok(*n);
+            }
+        }
         if let Some(&n) = self.files.get(name) {
+            self.last_file = Some((name.to_vec(), n));
             return Ok(n);
         }
         if self.files.len() >= MAX_FILES {
@@ -79,6 +88,7 @@ impl FioParser {
         }
         let n = self.files.len() as u32;
         self.files.insert(name.to_vec(), n);
+        self.last_file = Some((name.to_vec(), n));
         Ok(n)
     }
 

@@ -45,7 +45,22 @@ impl LineError {
 /// An unsigned decimal integer (digits only, no sign, no spaces).
 #[inline]
 pub fn parse_u64(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 20 {
+    if b.is_empty() {
+        return None;
+    }
+    if b.len() <= 19 {
+        // 19 digits cannot overflow: no checked arithmetic on the hot path.
+        let mut v: u64 = 0;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+        }
+        return Some(v);
+    }
+    if b.len() > 20 {
         return None;
     }
     let mut v: u64 = 0;
@@ -81,17 +96,33 @@ pub fn parse_decimal_ns(b: &[u8], unit_ns: u64) -> Option<u64> {
     let whole = if int.is_empty() { 0 } else { parse_u64(int)? };
     let mut ns = whole.checked_mul(unit_ns)?;
     if !frac.is_empty() {
-        // Validate every digit, use the first 18 (enough below 1 ns for any unit ≤ 1 s).
         if !frac.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        let used = &frac[..frac.len().min(18)];
-        let digits = parse_u64(used)?;
-        let scale = 10u128.pow(used.len() as u32);
-        let part = u128::from(digits) * u128::from(unit_ns) / scale;
-        ns = ns.checked_add(part as u64)?;
+        ns = ns.checked_add(fraction_ns(frac, unit_ns))?;
     }
     Some(ns)
+}
+
+/// `0.frac` units of `unit_ns` in whole nanoseconds (truncated).
+#[inline]
+fn fraction_ns(frac: &[u8], unit_ns: u64) -> u64 {
+    // Units are powers of ten (1, 10^3, 10^6, 10^9 ns): only the first
+    // log10(unit) digits matter, and no division is needed.
+    let mut pow = 0u32;
+    let mut u = unit_ns;
+    while u > 1 && u % 10 == 0 {
+        u /= 10;
+        pow += 1;
+    }
+    if u == 1 {
+        let used = frac.len().min(pow as usize);
+        let digits = parse_u64(&frac[..used]).unwrap_or(0);
+        return digits * 10u64.pow(pow - used as u32);
+    }
+    let used = &frac[..frac.len().min(18)];
+    let digits = parse_u64(used).unwrap_or(0);
+    (u128::from(digits) * u128::from(unit_ns) / 10u128.pow(used.len() as u32)) as u64
 }
 
 /// Split a line at a separator byte, trimming ASCII spaces and tabs around
@@ -115,7 +146,7 @@ impl<'a> Iterator for CsvFields<'a> {
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         let rest = self.rest?;
-        let (field, next) = match memchr::memchr(self.sep, rest) {
+        let (field, next) = match rest.iter().position(|&c| c == self.sep) {
             Some(p) => (&rest[..p], Some(&rest[p + 1..])),
             None => (rest, None),
         };
@@ -181,8 +212,10 @@ pub fn trim(mut b: &[u8]) -> &[u8] {
 /// Whether a (trimmed) line is blank or a `#` comment.
 #[inline]
 pub fn is_blank_or_comment(line: &[u8]) -> bool {
-    let t = trim(line);
-    t.is_empty() || t[0] == b'#'
+    match line.iter().find(|&&c| !is_blank(c)) {
+        None => true,
+        Some(&c) => c == b'#',
+    }
 }
 
 #[cfg(test)]
