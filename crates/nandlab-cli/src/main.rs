@@ -39,7 +39,7 @@ enum Command {
         #[command(flatten)]
         workload: WorkloadArgs,
         #[command(flatten)]
-        trace: trace_cmd::StressTraceArgs,
+        trace: Box<trace_cmd::StressTraceArgs>,
         #[command(flatten)]
         run: RunArgs,
     },

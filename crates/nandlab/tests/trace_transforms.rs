@@ -18,7 +18,7 @@ fn trace_file(name: &str, text: &str) -> PathBuf {
 
 const TEXT: &str = "0 0 0 8 0\n10 0 16 8 0\n20 0 8 8 0\n30 0 0 8 1\n";
 
-fn run(path: &PathBuf, spec: TransformSpec) -> (Vec<TraceRequest>, Transformed) {
+fn run(path: &std::path::Path, spec: TransformSpec) -> (Vec<TraceRequest>, Transformed) {
     let r = TraceReader::open(path, &ReaderOptions::for_format(TraceFormat::Mqsim)).unwrap();
     let mut t = Transformed::new(r, spec).unwrap();
     let mut v = Vec::new();

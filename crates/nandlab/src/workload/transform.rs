@@ -152,7 +152,7 @@ impl TransformSpec {
                     m.capacity_bytes, m.grain_bytes
                 ));
             }
-            if m.rule == MapRule::Scale && m.extent_bytes.is_none_or(|e| e == 0) {
+            if m.rule == MapRule::Scale && m.extent_bytes.unwrap_or(0) == 0 {
                 return Err(
                     "--trace-map scale needs the trace's extent (measured or --trace-extent)"
                         .into(),

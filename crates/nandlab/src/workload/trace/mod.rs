@@ -464,7 +464,7 @@ impl Parser {
         let unit = o.time_unit.unwrap_or(format.default_time_unit());
         let sector = u64::from(o.sector_bytes);
         match format {
-            TraceFormat::Msr => Parser::Msr(msr::MsrParser::default()),
+            TraceFormat::Msr => Parser::Msr(msr::MsrParser),
             TraceFormat::Mqsim | TraceFormat::Disksim => {
                 let rw = o.ascii_rw.unwrap_or(if format == TraceFormat::Mqsim {
                     AsciiRw::Mqsim

@@ -7,7 +7,7 @@
 //!   trims. Exact, with a bitmap, while the highest address fits in the
 //!   bitmap budget (`bitmap_max_bytes`, 256 MiB by default: addresses up
 //!   to 1 TiB). Past that the bitmap is folded into a HyperLogLog sketch
-//!   ([`super::hll`]) over 4 KiB blocks and the result is an approximation
+//!   (`hll.rs`) over 4 KiB blocks and the result is an approximation
 //!   (relative standard error 0.81 %), said so in the table and the JSON
 //!   (`footprint_method`). In that mode a request larger than 1 GiB adds its
 //!   first 1 GiB to the sketch and the rest without deduplication, so the
@@ -131,7 +131,7 @@ impl Footprint {
                 set_bits(words, first, last + 1);
                 return;
             }
-            self.to_sketch();
+            self.switch_to_sketch();
         }
         if let Footprint::Sketch {
             hll,
@@ -148,7 +148,7 @@ impl Footprint {
         }
     }
 
-    fn to_sketch(&mut self) {
+    fn switch_to_sketch(&mut self) {
         let Footprint::Bitmap { words, .. } = self else {
             return;
         };
