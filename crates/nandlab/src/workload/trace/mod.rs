@@ -760,6 +760,8 @@ pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), Str
         .iter()
         .map(|l| parse::trim(l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|l| !parse::is_blank_or_comment(l))
+        // blkparse may print one of these per CPU before the events.
+        .filter(|l| !l.starts_with(b"Input file "))
         .take_while(|l| !blkparse::is_trailer(l))
         .take(32)
         .collect();
@@ -865,6 +867,12 @@ mod tests {
     fn sniffing_tolerates_a_header_and_refuses_garbage() {
         let text = b"Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n128166372003061629,hm,1,Read,3154152960,32768,23320\n";
         assert_eq!(sniff(text, true).unwrap().0, TraceFormat::Msr);
+        let mut blk = Vec::new();
+        for cpu in 0..8 {
+            blk.extend_from_slice(format!("Input file sdb.blktrace.{cpu} added\n").as_bytes());
+        }
+        blk.extend_from_slice(b"  8,16   5        2     0.000001850 18615  Q   R 1 + 8 [java]\n");
+        assert_eq!(sniff(&blk, true).unwrap().0, TraceFormat::Blkparse);
         let err = sniff(b"hello world\nthis is not a trace\n", true).unwrap_err();
         assert!(err.contains("--trace-format"), "{err}");
         assert!(sniff(b"\n\n", true).unwrap_err().contains("empty"));
