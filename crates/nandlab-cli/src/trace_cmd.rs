@@ -414,7 +414,7 @@ pub enum TraceCommand {
         /// Output file (`-` for standard output; .gz / .zst compress).
         #[arg(short, long)]
         output: PathBuf,
-        /// File name fio iologs use for device 0 (device N: NAME.N).
+        /// File name of the first device in fio iologs (the next ones: NAME.1, NAME.2, …).
         #[arg(long = "fio-file", default_value = "/dev/nandlab0")]
         fio_file: String,
         #[command(flatten)]

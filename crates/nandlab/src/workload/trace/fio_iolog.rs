@@ -193,7 +193,7 @@ pub struct FioWriter {
 }
 
 impl FioWriter {
-    /// `file_name` names device 0; device N > 0 is `file_name.N`.
+    /// The first device to appear is `file_name`, the next `file_name.1`, …
     pub fn new(version: u8, file_name: &str) -> Self {
         FioWriter {
             version,
@@ -205,10 +205,9 @@ impl FioWriter {
     }
 
     fn name(&self, device: u32) -> String {
-        if device == 0 {
-            self.file_name.clone()
-        } else {
-            format!("{}.{device}", self.file_name)
+        match self.opened.iter().position(|&d| d == device) {
+            Some(0) | None => self.file_name.clone(),
+            Some(i) => format!("{}.{i}", self.file_name),
         }
     }
 
@@ -228,9 +227,9 @@ impl FioWriter {
         }
         let us = r.time_ns / 1_000;
         if !self.opened.contains(&r.device) {
+            self.opened.push(r.device);
             let (p, n) = (self.prefix(us), self.name(r.device));
             writeln!(w, "{p}{n} add\n{p}{n} open")?;
-            self.opened.push(r.device);
         }
         if self.version == 2 && us > self.last_us {
             writeln!(w, "{} wait {} 0", self.name(r.device), us - self.last_us)?;
@@ -263,9 +262,10 @@ impl FioWriter {
             writeln!(w, "fio version {} iolog", self.version)?;
             self.started = true;
         }
-        for d in std::mem::take(&mut self.opened) {
+        for &d in &self.opened {
             writeln!(w, "{}{} close", self.prefix(self.last_us), self.name(d))?;
         }
+        self.opened.clear();
         Ok(())
     }
 }
