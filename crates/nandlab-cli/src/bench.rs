@@ -30,6 +30,8 @@ pub enum BenchCommand {
         #[arg(last = true)]
         extra: Vec<String>,
     },
+    /// Trace parsing throughput per format (lines/s, MB/s) on generated files of ≥ 1 GiB.
+    Trace(crate::trace_bench::TraceBenchArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -58,6 +60,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         BenchCommand::Stress { workload, runs, ftls, preset, extra } => {
             bench_stress(workload, runs.max(1), ftls, &preset, &extra)
         }
+        BenchCommand::Trace(args) => crate::trace_bench::run(args),
     }
 }
 

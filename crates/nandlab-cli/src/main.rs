@@ -5,6 +5,8 @@
 
 mod bench;
 mod options;
+mod trace_bench;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 use nandlab::config::{Config, PRESETS};
@@ -37,7 +39,14 @@ enum Command {
         #[command(flatten)]
         workload: WorkloadArgs,
         #[command(flatten)]
+        trace: Box<trace_cmd::StressTraceArgs>,
+        #[command(flatten)]
         run: RunArgs,
+    },
+    /// Recorded traces: `nandlab trace stats FILE`, `nandlab trace convert IN --to F -o OUT`.
+    Trace {
+        #[command(subcommand)]
+        which: trace_cmd::TraceCommand,
     },
     /// List the device presets.
     Presets,
@@ -45,7 +54,7 @@ enum Command {
     Ftls,
     /// List the rules nandlab checks.
     Rules,
-    /// Benchmarks: `nandlab bench stress`.
+    /// Benchmarks: `nandlab bench stress`, `nandlab bench trace`.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
@@ -60,7 +69,8 @@ const EXIT_VIOLATIONS: u8 = 1;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Stress { device, workload, run } => stress_command(&device, &workload, &run),
+        Command::Stress { device, workload, trace, run } => stress_command(&device, &workload, &trace, &run),
+        Command::Trace { which } => trace_cmd::run(which),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {
@@ -102,24 +112,39 @@ fn input_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_INPUT)
 }
 
-fn stress_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunArgs) -> ExitCode {
+fn stress_command(
+    device: &DeviceArgs,
+    workload_args: &WorkloadArgs,
+    trace: &trace_cmd::StressTraceArgs,
+    run: &RunArgs,
+) -> ExitCode {
     let config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
     };
+    let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
+        Err(e) => return input_error(e),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run),
+        Ok(None) => {}
+    }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
-    let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
-    let reproduce = options::reproduce_command(seed);
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,
             Err(e) => return input_error(e),
         };
-    eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
-    eprintln!("  workload: {}", nandlab::workload::Workload::describe(&workload));
+    run_stress(&config, &mut workload, seed, run)
+}
+
+/// Run `workload` on the device and report.
+fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, seed: u64, run: &RunArgs) -> ExitCode {
+    let reproduce = options::reproduce_command(seed);
+    eprintln!("  workload: {}", workload.describe());
     let opts = stress::StressOptions {
         seed,
         max_errors: run.max_errors,
@@ -129,7 +154,7 @@ fn stress_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunAr
         idle_every: run.idle_every,
     };
     let bar = progress_bar(run.no_progress);
-    let result = stress::run(&config, &mut workload, &opts, &mut |p| {
+    let result = stress::run(config, workload, &opts, &mut |p| {
         if let Some(b) = &bar {
             if let Some(t) = p.total {
                 b.set_length(t);
@@ -145,12 +170,16 @@ fn stress_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunAr
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
     report.reproduce = Some(reproduce);
-    finish_report(&report, run.json.as_deref())
+    let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
+    finish_report(&report, run.json.as_deref(), trace_line.as_deref())
 }
 
 /// Print the summary and violations, write JSON, and choose the exit code.
-fn finish_report(report: &StressReport, json: Option<&std::path::Path>) -> ExitCode {
+fn finish_report(report: &StressReport, json: Option<&std::path::Path>, extra: Option<&str>) -> ExitCode {
     print!("{}", report.summary());
+    if let Some(line) = extra {
+        println!("{line}");
+    }
     if !report.violations.is_empty() {
         println!(
             "\nFirst violations ({} kept of {} errors and {} warnings):",

@@ -15,8 +15,10 @@
 //!                          report (JSON, summary, violations)
 //! ```
 //!
-//! - [`workload`] produces host requests: fio-style synthetic patterns now,
-//!   recorded traces later. Requests stream; nothing is held in memory.
+//! - [`workload`] produces host requests: fio-style synthetic patterns, and
+//!   recorded block traces ([`workload::trace`], one reader per format) with
+//!   transforms ([`workload::transform`]). Requests stream; nothing is held
+//!   in memory.
 //! - [`run`] is the host side: a [`run::Session`] hands each request to the
 //!   FTL in a buffer, records writes in the oracle and checks reads. The
 //!   modes (`stress` now; `perf`, `crash` next) are built on it.

@@ -2,11 +2,15 @@
 //!
 //! A [`Workload`] yields [`HostRequest`]s one at a time, so a workload of
 //! any length runs in bounded memory. [`synthetic`] generates fio-style
-//! patterns; trace readers (one per format) replay recorded I/O.
+//! patterns; [`trace`] reads recorded block traces (one reader per format),
+//! [`transform`] fits them to a device, and [`trace::replay`] turns them
+//! into host requests.
 
 pub mod distribution;
 pub mod size;
 pub mod synthetic;
+pub mod trace;
+pub mod transform;
 
 use thiserror::Error;
 

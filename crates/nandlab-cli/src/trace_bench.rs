@@ -1,0 +1,230 @@
+//! `nandlab bench trace`: parsing throughput of every reader.
+//!
+//! For each format a file of at least `--size` bytes (1 GiB by default) of
+//! deterministic pseudo-random requests is generated in `--dir`, then read
+//! back `--runs` times through the reader alone (no transforms), on one
+//! thread. Lines/s and MB/s (10^6 bytes of text per second) are printed per
+//! run with their median, both per second of wall time and per second of
+//! CPU time of the process (on a shared machine the CPU figure is the
+//! parser's speed on one core; the wall figure includes waiting for it).
+//! The file is freshly written, so it is normally in the page cache: this
+//! measures parsing, not the disk. Nothing is asserted.
+
+use clap::Args;
+use nandlab::workload::size::parse_bytes;
+use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct TraceBenchArgs {
+    /// Size of each generated file.
+    #[arg(long, default_value = "1g")]
+    size: String,
+    /// Where to write the files (default: the system's temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Formats to measure (comma-separated; default all).
+    #[arg(long)]
+    formats: Option<String>,
+    /// Parsing runs per format (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Keep the generated files.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// A small deterministic generator (SplitMix64).
+struct Gen(u64);
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Write one line of `format` for request `i`.
+fn line(w: &mut impl Write, format: TraceFormat, i: u64, g: &mut Gen) -> std::io::Result<()> {
+    let r = g.next();
+    let sectors = 8u64 << (r % 5);
+    let lba = (r >> 8) % (1 << 31) / 8 * 8;
+    let read = r & (1 << 60) != 0;
+    let t_ns = i * 12_345;
+    match format {
+        TraceFormat::Msr => writeln!(
+            w,
+            "{},hm,{},{},{},{},{}",
+            128166372003061629 + t_ns / 100,
+            r % 4,
+            if read { "Read" } else { "Write" },
+            lba * 512,
+            sectors * 512,
+            r % 100_000
+        ),
+        TraceFormat::Mqsim => writeln!(w, "{t_ns} {} {lba} {sectors} {}", r % 4, u8::from(read)),
+        TraceFormat::Disksim => {
+            writeln!(w, "{}.{:06} {} {lba} {sectors} {}", t_ns / 1_000_000, t_ns % 1_000_000, r % 4, u8::from(read))
+        }
+        TraceFormat::Spc => writeln!(
+            w,
+            "{},{lba},{},{},{}.{:06}",
+            r % 4,
+            sectors * 512,
+            if read { 'r' } else { 'w' },
+            t_ns / 1_000_000_000,
+            t_ns / 1_000 % 1_000_000
+        ),
+        TraceFormat::Fio => writeln!(
+            w,
+            "{} /dev/nvme0n1 {} {} {}",
+            t_ns / 1000,
+            if read { "read" } else { "write" },
+            lba * 512,
+            sectors * 512
+        ),
+        TraceFormat::Blkparse => {
+            // A request's life in blkparse's default output: Q, G, I, D, C.
+            let rwbs = if read { "R" } else { "WS" };
+            let (s, ns) = (t_ns / 1_000_000_000, t_ns % 1_000_000_000);
+            let action = ["Q", "G", "I", "D", "C"][(i % 5) as usize];
+            let tail = if action == "C" { "[0]" } else { "[fio]" };
+            writeln!(
+                w,
+                "  8,16   {:>1} {:>8} {s:>5}.{ns:09} {:>5}  {action} {rwbs:>3} {lba} + {sectors} {tail}",
+                r % 8,
+                i + 1,
+                1000 + r % 30_000
+            )
+        }
+    }
+}
+
+fn generate(path: &Path, format: TraceFormat, size: u64) -> std::io::Result<u64> {
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let mut g = Gen(0x5eed);
+    let mut written = 0u64;
+    let mut lines = 0u64;
+    if format == TraceFormat::Fio {
+        let header = "fio version 3 iolog\n0 /dev/nvme0n1 add\n0 /dev/nvme0n1 open\n";
+        w.write_all(header.as_bytes())?;
+        written += header.len() as u64;
+        lines += 3;
+    }
+    let mut buf = Vec::with_capacity(256);
+    while written < size {
+        buf.clear();
+        line(&mut buf, format, lines, &mut g)?;
+        w.write_all(&buf)?;
+        written += buf.len() as u64;
+        lines += 1;
+    }
+    w.flush()?;
+    Ok(lines)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn run(args: TraceBenchArgs) -> ExitCode {
+    let size = match parse_bytes(&args.size) {
+        Ok(s) if s > 0 => s,
+        _ => {
+            eprintln!("error: --size {}: expected a size such as 1g", args.size);
+            return ExitCode::from(2);
+        }
+    };
+    let formats: Vec<TraceFormat> = match &args.formats {
+        None => TraceFormat::ALL.to_vec(),
+        Some(list) => match list.split(',').map(|f| f.trim().parse()).collect() {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: --formats: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    println!(
+        "nandlab bench trace — {} per file, {} run(s) per format, one thread, reader only (file in the page cache)",
+        nandlab::workload::trace::stats::human_bytes(size),
+        args.runs.max(1)
+    );
+    println!(
+        "{:10} {:>12} {:>8} {:>12} {:>8} {:>14} {:>10}  runs (lines/s wall)",
+        "format", "lines", "MB", "lines/s", "MB/s", "lines/CPU-s", "MB/CPU-s"
+    );
+    for format in formats {
+        let path = dir.join(format!("nandlab-bench-{}-{}.trace", format.name(), std::process::id()));
+        let lines = match generate(&path, format, size) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                let _ = std::fs::remove_file(&path);
+                return ExitCode::from(2);
+            }
+        };
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
+        let mut rates = Vec::new();
+        let mut cpu = Vec::new();
+        for _ in 0..args.runs.max(1) {
+            let started = Instant::now();
+            let cpu_start = nandlab::report::resources::cpu_seconds();
+            let mut reader = match TraceReader::open(&path, &ReaderOptions::for_format(format)) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut requests = 0u64;
+            loop {
+                match reader.next_request() {
+                    Ok(Some(_)) => requests += 1,
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let secs = started.elapsed().as_secs_f64();
+            cpu.push(nandlab::report::resources::cpu_seconds() - cpu_start);
+            assert_eq!(reader.counts().lines, lines, "every generated line is read");
+            std::hint::black_box(requests);
+            rates.push(secs);
+        }
+        let line_rates: Vec<f64> = rates.iter().map(|s| lines as f64 / s).collect();
+        let secs = median(rates);
+        let cpu_secs = median(cpu).max(1e-9);
+        println!(
+            "{:10} {:>12} {:>8.0} {:>12.0} {:>8.1} {:>14.0} {:>10.1}  {}",
+            format.name(),
+            lines,
+            bytes as f64 / 1e6,
+            lines as f64 / secs,
+            bytes as f64 / 1e6 / secs,
+            lines as f64 / cpu_secs,
+            bytes as f64 / 1e6 / cpu_secs,
+            line_rates.iter().map(|r| format!("{:.2}M", r / 1e6)).collect::<Vec<_>>().join(" ")
+        );
+        if args.keep {
+            println!("           kept {}", path.display());
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    ExitCode::SUCCESS
+}

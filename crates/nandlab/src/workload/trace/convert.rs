@@ -1,0 +1,143 @@
+//! `nandlab trace convert`: write a (transformed) trace in another format,
+//! so the same requests can be fed to fio or MQSim side by side.
+//!
+//! | target | writes | flush | trim |
+//! |--------|--------|-------|------|
+//! | `fio` (v3) | header, `add`/`open` per file, `µs file op offset length`, `close` | `sync` | `trim` |
+//! | `fio-v2` | same without timestamps; gaps become `wait` lines (µs) | `sync` | `trim` |
+//! | `mqsim` | `ns device lba size type` (512 B sectors, 0 = write, 1 = read) | dropped | dropped |
+//! | `disksim` | `ms device blkno bcount flags` (flags 1 = read, 0 = write) | dropped | dropped |
+//! | `msr` | `ticks,nandlab,disk,Read/Write,offset,size,0` | dropped | dropped |
+//! | `spc` | `asu,lba,size,r/w,seconds` | dropped | dropped |
+//!
+//! MQSim, DiskSim, MSR and SPC have no flush or trim: conversion drops them,
+//! counts them, and the CLI says how many (it never turns them into writes
+//! or reads, which would change what the device stores). fio names device 0
+//! after `--fio-file` and device N `FILE.N`; replay it with fio's
+//! `--read_iolog=FILE --replay_redirect=/dev/…`. Sector-based targets widen
+//! byte ranges that are not sector-aligned to whole sectors (counted).
+//! Times are written as the transformed stream has them: by default the
+//! first request is at 0. fio v2 expresses time only as `wait`s, so a
+//! request earlier than the one before it keeps the earlier request's time.
+
+use super::{disksim, fio_iolog, msr, spc, TraceRequest};
+use crate::workload::HostOp;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// Formats `trace convert` writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetFormat {
+    Fio,
+    FioV2,
+    Mqsim,
+    Disksim,
+    Msr,
+    Spc,
+}
+
+impl std::str::FromStr for TargetFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "fio" | "fio-v3" => TargetFormat::Fio,
+            "fio-v2" => TargetFormat::FioV2,
+            "mqsim" => TargetFormat::Mqsim,
+            "disksim" => TargetFormat::Disksim,
+            "msr" => TargetFormat::Msr,
+            "spc" | "umass" => TargetFormat::Spc,
+            other => return Err(format!("cannot write `{other}` (fio, fio-v2, mqsim, disksim, msr, spc)")),
+        })
+    }
+}
+
+impl TargetFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetFormat::Fio => "fio",
+            TargetFormat::FioV2 => "fio-v2",
+            TargetFormat::Mqsim => "mqsim",
+            TargetFormat::Disksim => "disksim",
+            TargetFormat::Msr => "msr",
+            TargetFormat::Spc => "spc",
+        }
+    }
+    /// The reader format that reads this target back.
+    pub fn reader(self) -> super::TraceFormat {
+        use super::TraceFormat as F;
+        match self {
+            TargetFormat::Fio | TargetFormat::FioV2 => F::Fio,
+            TargetFormat::Mqsim => F::Mqsim,
+            TargetFormat::Disksim => F::Disksim,
+            TargetFormat::Msr => F::Msr,
+            TargetFormat::Spc => F::Spc,
+        }
+    }
+}
+
+/// What a conversion wrote and dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ConvertCounts {
+    pub written: u64,
+    pub dropped_flushes: u64,
+    pub dropped_trims: u64,
+    /// Requests widened to whole sectors by a sector-based target.
+    pub widened_to_sectors: u64,
+}
+
+/// Writes requests in a target format.
+pub struct TraceWriter<W: Write> {
+    out: W,
+    target: TargetFormat,
+    fio: Option<fio_iolog::FioWriter>,
+    counts: ConvertCounts,
+}
+
+/// Sector size of the sector-based targets.
+const SECTOR: u64 = 512;
+
+impl<W: Write> TraceWriter<W> {
+    /// `fio_file`: the file name fio logs use for device 0.
+    pub fn new(out: W, target: TargetFormat, fio_file: &str) -> Self {
+        let fio = match target {
+            TargetFormat::Fio => Some(fio_iolog::FioWriter::new(3, fio_file)),
+            TargetFormat::FioV2 => Some(fio_iolog::FioWriter::new(2, fio_file)),
+            _ => None,
+        };
+        TraceWriter { out, target, fio, counts: ConvertCounts::default() }
+    }
+
+    pub fn write(&mut self, r: &TraceRequest) -> io::Result<()> {
+        let sector_based = matches!(self.target, TargetFormat::Mqsim | TargetFormat::Disksim | TargetFormat::Spc);
+        let written = match self.target {
+            TargetFormat::Fio | TargetFormat::FioV2 => {
+                self.fio.as_mut().expect("fio targets have a writer").write(&mut self.out, r)?
+            }
+            TargetFormat::Mqsim => disksim::write(&mut self.out, r, true, SECTOR)?,
+            TargetFormat::Disksim => disksim::write(&mut self.out, r, false, SECTOR)?,
+            TargetFormat::Msr => msr::write(&mut self.out, r)?,
+            TargetFormat::Spc => spc::write(&mut self.out, r, SECTOR)?,
+        };
+        if written {
+            self.counts.written += 1;
+            if sector_based && (r.offset_bytes % SECTOR != 0 || r.size_bytes % SECTOR != 0) {
+                self.counts.widened_to_sectors += 1;
+            }
+        } else if r.op == HostOp::Flush {
+            self.counts.dropped_flushes += 1;
+        } else {
+            self.counts.dropped_trims += 1;
+        }
+        Ok(())
+    }
+
+    /// Finish the file (fio: `close` lines) and return the writer.
+    pub fn finish(mut self) -> io::Result<(W, ConvertCounts)> {
+        if let Some(f) = self.fio.as_mut() {
+            f.finish(&mut self.out)?;
+        }
+        self.out.flush()?;
+        Ok((self.out, self.counts))
+    }
+}

@@ -1,0 +1,779 @@
+//! Recorded block traces: readers (one per format), format sniffing, and
+//! the [`TraceRequest`] they all produce.
+//!
+//! | format (`--trace-format`) | file | where it is defined |
+//! |---------------------------|------|---------------------|
+//! | `msr`      | MSR Cambridge CSV `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime` | [`msr`]: SNIA IOTTA repository, trace set 388 (Narayanan et al., FAST '08) |
+//! | `mqsim`    | `arrival_ns device lba size type`, type 0 = write, 1 = read | [`disksim`]: MQSim, `src/exec/IO_Flow_Trace_Based.cpp` and its `traces/` |
+//! | `disksim`  | `arrival_ms device blkno bcount flags`, flags bit 0 = read | [`disksim`]: DiskSim 4.0 reference manual (CMU-PDL-08-101), "ascii" input format |
+//! | `blkparse` | `blkparse` default text output | [`blkparse`]: `blkparse(1)` man page, DEFAULT OUTPUT and RWBS DESCRIPTION |
+//! | `spc`      | SPC / UMass `ASU,LBA,Size,Opcode,Timestamp` | [`spc`]: UMass Trace Repository, "SPC trace file format specification" (Storage Performance Council, 2002) |
+//! | `fio`      | fio iolog version 2 and 3 | [`fio_iolog`]: fio `HOWTO.rst`, "Trace file format" |
+//!
+//! Every reader streams: one reused line buffer, bytes parsed in place, no
+//! allocation per line, memory bounded whatever the trace's length. `.gz`
+//! and `.zst` files are read transparently (recognised by their magic
+//! bytes, see [`source`]). A malformed line is a [`TraceError::BadLine`]
+//! naming the file, the line number, the field and what was expected; with
+//! [`ReaderOptions::skip_bad_lines`] it is counted instead, and the first
+//! few are kept as examples for the report.
+//!
+//! Rules common to every format (decisions where the formats are silent):
+//!
+//! - Blank lines and lines whose first non-blank byte is `#` are ignored.
+//! - In the CSV and ASCII formats (`msr`, `spc`, `mqsim`, `disksim`) the
+//!   first non-blank line may be a header: if it does not parse and starts
+//!   with a letter, it is ignored (and counted among the ignored lines).
+//! - Times are kept as the file states them, converted to nanoseconds
+//!   (`time_ns`); replay rebases them so the first request arrives at 0.
+//! - Offsets and sizes are kept in bytes. Sector-based formats multiply by
+//!   [`ReaderOptions::sector_bytes`] (512 unless told otherwise).
+//! - Zero-length reads, writes and trims are valid records: `trace stats`
+//!   counts them, replay skips them (and counts them).
+//!
+//! `--trace-format auto` ([`sniff`]) looks at the first lines and says
+//! which format it chose and why; MQSim and DiskSim ASCII share a layout,
+//! and the sniffer tells them apart by the time field (DiskSim writes
+//! fractional milliseconds, MQSim integer nanoseconds) and the type field
+//! (MQSim only has 0 and 1).
+
+pub mod blkparse;
+pub mod convert;
+pub mod disksim;
+pub mod fio_iolog;
+mod hll;
+pub mod msr;
+pub mod parse;
+pub mod replay;
+pub mod source;
+pub mod spc;
+pub mod stats;
+
+use super::HostOp;
+use parse::LineError;
+use source::{Compression, LineFault, LineSource};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// One request of a trace, in the trace's own terms (bytes, nanoseconds).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TraceRequest {
+    pub op: HostOp,
+    /// Byte offset on the traced device (0 for a flush).
+    pub offset_bytes: u64,
+    /// Length in bytes (0 for a flush; may be 0 for others).
+    pub size_bytes: u64,
+    /// Time as the trace states it, in ns (absolute or relative, per format).
+    pub time_ns: u64,
+    /// Device, disk or ASU number (blkparse: `major << 20 | minor`).
+    pub device: u32,
+    /// Line of the file it came from (1-based).
+    pub line: u64,
+}
+
+impl TraceRequest {
+    /// The end offset (exclusive), saturating.
+    pub fn end_bytes(&self) -> u64 {
+        self.offset_bytes.saturating_add(self.size_bytes)
+    }
+}
+
+/// The trace formats nandlab reads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    Msr,
+    Mqsim,
+    Disksim,
+    Blkparse,
+    Spc,
+    Fio,
+}
+
+impl TraceFormat {
+    pub const ALL: [TraceFormat; 6] = [
+        TraceFormat::Msr,
+        TraceFormat::Mqsim,
+        TraceFormat::Disksim,
+        TraceFormat::Blkparse,
+        TraceFormat::Spc,
+        TraceFormat::Fio,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Msr => "msr",
+            TraceFormat::Mqsim => "mqsim",
+            TraceFormat::Disksim => "disksim",
+            TraceFormat::Blkparse => "blkparse",
+            TraceFormat::Spc => "spc",
+            TraceFormat::Fio => "fio",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            TraceFormat::Msr => "MSR Cambridge CSV (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)",
+            TraceFormat::Mqsim => "MQSim ASCII (arrival_ns device lba_sectors size_sectors type; 0 = write, 1 = read)",
+            TraceFormat::Disksim => "DiskSim ASCII (arrival_ms device blkno bcount flags; flags bit 0 = read)",
+            TraceFormat::Blkparse => "blkparse default text output",
+            TraceFormat::Spc => "SPC / UMass CSV (ASU,LBA,Size,Opcode,Timestamp)",
+            TraceFormat::Fio => "fio iolog version 2 or 3",
+        }
+    }
+
+    /// The time unit of the format's time field when none is given.
+    pub fn default_time_unit(self) -> TimeUnit {
+        match self {
+            TraceFormat::Mqsim => TimeUnit::Ns,
+            TraceFormat::Disksim => TimeUnit::Ms,
+            TraceFormat::Spc | TraceFormat::Blkparse => TimeUnit::S,
+            TraceFormat::Fio => TimeUnit::Us,
+            // FILETIME ticks: fixed, see `msr`.
+            TraceFormat::Msr => TimeUnit::Ns,
+        }
+    }
+
+    /// Whether `--trace-time-unit` means anything for this format.
+    pub fn time_unit_adjustable(self) -> bool {
+        matches!(self, TraceFormat::Mqsim | TraceFormat::Disksim | TraceFormat::Spc | TraceFormat::Fio)
+    }
+}
+
+impl std::fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for TraceFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "msr" | "msr-cambridge" => TraceFormat::Msr,
+            "mqsim" => TraceFormat::Mqsim,
+            "disksim" => TraceFormat::Disksim,
+            "blkparse" | "blktrace" => TraceFormat::Blkparse,
+            "spc" | "umass" => TraceFormat::Spc,
+            "fio" | "fio-iolog" | "iolog" => TraceFormat::Fio,
+            other => {
+                return Err(format!("unknown trace format `{other}` (auto, msr, mqsim, disksim, blkparse, spc, fio)"))
+            }
+        })
+    }
+}
+
+/// A unit for a trace's time field.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl TimeUnit {
+    pub fn ns(self) -> u64 {
+        match self {
+            TimeUnit::Ns => 1,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::S => 1_000_000_000,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Ns => "ns",
+            TimeUnit::Us => "us",
+            TimeUnit::Ms => "ms",
+            TimeUnit::S => "s",
+        }
+    }
+}
+
+impl std::str::FromStr for TimeUnit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "ns" => TimeUnit::Ns,
+            "us" | "µs" => TimeUnit::Us,
+            "ms" => TimeUnit::Ms,
+            "s" => TimeUnit::S,
+            other => return Err(format!("unknown time unit `{other}` (ns, us, ms, s)")),
+        })
+    }
+}
+
+/// How the fifth field of an MQSim/DiskSim ASCII line gives the direction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AsciiRw {
+    /// MQSim: 0 = write, 1 = read; anything else is an error.
+    Mqsim,
+    /// DiskSim: a flags word, bit 0 set = read, clear = write.
+    Disksim,
+}
+
+impl std::str::FromStr for AsciiRw {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mqsim" => Ok(AsciiRw::Mqsim),
+            "disksim" => Ok(AsciiRw::Disksim),
+            other => Err(format!(
+                "unknown read/write convention `{other}` (mqsim: 0 = write, 1 = read; disksim: flags bit 0 = read)"
+            )),
+        }
+    }
+}
+
+/// Which blkparse events become requests.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum BlkparseEvents {
+    /// `C`: requests the device completed (default).
+    #[default]
+    Completed,
+    /// `Q`: I/O queued by the submitter, before merging.
+    Queued,
+    /// `D`: requests issued to the device driver.
+    Issued,
+}
+
+impl BlkparseEvents {
+    pub fn action(self) -> &'static [u8] {
+        match self {
+            BlkparseEvents::Completed => b"C",
+            BlkparseEvents::Queued => b"Q",
+            BlkparseEvents::Issued => b"D",
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            BlkparseEvents::Completed => "completed",
+            BlkparseEvents::Queued => "queued",
+            BlkparseEvents::Issued => "issued",
+        }
+    }
+}
+
+impl std::str::FromStr for BlkparseEvents {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "completed" | "C" => Ok(BlkparseEvents::Completed),
+            "queued" | "Q" => Ok(BlkparseEvents::Queued),
+            "issued" | "D" => Ok(BlkparseEvents::Issued),
+            other => Err(format!("unknown blkparse event `{other}` (completed, queued, issued)")),
+        }
+    }
+}
+
+/// How to read a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReaderOptions {
+    /// The format (`None`: sniff it from the first lines).
+    pub format: Option<TraceFormat>,
+    /// Unit of the time field (formats with a free unit only; default per format).
+    pub time_unit: Option<TimeUnit>,
+    /// Direction convention of the ASCII formats (default per variant).
+    pub ascii_rw: Option<AsciiRw>,
+    /// Which blkparse events are requests (blkparse only).
+    pub blkparse_events: Option<BlkparseEvents>,
+    /// Bytes per LBA unit of the sector-based formats (mqsim, disksim, blkparse, spc).
+    pub sector_bytes: u32,
+    /// Count malformed lines and go on instead of stopping at the first.
+    pub skip_bad_lines: bool,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        ReaderOptions {
+            format: None,
+            time_unit: None,
+            ascii_rw: None,
+            blkparse_events: None,
+            sector_bytes: 512,
+            skip_bad_lines: false,
+        }
+    }
+}
+
+impl ReaderOptions {
+    /// Options for `format` with every default.
+    pub fn for_format(format: TraceFormat) -> Self {
+        ReaderOptions { format: Some(format), ..Default::default() }
+    }
+
+    /// Reject options that mean nothing for `format`.
+    fn check_for(&self, format: TraceFormat) -> Result<(), String> {
+        if self.time_unit.is_some() && !format.time_unit_adjustable() {
+            return Err(format!("--trace-time-unit does not apply to {format} traces (their time unit is fixed)"));
+        }
+        if self.ascii_rw.is_some() && !matches!(format, TraceFormat::Mqsim | TraceFormat::Disksim) {
+            return Err(format!("--ascii-rw applies to mqsim and disksim traces only, not {format}"));
+        }
+        if self.blkparse_events.is_some() && format != TraceFormat::Blkparse {
+            return Err(format!("--blkparse-events applies to blkparse traces only, not {format}"));
+        }
+        if self.sector_bytes == 0 || !self.sector_bytes.is_power_of_two() {
+            return Err(format!("--trace-sector-bytes {}: must be a power of two", self.sector_bytes));
+        }
+        Ok(())
+    }
+}
+
+/// A trace that cannot be read.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum TraceError {
+    /// The file as a whole: cannot be opened, read, decompressed, or recognised.
+    #[error("{file}: {message}")]
+    File { file: String, message: String },
+    /// A malformed line.
+    #[error("{file}:{line}: field `{field}`: expected {expected}; found {found}")]
+    BadLine { file: String, line: u64, field: &'static str, expected: &'static str, found: String },
+    /// A well-formed request that the chosen transforms refuse.
+    #[error("{file}:{line}: {message}")]
+    Request { file: String, line: u64, message: String },
+}
+
+/// Show the offending bytes of a line: quoted, escaped, at most 80 characters.
+fn show_found(line: &[u8], (s, e): (usize, usize)) -> String {
+    let part = line.get(s..e).unwrap_or(line);
+    if part.is_empty() {
+        return "nothing".into();
+    }
+    let mut out = String::from("`");
+    for (i, c) in part.escape_ascii().enumerate() {
+        if i >= 80 {
+            out.push('…');
+            break;
+        }
+        out.push(c as char);
+    }
+    out.push('`');
+    out
+}
+
+/// Requests parsed from one line, waiting to be handed out (a blkparse line
+/// with a preflush and FUA gives three).
+#[derive(Default)]
+pub struct Pending {
+    items: [Option<TraceRequest>; 4],
+    head: usize,
+    len: usize,
+}
+
+impl Pending {
+    /// Queue a request (line number filled in by the reader).
+    #[inline]
+    pub fn push(&mut self, op: HostOp, offset_bytes: u64, size_bytes: u64, time_ns: u64, device: u32) {
+        debug_assert!(self.head + self.len < self.items.len());
+        self.items[self.head + self.len] =
+            Some(TraceRequest { op, offset_bytes, size_bytes, time_ns, device, line: 0 });
+        self.len += 1;
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<TraceRequest> {
+        if self.len == 0 {
+            return None;
+        }
+        let r = self.items[self.head].take();
+        self.head += 1;
+        self.len -= 1;
+        if self.len == 0 {
+            self.head = 0;
+        }
+        r
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn clear(&mut self) {
+        *self = Pending::default();
+    }
+    fn stamp_line(&mut self, line: u64) {
+        for r in self.items[self.head..self.head + self.len].iter_mut().flatten() {
+            r.line = line;
+        }
+    }
+}
+
+/// The per-format line parsers, dispatched by a match (no virtual call).
+enum Parser {
+    Msr(msr::MsrParser),
+    Ascii(disksim::AsciiParser),
+    Blkparse(blkparse::BlkparseParser),
+    Spc(spc::SpcParser),
+    Fio(fio_iolog::FioParser),
+}
+
+impl Parser {
+    fn new(format: TraceFormat, o: &ReaderOptions) -> Parser {
+        let unit = o.time_unit.unwrap_or(format.default_time_unit());
+        let sector = u64::from(o.sector_bytes);
+        match format {
+            TraceFormat::Msr => Parser::Msr(msr::MsrParser),
+            TraceFormat::Mqsim | TraceFormat::Disksim => {
+                let rw =
+                    o.ascii_rw.unwrap_or(if format == TraceFormat::Mqsim { AsciiRw::Mqsim } else { AsciiRw::Disksim });
+                Parser::Ascii(disksim::AsciiParser::new(unit, rw, sector))
+            }
+            TraceFormat::Blkparse => {
+                Parser::Blkparse(blkparse::BlkparseParser::new(o.blkparse_events.unwrap_or_default(), sector))
+            }
+            TraceFormat::Spc => Parser::Spc(spc::SpcParser::new(unit, sector)),
+            TraceFormat::Fio => Parser::Fio(fio_iolog::FioParser::new(o.time_unit)),
+        }
+    }
+
+    #[inline]
+    fn parse(&mut self, line: &[u8], out: &mut Pending) -> Result<(), LineError> {
+        match self {
+            Parser::Msr(p) => p.parse(line, out),
+            Parser::Ascii(p) => p.parse(line, out),
+            Parser::Blkparse(p) => p.parse(line, out),
+            Parser::Spc(p) => p.parse(line, out),
+            Parser::Fio(p) => p.parse(line, out),
+        }
+    }
+
+    /// Whether the first content line may be a header to ignore.
+    fn allows_header(&self) -> bool {
+        matches!(self, Parser::Msr(_) | Parser::Ascii(_) | Parser::Spc(_))
+    }
+}
+
+/// What a reader has seen so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReadCounts {
+    /// Lines read (all passes when the trace is repeated).
+    pub lines: u64,
+    /// Requests produced.
+    pub requests: u64,
+    /// Blank, comment and header lines, and events that are not requests.
+    pub ignored_lines: u64,
+    /// Malformed lines skipped (`--skip-bad-lines`).
+    pub skipped_bad_lines: u64,
+}
+
+/// Malformed lines kept in full for the report when skipping them.
+pub const BAD_LINE_EXAMPLES: usize = 10;
+
+/// Bytes of the decompressed trace looked at to sniff its format.
+const SNIFF_BYTES: usize = 64 * 1024;
+
+/// A streaming reader of one trace file.
+pub struct TraceReader {
+    name: String,
+    path: Option<PathBuf>,
+    options: ReaderOptions,
+    format: TraceFormat,
+    chosen_because: Option<String>,
+    compression: Compression,
+    lines: LineSource,
+    parser: Parser,
+    pending: Pending,
+    file_bytes_read: Arc<AtomicU64>,
+    file_bytes_before: u64,
+    file_bytes: Option<u64>,
+    seen_content: bool,
+    counts: ReadCounts,
+    bad_examples: Vec<String>,
+}
+
+impl TraceReader {
+    /// Open `path` (plain, `.gz` or `.zst`) with `options`.
+    pub fn open(path: &Path, options: &ReaderOptions) -> Result<TraceReader, TraceError> {
+        let name = path.display().to_string();
+        let opened = source::open(path)
+            .map_err(|e| TraceError::File { file: name.clone(), message: format!("cannot open: {e}") })?;
+        let mut r = Self::from_opened(name, opened, options)?;
+        r.path = Some(path.to_path_buf());
+        Ok(r)
+    }
+
+    /// Read a trace held in memory (tests, fuzzing); `name` is used in errors.
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, options: &ReaderOptions) -> Result<TraceReader, TraceError> {
+        let opened = source::from_bytes(bytes)
+            .map_err(|e| TraceError::File { file: name.to_string(), message: format!("cannot decompress: {e}") })?;
+        Self::from_opened(name.to_string(), opened, options)
+    }
+
+    fn from_opened(
+        name: String,
+        mut opened: source::Opened,
+        options: &ReaderOptions,
+    ) -> Result<TraceReader, TraceError> {
+        let file_error = |message: String| TraceError::File { file: name.clone(), message };
+        let (format, chosen_because, prefix) = match options.format {
+            Some(f) => (f, None, Vec::new()),
+            None => {
+                let sample = source::read_prefix(&mut opened.reader, SNIFF_BYTES)
+                    .map_err(|e| file_error(format!("cannot read ({} compression): {e}", opened.compression.name())))?;
+                let complete = sample.len() < SNIFF_BYTES;
+                let (f, why) = sniff(&sample, complete).map_err(file_error)?;
+                (f, Some(why), sample)
+            }
+        };
+        options.check_for(format).map_err(file_error)?;
+        Ok(TraceReader {
+            parser: Parser::new(format, options),
+            lines: LineSource::new(opened.reader, &prefix),
+            name,
+            path: None,
+            options: options.clone(),
+            format,
+            chosen_because,
+            compression: opened.compression,
+            pending: Pending::default(),
+            file_bytes_read: opened.file_bytes_read,
+            file_bytes_before: 0,
+            file_bytes: opened.file_bytes,
+            seen_content: false,
+            counts: ReadCounts::default(),
+            bad_examples: Vec::new(),
+        })
+    }
+
+    /// Start again from the first line (the file is reopened). Counts add up.
+    pub fn rewind(&mut self) -> Result<(), TraceError> {
+        let Some(path) = self.path.clone() else {
+            return Err(TraceError::File {
+                file: self.name.clone(),
+                message: "cannot be read again (not a file)".into(),
+            });
+        };
+        let opened = source::open(&path)
+            .map_err(|e| TraceError::File { file: self.name.clone(), message: format!("cannot reopen: {e}") })?;
+        self.file_bytes_before += self.file_bytes_read.load(Ordering::Relaxed);
+        self.file_bytes_read = opened.file_bytes_read;
+        self.lines = LineSource::new(opened.reader, b"");
+        self.parser = Parser::new(self.format, &self.options);
+        self.pending.clear();
+        self.seen_content = false;
+        Ok(())
+    }
+
+    /// The next request, `None` at the end of the file.
+    #[inline]
+    pub fn next_request(&mut self) -> Result<Option<TraceRequest>, TraceError> {
+        loop {
+            if let Some(r) = self.pending.pop() {
+                self.counts.requests += 1;
+                return Ok(Some(r));
+            }
+            let (line_no, line) = match self.lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => return Ok(None),
+                Err(LineFault::Io(e)) => {
+                    return Err(TraceError::File {
+                        file: self.name.clone(),
+                        message: format!(
+                            "read error after line {} ({} compression): {e}",
+                            self.lines.line_no(),
+                            self.compression.name()
+                        ),
+                    })
+                }
+                Err(LineFault::TooLong) => {
+                    return Err(TraceError::File {
+                        file: self.name.clone(),
+                        message: format!(
+                            "line {} is longer than {} bytes: not a text trace?",
+                            self.lines.line_no(),
+                            source::MAX_LINE_BYTES
+                        ),
+                    })
+                }
+            };
+            self.counts.lines += 1;
+            if parse::is_blank_or_comment(line) {
+                self.counts.ignored_lines += 1;
+                continue;
+            }
+            let first_content = !self.seen_content;
+            self.seen_content = true;
+            match self.parser.parse(line, &mut self.pending) {
+                Ok(()) => {
+                    if self.pending.is_empty() {
+                        self.counts.ignored_lines += 1;
+                    } else {
+                        self.pending.stamp_line(line_no);
+                    }
+                }
+                Err(e) => {
+                    self.pending.clear();
+                    if first_content
+                        && self.parser.allows_header()
+                        && parse::trim(line).first().is_some_and(u8::is_ascii_alphabetic)
+                    {
+                        self.counts.ignored_lines += 1;
+                        continue;
+                    }
+                    let err = TraceError::BadLine {
+                        file: self.name.clone(),
+                        line: line_no,
+                        field: e.field,
+                        expected: e.expected,
+                        found: show_found(line, e.found),
+                    };
+                    if !self.options.skip_bad_lines {
+                        return Err(err);
+                    }
+                    self.counts.skipped_bad_lines += 1;
+                    if self.bad_examples.len() < BAD_LINE_EXAMPLES {
+                        self.bad_examples.push(err.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn format(&self) -> TraceFormat {
+        self.format
+    }
+    /// Why `--trace-format auto` chose the format (`None` if it was given).
+    pub fn chosen_because(&self) -> Option<&str> {
+        self.chosen_because.as_deref()
+    }
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+    pub fn options(&self) -> &ReaderOptions {
+        &self.options
+    }
+    pub fn counts(&self) -> &ReadCounts {
+        &self.counts
+    }
+    /// The first malformed lines skipped, as error messages.
+    pub fn bad_line_examples(&self) -> &[String] {
+        &self.bad_examples
+    }
+    /// File bytes read so far, over every pass.
+    pub fn file_bytes_read(&self) -> u64 {
+        self.file_bytes_before + self.file_bytes_read.load(Ordering::Relaxed)
+    }
+    /// The file's size in bytes, if known.
+    pub fn file_bytes(&self) -> Option<u64> {
+        self.file_bytes
+    }
+    /// A one-line description: `blkparse (auto: …), gzip`.
+    pub fn describe(&self) -> String {
+        let mut d = format!("{} {}", self.format, self.name);
+        if let Some(why) = &self.chosen_because {
+            d += &format!(" (auto: {why})");
+        }
+        if self.compression != Compression::None {
+            d += &format!(", {}", self.compression.name());
+        }
+        d
+    }
+}
+
+/// Recognise the format from the start of a (decompressed) trace.
+/// `complete` says whether `sample` is the whole file (its last line is then
+/// complete too). Returns the format and a sentence saying why.
+pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), String> {
+    let mut lines: Vec<&[u8]> = sample.split(|&c| c == b'\n').collect();
+    if !complete && lines.len() > 1 {
+        lines.pop(); // possibly cut in the middle
+    }
+    let content: Vec<&[u8]> = lines
+        .iter()
+        .map(|l| parse::trim(l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|l| !parse::is_blank_or_comment(l))
+        // blkparse may print one of these per CPU before the events.
+        .filter(|l| !l.starts_with(b"Input file "))
+        .take_while(|l| !blkparse::is_trailer(l))
+        .take(32)
+        .collect();
+    let Some(first) = content.first() else {
+        return Err("the trace is empty: no line to recognise its format from".into());
+    };
+    if let Some(v) = fio_iolog::header_version(first) {
+        return Ok((TraceFormat::Fio, format!("first line is the fio iolog version {v} header")));
+    }
+    let n = content.len();
+    let count = |f: fn(&[u8]) -> bool| content.iter().filter(|l| f(l)).count();
+    let candidates = [
+        (
+            TraceFormat::Blkparse,
+            count(blkparse::looks_like),
+            "lines start `major,minor cpu sequence seconds.nanoseconds pid action`",
+        ),
+        (TraceFormat::Msr, count(msr::looks_like), "7 comma-separated fields with Type Read/Write"),
+        (TraceFormat::Spc, count(spc::looks_like), "comma-separated ASU,LBA,Size,Opcode,Timestamp with opcode r/w"),
+        (TraceFormat::Mqsim, count(disksim::looks_like), "5 blank-separated numeric fields"),
+    ];
+    let (mut format, hits, why) = candidates.iter().copied().max_by_key(|c| c.1).expect("candidates");
+    // One unrecognised line (a header) is tolerated.
+    if hits == 0 || hits + 1 < n {
+        return Err(format!(
+            "cannot recognise the trace format from its first {n} line(s) (first: {}); give --trace-format (msr, mqsim, disksim, blkparse, spc, fio)",
+            show_found(first, (0, first.len()))
+        ));
+    }
+    let mut why = format!("{hits} of the first {n} lines match: {why}");
+    if format == TraceFormat::Mqsim {
+        let (f, detail) = disksim::which_variant(&content);
+        format = f;
+        why += &format!("; {detail}");
+    }
+    Ok((format, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in TraceFormat::ALL {
+            assert_eq!(f.name().parse::<TraceFormat>().unwrap(), f);
+        }
+        assert!("csv".parse::<TraceFormat>().unwrap_err().contains("msr"));
+    }
+
+    #[test]
+    fn sniffing_tells_every_format_apart() {
+        let cases: [(&[u8], TraceFormat); 7] = [
+            (b"fio version 2 iolog\n/dev/sda add\n", TraceFormat::Fio),
+            (b"128166372003061629,hm,1,Read,3154152960,32768,23320\n", TraceFormat::Msr),
+            (b"0,303567,3584,w,0.000000\n1,55590,3072,r,0.026214\n", TraceFormat::Spc),
+            (b"938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n", TraceFormat::Mqsim),
+            (b"13.191135 30 0 5 1\n17.829285 20 576560 6 1\n", TraceFormat::Disksim),
+            (b"0 1 2 3 4\n5 6 7 8 9\n", TraceFormat::Disksim),
+            (b"  8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]\n", TraceFormat::Blkparse),
+        ];
+        for (text, want) in cases {
+            let (got, why) = sniff(text, true).unwrap();
+            assert_eq!(got, want, "{}: {why}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn sniffing_tolerates_a_header_and_refuses_garbage() {
+        let text = b"Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n128166372003061629,hm,1,Read,3154152960,32768,23320\n";
+        assert_eq!(sniff(text, true).unwrap().0, TraceFormat::Msr);
+        let mut blk = Vec::new();
+        for cpu in 0..8 {
+            blk.extend_from_slice(format!("Input file sdb.blktrace.{cpu} added\n").as_bytes());
+        }
+        blk.extend_from_slice(b"  8,16   5        2     0.000001850 18615  Q   R 1 + 8 [java]\n");
+        assert_eq!(sniff(&blk, true).unwrap().0, TraceFormat::Blkparse);
+        let err = sniff(b"hello world\nthis is not a trace\n", true).unwrap_err();
+        assert!(err.contains("--trace-format"), "{err}");
+        assert!(sniff(b"\n\n", true).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn options_that_mean_nothing_for_the_format_are_refused() {
+        let o = ReaderOptions { time_unit: Some(TimeUnit::Ms), ..ReaderOptions::for_format(TraceFormat::Msr) };
+        let e = TraceReader::from_bytes("x", b"".to_vec(), &o).err().unwrap();
+        assert!(e.to_string().contains("--trace-time-unit"), "{e}");
+    }
+}

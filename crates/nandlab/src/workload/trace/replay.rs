@@ -1,0 +1,199 @@
+//! Replaying a trace as a [`Workload`]: transformed trace requests become
+//! host requests in the device's sectors.
+//!
+//! - Offsets and sizes in bytes become sectors, widened to whole sectors
+//!   when the trace is finer (counted).
+//! - Zero-length reads, writes and trims are skipped (counted); a flush
+//!   is a flush.
+//! - A request of more than 2^32 − 1 sectors is issued as consecutive
+//!   pieces of at most that many.
+//! - The arrival time is the transformed time (first request at 0).
+//! - Progress is the bytes read from the trace file (compressed bytes for
+//!   `.gz`/`.zst`); with `--trace-repeat-until`, the bytes written towards
+//!   the target.
+
+use super::super::transform::{TransformSpec, Transformed};
+use super::super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress};
+use super::TraceReader;
+use serde_json::json;
+
+/// A trace replayed on a device.
+pub struct TraceWorkload {
+    stream: Transformed,
+    sector_bytes: u64,
+    alignment_sectors: u32,
+    /// The rest of a request longer than 2^32 − 1 sectors: (start, sectors left).
+    rest: Option<(HostRequest, u64)>,
+    zero_length_skipped: u64,
+    widened_to_sectors: u64,
+}
+
+impl TraceWorkload {
+    /// Replay `reader` through `spec` on a device with `sector_bytes` sectors.
+    /// The spec must map into the device (`spec.map`), so every request fits.
+    pub fn new(reader: TraceReader, spec: TransformSpec, sector_bytes: u32) -> Result<TraceWorkload, String> {
+        let Some(map) = spec.map else {
+            return Err("a replayed trace needs a device map".into());
+        };
+        let sector = u64::from(sector_bytes);
+        if let Some(n) = spec.repeat_until_written_bytes {
+            if n % sector != 0 {
+                return Err(format!("--trace-repeat-until {n}: must be a multiple of the {sector}-byte sector"));
+            }
+        }
+        if let Some(s) = spec.repeat_offset_bytes {
+            if s % sector != 0 {
+                return Err(format!("--trace-repeat-offset {s}: must be a multiple of the {sector}-byte sector"));
+            }
+        }
+        // The oracle's grain: what every offset and size is a multiple of.
+        let alignment_sectors = match spec.align_bytes {
+            None => 1,
+            Some(a) => {
+                let mut g = gcd(a, map.capacity_bytes);
+                for v in [spec.repeat_until_written_bytes, spec.repeat_offset_bytes].into_iter().flatten() {
+                    g = gcd(g, v);
+                }
+                if spec.repeat_until_written_bytes.is_some() && spec.repeat_offset_bytes.is_none() {
+                    g = gcd(g, 1 << 20);
+                }
+                if g % sector != 0 {
+                    1
+                } else {
+                    let s = g / sector;
+                    1u32 << s.trailing_zeros().min(16)
+                }
+            }
+        };
+        Ok(TraceWorkload {
+            stream: Transformed::new(reader, spec)?,
+            sector_bytes: sector,
+            alignment_sectors,
+            rest: None,
+            zero_length_skipped: 0,
+            widened_to_sectors: 0,
+        })
+    }
+
+    pub fn stream(&self) -> &Transformed {
+        &self.stream
+    }
+
+    /// Issue at most 2^32 − 1 sectors of `total` from `r`, keeping the rest.
+    fn split(&mut self, mut r: HostRequest, total: u64) -> HostRequest {
+        const MAX: u64 = u32::MAX as u64;
+        if total > MAX {
+            let rest = HostRequest { lba: r.lba + MAX, ..r };
+            self.rest = Some((rest, total - MAX));
+            r.sectors = u32::MAX;
+        } else {
+            r.sectors = total as u32;
+        }
+        r
+    }
+}
+
+impl Workload for TraceWorkload {
+    fn next_request(&mut self) -> Result<Option<HostRequest>, WorkloadError> {
+        if let Some((rest, total)) = self.rest.take() {
+            return Ok(Some(self.split(rest, total)));
+        }
+        loop {
+            let Some(t) = self.stream.next_request().map_err(|e| WorkloadError(e.to_string()))? else {
+                return Ok(None);
+            };
+            let base = HostRequest { op: t.op, lba: 0, sectors: 0, arrival_ns: t.time_ns, job: 0 };
+            if t.op == HostOp::Flush {
+                return Ok(Some(base));
+            }
+            if t.size_bytes == 0 {
+                self.zero_length_skipped += 1;
+                continue;
+            }
+            let lba = t.offset_bytes / self.sector_bytes;
+            let end = t.end_bytes().div_ceil(self.sector_bytes);
+            if t.offset_bytes % self.sector_bytes != 0 || t.size_bytes % self.sector_bytes != 0 {
+                self.widened_to_sectors += 1;
+            }
+            return Ok(Some(self.split(HostRequest { lba, ..base }, end - lba)));
+        }
+    }
+
+    fn progress(&self) -> WorkloadProgress {
+        let spec = self.stream.spec();
+        match spec.repeat_until_written_bytes {
+            Some(n) => WorkloadProgress { done: self.stream.counts().written_bytes, total: Some(n) },
+            None => WorkloadProgress {
+                done: self.stream.reader().file_bytes_read(),
+                total: self.stream.reader().file_bytes(),
+            },
+        }
+    }
+
+    fn alignment_sectors(&self) -> u32 {
+        self.alignment_sectors
+    }
+
+    fn describe(&self) -> String {
+        let s = self.stream.spec();
+        let mut d = format!("trace {}", self.stream.reader().describe());
+        if !s.devices.is_empty() {
+            d += &format!(" devices={:?}", s.devices);
+        }
+        if !s.ops.is_empty() {
+            let ops: Vec<&str> = s.ops.iter().map(|o| op_name(*o)).collect();
+            d += &format!(" ops={}", ops.join(","));
+        }
+        if s.speed != 1.0 {
+            d += &format!(" speed={}", s.speed);
+        }
+        if let Some(a) = s.align_bytes {
+            d += &format!(" align={a}");
+        }
+        if let Some(m) = s.map {
+            d += &format!(" map={}", m.rule.name());
+        }
+        if let Some(n) = s.repeat_until_written_bytes {
+            d += &format!(" repeat_until={n}");
+        }
+        if let Some(n) = s.max_requests {
+            d += &format!(" requests={n}");
+        }
+        d
+    }
+
+    fn report(&self) -> Option<serde_json::Value> {
+        let r = self.stream.reader();
+        Some(json!({
+            "kind": "trace",
+            "file": r.name(),
+            "format": r.format(),
+            "format_chosen_because": r.chosen_because(),
+            "compression": r.compression(),
+            "file_bytes": r.file_bytes(),
+            "file_bytes_read": r.file_bytes_read(),
+            "read": r.counts(),
+            "bad_line_examples": r.bad_line_examples(),
+            "transforms": self.stream.counts(),
+            "zero_length_skipped": self.zero_length_skipped,
+            "widened_to_sectors": self.widened_to_sectors,
+        }))
+    }
+}
+
+pub(crate) fn op_name(op: HostOp) -> &'static str {
+    match op {
+        HostOp::Read => "read",
+        HostOp::Write => "write",
+        HostOp::Trim => "trim",
+        HostOp::Flush => "flush",
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}

@@ -1,0 +1,12 @@
+//! Fuzz the spc trace reader: arbitrary bytes never panic.
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use nandlab::workload::trace::TraceFormat;
+
+fuzz_target!(|data: &[u8]| {
+    common::read_all(Some(TraceFormat::Spc), data);
+});
