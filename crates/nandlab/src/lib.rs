@@ -39,10 +39,12 @@
 pub mod config;
 pub mod flash;
 pub mod ftl;
+pub mod host;
 pub mod nand;
 pub mod oracle;
 pub mod report;
 pub mod run;
 pub mod seed;
+pub mod timing;
 pub mod violation;
 pub mod workload;
