@@ -89,18 +89,19 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     if num.is_empty() {
         return Err(format!("`{s}`: expected a size such as 4k, 64KiB or 1g"));
     }
-    let shift =
-        match suffix.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 0,
-            "k" | "kb" | "kib" => 10,
-            "m" | "mb" | "mib" => 20,
-            "g" | "gb" | "gib" => 30,
-            "t" | "tb" | "tib" => 40,
-            "p" | "pb" | "pib" => 50,
-            other => return Err(format!(
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        other => {
+            return Err(format!(
                 "`{s}`: unknown size suffix `{other}` (use k, m, g, t, p, optionally with B or iB)"
-            )),
-        };
+            ))
+        }
+    };
     let value: f64 = num
         .parse()
         .map_err(|_| format!("`{s}`: `{num}` is not a number"))?;
