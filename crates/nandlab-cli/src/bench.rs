@@ -30,6 +30,9 @@ pub enum BenchCommand {
         #[arg(last = true)]
         extra: Vec<String>,
     },
+    /// MQSim's scenarios and a GC-heavy run on mqsim-default, timed:
+    /// simulated requests per CPU-second, host MB per CPU-second, peak RSS.
+    Perf(crate::perf_cmd::BenchPerfArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,6 +68,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             preset,
             extra,
         } => bench_stress(workload, runs.max(1), ftls, &preset, &extra),
+        BenchCommand::Perf(args) => crate::perf_cmd::bench_perf(&args),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod bench;
 mod options;
+mod perf_cmd;
 
 use clap::{Parser, Subcommand};
 use nandlab::config::{Config, PRESETS};
@@ -39,13 +40,25 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Run a workload timed: channels, dies, planes, host interface, DRAM
+    /// cache; latency percentiles, time series, bottleneck.
+    Perf {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        perf: perf_cmd::PerfArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
     Ftls,
     /// List the rules nandlab checks.
     Rules,
-    /// Benchmarks: `nandlab bench stress`.
+    /// Benchmarks: `nandlab bench stress`, `nandlab bench perf`.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
@@ -65,6 +78,12 @@ fn main() -> ExitCode {
             workload,
             run,
         } => stress_command(&device, &workload, &run),
+        Command::Perf {
+            device,
+            workload,
+            run,
+            perf,
+        } => perf_cmd::perf_command(&device, &workload, &run, &perf),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {

@@ -10,6 +10,7 @@
 //! channel_width_bytes = 1           # bytes per transfer (8-bit bus: 1)
 //! command_latency_ns = 0            # channel time for command + address cycles, per operation
 //! cache_program = true              # data-in of a program overlaps the die's previous program
+//! cache_read = true                 # data-out of a read overlaps the plane's next tR
 //! erase_suspend = true              # a read may suspend an erase on its die
 //! erase_suspend_latency_us = 700    # time to suspend (and resume) an erase
 //! write_cache = "write_back"        # none | write_through | write_back
@@ -146,6 +147,10 @@ pub struct TimingConfig {
     /// previous cell operation (false: the die is held from data-in start).
     #[serde(default = "default_true")]
     pub cache_program: bool,
+    /// Cache read: a read's data-out from the cache register overlaps the
+    /// next tR on the same plane (false: the plane is held until data-out ends).
+    #[serde(default = "default_true")]
+    pub cache_read: bool,
     /// A read may suspend a program on its die.
     #[serde(default)]
     pub program_suspend: bool,

@@ -5,10 +5,15 @@
 //!
 //! | operation | channel                          | die (cell)        | plane held until      |
 //! |-----------|----------------------------------|-------------------|-----------------------|
-//! | read      | command; data-out after the cell | tR                | data-out ends         |
+//! | read      | command; data-out after the cell | tR                | data-out ends (1)     |
 //! | program   | command + data-in                | tPROG             | cell ends             |
 //! | copyback  | command only (data stays inside) | tR + tPROG        | cell ends             |
 //! | erase     | command only                     | tBERS             | cell ends             |
+//!
+//! (1) With `cache_read` (the default) the page register is free as soon as
+//! the data moves to the cache register — when the cell phase ends and the
+//! previous read's data-out from that plane is done — so the next read's
+//! tR overlaps this one's data-out (ONFI READ CACHE).
 //!
 //! Transfers take `bytes / (channel_rate_mtps × channel_width_bytes)`
 //! (ONFI NV-DDR2 at 400 MT/s on an 8-bit bus moves 400 MB/s); the command
@@ -74,6 +79,8 @@ struct PlaneState {
     prev_free_at: u64,
     /// When the cache register is free for the next program's data-in.
     cache_free_at: u64,
+    /// When the last read's data-out (from the cache register) ends.
+    data_out_end: u64,
     /// The last operation was garbage collection's.
     last_gc: bool,
 }
@@ -339,6 +346,47 @@ impl FlashTiming {
         (e.ready, e.ready_path)
     }
 
+    /// Command cycles on the channel, then a cell phase of `cell_ns` on the
+    /// die, for an operation ready at `ready` whose planes are free at
+    /// `plane_free`. The command may be sent while the plane finishes its
+    /// previous work (it ends no earlier than `plane_free - command`), so a
+    /// queued operation does not wait for the bus behind that work's data.
+    /// Returns the cell phase's start; `path` gets the waits and phases.
+    #[allow(clippy::too_many_arguments)]
+    fn command_then_cell(
+        &mut self,
+        ch: usize,
+        die: usize,
+        ready: u64,
+        plane_free: (u64, bool),
+        cell_ns: u64,
+        gc: bool,
+        path: &mut Breakdown,
+    ) -> u64 {
+        let cmd = self.t.command_ns;
+        let c0 = ready.max(plane_free.0.saturating_sub(cmd));
+        let tl = &mut self.channels[ch];
+        tl.prune(self.now);
+        let cs = tl.fit(c0, cmd).start;
+        tl.reserve(cs, cmd, gc);
+        let earliest = (cs + cmd).max(plane_free.0);
+        let f = self.fit_die(die, earliest, cell_ns);
+        self.dies[die].reserve(f.start, cell_ns, gc);
+        path.add(Component::FlashTransfer, cmd);
+        if cs > c0 {
+            path.add(Component::ChannelWait, cs - c0);
+        }
+        let rest = f.start - ready - cmd - (cs - c0);
+        let behind_gc = if f.start > earliest {
+            f.behind_gc
+        } else {
+            plane_free.1
+        };
+        Self::wait(path, rest, behind_gc);
+        path.add(Component::Cell, cell_ns);
+        f.start
+    }
+
     fn finish(&mut self, end: u64, path: Breakdown) {
         self.last_end = end;
         if end > self.epoch.end {
@@ -364,33 +412,45 @@ impl FlashTiming {
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
         if let Some(end) = self.try_suspend(op, die, ch, range.clone(), ready, t_r, &mut path) {
-            self.after_read(op, range, end, path, gc);
+            self.after_read(op, range, end, end, path, gc);
             return;
         }
-        let (plane_free, plane_gc) = self.planes_free(range.clone());
-        let t0 = ready.max(plane_free);
-        Self::wait(&mut path, t0 - ready, plane_gc);
-        let t1 = self.fit_channel(ch, t0, self.t.command_ns, gc, &mut path);
-        let f = self.fit_die(die, t1, t_r);
-        Self::wait(&mut path, f.start - t1, f.behind_gc);
-        self.dies[die].reserve(f.start, t_r, gc);
-        path.add(Component::Cell, t_r);
+        let plane_free = self.planes_free(range.clone());
+        let start = self.command_then_cell(ch, die, ready, plane_free, t_r, gc, &mut path);
+        let cell_end = start + t_r;
+        // The data leaves through the (cache) register once the previous
+        // read's data-out from this plane is done.
+        let reg_ready = self.planes[range.clone()]
+            .iter()
+            .fold(cell_end, |t, p| t.max(p.data_out_end));
+        if reg_ready > cell_end {
+            path.add(Component::ChannelWait, reg_ready - cell_end);
+        }
         let xfer = self.t.channel_ns(u64::from(op.transfer_bytes));
-        let end = self.fit_channel(ch, f.start + t_r, xfer, gc, &mut path);
-        self.after_read(op, range, end, path, gc);
+        let end = self.fit_channel(ch, reg_ready, xfer, gc, &mut path);
+        let free = if self.t.config.cache_read {
+            reg_ready
+        } else {
+            end
+        };
+        self.after_read(op, range, free, end, path, gc);
     }
 
+    /// Book a read that frees its planes' page registers at `free` and
+    /// whose data-out ends at `end`.
     fn after_read(
         &mut self,
         op: &FlashOp,
         range: std::ops::Range<usize>,
+        free: u64,
         end: u64,
         path: Breakdown,
         gc: bool,
     ) {
         for p in &mut self.planes[range] {
             p.prev_free_at = p.free_at;
-            p.free_at = p.free_at.max(end);
+            p.free_at = p.free_at.max(free);
+            p.data_out_end = p.data_out_end.max(end);
             p.cache_free_at = p.cache_free_at.max(end);
             p.last_gc = gc;
         }
@@ -577,15 +637,9 @@ impl FlashTiming {
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
-        let (plane_free, plane_gc) = self.planes_free(range.clone());
-        let t0 = ready.max(plane_free);
-        Self::wait(&mut path, t0 - ready, plane_gc);
-        let t1 = self.fit_channel(ch, t0, self.t.command_ns, gc, &mut path);
-        let f = self.fit_die(die, t1, cell_ns);
-        Self::wait(&mut path, f.start - t1, f.behind_gc);
-        self.dies[die].reserve(f.start, cell_ns, gc);
-        path.add(Component::Cell, cell_ns);
-        let end = f.start + cell_ns;
+        let plane_free = self.planes_free(range.clone());
+        let start = self.command_then_cell(ch, die, ready, plane_free, cell_ns, gc, &mut path);
+        let end = start + cell_ns;
         for p in &mut self.planes[range.clone()] {
             p.prev_free_at = p.free_at;
             p.free_at = end;
@@ -594,7 +648,7 @@ impl FlashTiming {
         }
         if let Some(kind) = long {
             self.long_ops[die] = Some(LongOp {
-                start: f.start,
+                start,
                 end,
                 kind,
                 owner: self.epoch.owner,
@@ -700,5 +754,224 @@ impl FlashObserver for TimingObserver {
         } else {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flash::BufId;
+    use crate::nand::GeometryConfig;
+
+    /// 2 channels x 1 chip x 1 die x 2 planes, 4 blocks x 4 pages of 4 KiB, MLC.
+    fn model(extra: &str) -> (FlashTiming, Geometry) {
+        let g = GeometryConfig {
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size_bytes: 4096,
+            oob_size_bytes: 64,
+            sector_size_bytes: 512,
+            cell_type: crate::nand::CellType::Mlc,
+            page_pairing: Default::default(),
+            partial_programs_per_page: 1,
+        }
+        .validate()
+        .unwrap();
+        let mut text = "read_latency_us = [50, 80]\nprogram_latency_us = [400, 1200]\nerase_latency_us = 3000\ncommand_latency_ns = 100\n".to_string();
+        if !extra.contains("channel_rate_mtps") {
+            text += "channel_rate_mtps = 400\n";
+        }
+        let t: super::super::TimingConfig = toml::from_str(&(text + extra)).unwrap();
+        let t = t.validate(2, 1 << 30).unwrap();
+        (FlashTiming::new(&g, &t, 1_000_000_000), g)
+    }
+
+    fn op(kind: OpKind, address: u64, planes: u32, bytes: u32, buffer: Option<u32>) -> FlashOp {
+        FlashOp {
+            kind,
+            cause: Cause::Host,
+            request_id: Some(1),
+            op_index: 0,
+            address,
+            source: None,
+            planes,
+            transfer_bytes: bytes,
+            buffer: buffer.map(BufId),
+        }
+    }
+
+    fn run(m: &mut FlashTiming, ops: &[FlashOp]) -> (u64, Breakdown) {
+        m.begin_epoch(0, 7, Breakdown::default());
+        for o in ops {
+            m.observe(o);
+        }
+        m.end_epoch()
+    }
+
+    #[test]
+    fn read_latency_is_command_plus_page_type_tr_plus_transfer() {
+        let (mut m, _) = model("");
+        // Page 0 of a block is an LSB page, page 1 its MSB page.
+        let (lsb, b) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, None)]);
+        assert_eq!(lsb, 100 + 50_000 + 10_240);
+        assert_eq!(b.get(Component::Cell), 50_000);
+        assert_eq!(b.get(Component::FlashTransfer), 100 + 10_240);
+        assert_eq!(b.total(), lsb);
+        let (mut m, _) = model("");
+        let (msb, _) = run(&mut m, &[op(OpKind::Read, 1, 1, 4096, None)]);
+        assert_eq!(msb, 100 + 80_000 + 10_240);
+    }
+
+    #[test]
+    fn program_latency_depends_on_page_type() {
+        let (mut m, _) = model("");
+        let (lsb, _) = run(&mut m, &[op(OpKind::Program, 0, 1, 4096, None)]);
+        assert_eq!(lsb, 100 + 10_240 + 400_000);
+        let (mut m, _) = model("");
+        let (msb, _) = run(&mut m, &[op(OpKind::Program, 1, 1, 4096, None)]);
+        assert_eq!(msb, 100 + 10_240 + 1_200_000);
+    }
+
+    #[test]
+    fn reads_on_two_channels_overlap_and_on_one_die_serialise() {
+        // Die 0 is on channel 0, die 1 on channel 1 (pages 32.. are die 1).
+        let (mut m, _) = model("");
+        let (end, _) = run(
+            &mut m,
+            &[
+                op(OpKind::Read, 0, 1, 4096, None),
+                op(OpKind::Read, 32, 1, 4096, None),
+            ],
+        );
+        assert_eq!(end, 100 + 50_000 + 10_240, "independent dies in parallel");
+        // Two reads on the two planes of one die: the second tR follows the first.
+        let (mut m, _) = model("");
+        let (end, b) = run(
+            &mut m,
+            &[
+                op(OpKind::Read, 0, 1, 4096, None),
+                op(OpKind::Read, 16, 1, 4096, None),
+            ],
+        );
+        assert_eq!(end, 100 + 50_000 + 50_000 + 10_240);
+        assert_eq!(b.total(), end, "the critical path sums to the end");
+    }
+
+    #[test]
+    fn multi_plane_program_overlaps_planes_in_one_cell_phase() {
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::Program, 0, 2, 8192, None)]);
+        assert_eq!(end, 100 + 20_480 + 400_000, "two pages in one tPROG");
+        let (mut m, _) = model("");
+        let (end, _) = run(
+            &mut m,
+            &[
+                op(OpKind::Program, 0, 1, 4096, None),
+                op(OpKind::Program, 16, 1, 4096, None),
+            ],
+        );
+        assert_eq!(
+            end,
+            100 + 10_240 + 400_000 + 400_000,
+            "single-plane programs serialise"
+        );
+    }
+
+    #[test]
+    fn copyback_avoids_the_channel() {
+        let (mut m, _) = model("");
+        let mut cb = op(OpKind::Copyback, 4, 1, 0, None);
+        cb.source = Some(1);
+        let (end, b) = run(&mut m, &[cb]);
+        // tR of the MSB source + tPROG of the LSB destination, command only on the bus.
+        assert_eq!(end, 100 + 80_000 + 400_000);
+        assert_eq!(b.get(Component::FlashTransfer), 100);
+        assert_eq!(m.channel_busy_ns()[0], 100);
+    }
+
+    #[test]
+    fn a_program_from_a_buffer_waits_for_the_read_that_filled_it() {
+        let (mut m, _) = model("");
+        // Read page 0 (die 0) into buffer 3, program it to die 1.
+        let (end, _) = run(
+            &mut m,
+            &[
+                op(OpKind::Read, 0, 1, 4096, Some(3)),
+                op(OpKind::Program, 32, 1, 4096, Some(3)),
+            ],
+        );
+        let read_end = 100 + 50_000 + 10_240;
+        assert_eq!(end, read_end + 100 + 10_240 + 400_000);
+        // Without the dependency the program would not wait for the read.
+        let (mut m, _) = model("");
+        let (end, _) = run(
+            &mut m,
+            &[
+                op(OpKind::Read, 0, 1, 4096, Some(3)),
+                op(OpKind::Program, 32, 1, 4096, Some(4)),
+            ],
+        );
+        assert_eq!(end, 100 + 10_240 + 400_000);
+    }
+
+    #[test]
+    fn operations_after_a_metadata_read_wait_for_it() {
+        let (mut m, _) = model("");
+        let (end, _) = run(
+            &mut m,
+            &[
+                op(OpKind::ReadMeta, 0, 1, 4096, None),
+                op(OpKind::Read, 32, 1, 4096, None),
+            ],
+        );
+        let meta_end = 100 + 50_000 + 10_240;
+        assert_eq!(end, meta_end + 100 + 50_000 + 10_240);
+    }
+
+    #[test]
+    fn a_read_suspends_an_erase_when_enabled() {
+        let erase_then_read = |m: &mut FlashTiming| {
+            m.begin_epoch(0, 1, Breakdown::default());
+            m.observe(&op(OpKind::Erase, 1, 1, 0, None)); // block 1 of plane 0
+            m.begin_epoch(1_000_000, 2, Breakdown::default());
+            m.observe(&op(OpKind::Read, 0, 1, 4096, None));
+            m.end_epoch().0 - 1_000_000
+        };
+        let (mut m, _) = model("");
+        let waits = erase_then_read(&mut m);
+        // The command is sent while the erase finishes.
+        assert_eq!(waits, 3_000_100 - 1_000_000 + 50_000 + 10_240);
+        let (mut m, _) = model("erase_suspend = true\nerase_suspend_latency_us = 20\n");
+        let suspended = erase_then_read(&mut m);
+        assert_eq!(suspended, 100 + 20_000 + 50_000 + 10_240);
+        let mut ext = Vec::new();
+        m.take_extensions(&mut ext);
+        assert_eq!(
+            ext,
+            vec![(1, 3_000_100 + 20_000 + 50_000)],
+            "the erase ends later"
+        );
+        assert_eq!(m.counters().suspends, 1);
+    }
+
+    #[test]
+    fn cache_read_overlaps_data_out_with_the_next_tr() {
+        let reads = |m: &mut FlashTiming| {
+            let ops: Vec<_> = (0..4)
+                .map(|i| op(OpKind::Read, i * 4, 1, 4096, None))
+                .collect();
+            run(m, &ops).0
+        };
+        let (mut m, _) = model("channel_rate_mtps = 40\n");
+        // 4 reads of LSB pages on one plane: tR 50 us, data-out 102.4 us each.
+        let cached = reads(&mut m);
+        let (mut m, _) = model("channel_rate_mtps = 40\ncache_read = false\n");
+        let uncached = reads(&mut m);
+        assert_eq!(uncached, 4 * (100 + 50_000 + 102_400));
+        assert!(cached < uncached - 100_000, "{cached} vs {uncached}");
     }
 }

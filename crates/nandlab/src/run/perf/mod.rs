@@ -576,8 +576,8 @@ fn build_report(
         stopped: sim.stopping.clone(),
         timed_cpu_seconds: timed_cpu,
         timed_wall_seconds: timed_wall,
-        requests_per_cpu_second: requests as f64 / timed_cpu.max(1e-9),
-        host_mb_per_cpu_second: host_bytes as f64 / 1e6 / timed_cpu.max(1e-9),
+        requests_per_cpu_second: requests as f64 / timed_cpu.max(0.01),
+        host_mb_per_cpu_second: host_bytes as f64 / 1e6 / timed_cpu.max(0.01),
     };
     let wall = started.elapsed().as_secs_f64();
     let stopped_early = if session.ftl_failed() || session.flash.log().errors() > 0 {

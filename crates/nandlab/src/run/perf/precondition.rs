@@ -129,7 +129,11 @@ pub fn precondition(
 
     // Random page-sized overwrites in windows until steady.
     let mut rng = rng_for(seed, "perf.precondition");
-    let window = ((pages as f64 * spec.window_percent / 100.0) as u64).max(1);
+    // Windows long enough to average over many GC cycles (at least 256
+    // blocks' worth of pages), so noise does not pass for instability.
+    let window = ((pages as f64 * spec.window_percent / 100.0) as u64)
+        .max(256 * u64::from(g.pages_per_block()))
+        .max(1);
     let slack = f64::from(g.planes());
     let mut windows: Vec<PreconditionWindow> = Vec::new();
     let mut random = 0u64;
@@ -137,7 +141,7 @@ pub fn precondition(
     while random < random_cap && !steady && !stop(session) {
         let s0 = session.flash.stats();
         let (h0, a0) = (s0.cause(Cause::Host).programs(), s0.total().programs());
-        let n = window.min(random_cap - random);
+        let n = window;
         for i in 0..n {
             let page = rng.random_range(0..pages);
             session.submit(&write(page * u64::from(spp), spp))?;
