@@ -669,9 +669,8 @@ mod tests {
             flows: vec!["bogus=1".into()],
             ..Default::default()
         };
-        assert!(build_flows(&c, &base, &bad, 1)
-            .unwrap_err()
-            .contains("bogus"));
+        let e = build_flows(&c, &base, &bad, 1).err().expect("rejected");
+        assert!(e.contains("bogus"), "{e}");
     }
 
     #[test]
