@@ -286,6 +286,7 @@ pub fn perf_command(
             max_requests: p.requests,
             precondition: parse_precondition(p)?,
             idle_gc: !p.no_idle_gc,
+            remount_verify: run.remount,
         })
     })() {
         Ok(o) => o,

@@ -19,6 +19,19 @@ use nandlab::workload::{HostOp, HostRequest};
 /// 64 blocks x 32 pages of `page` bytes, SLC, 20 % spare, with the given
 /// [timing] and [host] lines.
 fn device(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str) -> Config {
+    device_with(ch, chips, planes, page, timing, host, "")
+}
+
+/// [`device`] with extra `[ftl]` options.
+fn device_with(
+    ch: u32,
+    chips: u32,
+    planes: u32,
+    page: u32,
+    timing: &str,
+    host: &str,
+    ftl: &str,
+) -> Config {
     let text = format!(
         r#"
 name = "physics"
@@ -39,6 +52,7 @@ spare_percent = 20
 dram_bytes = "64m"
 [ftl]
 name = "page"
+{ftl}
 [timing]
 {timing}
 [host]
@@ -511,4 +525,52 @@ fn perf_without_timing_is_a_clear_error() {
         .err()
         .expect("rejected");
     assert!(e.to_string().contains("no [timing] table"), "{e}");
+}
+
+#[test]
+fn background_gc_runs_in_idle_time_and_shows_in_the_metrics() {
+    let timing = "read_latency_us = 40\nprogram_latency_us = 200\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
+    let go = |ftl: &str, rate: &str| {
+        let config = device_with(2, 2, 1, 4096, timing, FAST_HOST, ftl);
+        let s = spec(RwMode::RandWrite, 4096, 1, SizeSpec::TimesCapacity(1.0));
+        let arrival = nandlab::host::arrival::parse_arrival(rate, 1).unwrap();
+        let opts = PerfOptions {
+            seed: 4,
+            precondition: Some(fill_only()),
+            ..Default::default()
+        };
+        let flows = Flow::synthetic(&s, Some(arrival), 0, &config, opts.seed).unwrap();
+        perf::run(&config, flows, &opts, &mut |_| {}).unwrap()
+    };
+    // Writes arrive every 10 ms, far slower than the drive: it is idle in between.
+    let bg = go("gc_background_free_percent = 40", "rate:100");
+    assert_eq!(bg.run.errors, 0);
+    assert!(bg.perf.gc.background_pages_moved > 0, "{:?}", bg.perf.gc);
+    assert!(bg.perf.gc.background_steps > 0);
+    let rows_bg: u64 = bg
+        .perf
+        .timeseries
+        .iter()
+        .map(|r| r.background_gc_pages_moved)
+        .sum();
+    assert_eq!(
+        rows_bg, bg.perf.gc.background_pages_moved,
+        "in the time series too"
+    );
+    // Without background GC the same work happens in the foreground, in the writes' way.
+    let fg = go("", "rate:100");
+    assert_eq!(fg.perf.gc.background_pages_moved, 0);
+    assert!(fg.perf.gc.foreground_pages_moved > 0);
+    assert!(
+        bg.perf.gc.foreground_pages_moved * 2 < fg.perf.gc.foreground_pages_moved,
+        "idle time takes GC out of the writes: {:?} vs {:?}",
+        bg.perf.gc,
+        fg.perf.gc
+    );
+    assert!(
+        fg.perf.latency["write"].mean_us > bg.perf.latency["write"].mean_us,
+        "mean write latency {} (foreground GC) vs {} (background GC)",
+        fg.perf.latency["write"].mean_us,
+        bg.perf.latency["write"].mean_us
+    );
 }

@@ -601,6 +601,22 @@ impl TimedDevice {
         Ok((done.max(end), p))
     }
 
+    /// Write every dirty cache line to the FTL (before a clean shutdown).
+    pub fn write_back_all(&mut self) {
+        if self.cache.is_none() {
+            return;
+        }
+        let mut lines = Vec::new();
+        self.cache
+            .as_ref()
+            .expect("cache present")
+            .dirty_in_lru_order(&mut lines);
+        let t = self.now;
+        for l in lines {
+            self.evict(l, t);
+        }
+    }
+
     /// Background work in idle time: FTL idle steps starting at `from_ns`
     /// while they end before `until_ns`. Returns the steps done.
     pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {

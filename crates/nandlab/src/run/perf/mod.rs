@@ -56,6 +56,9 @@ pub struct PerfOptions {
     pub precondition: Option<PreconditionSpec>,
     /// Run the FTL's background work when the device is idle.
     pub idle_gc: bool,
+    /// After the run: write the cache back, power-cycle cleanly, mount a
+    /// fresh FTL and verify every sector (untimed).
+    pub remount_verify: bool,
 }
 
 impl Default for PerfOptions {
@@ -70,6 +73,7 @@ impl Default for PerfOptions {
             max_requests: None,
             precondition: None,
             idle_gc: true,
+            remount_verify: false,
         }
     }
 }
@@ -626,8 +630,44 @@ fn build_report(
         requests_per_second: requests as f64 / timed_wall.max(1e-9),
         peak_rss_bytes: resources::peak_rss_bytes(),
     };
-    run.set_violations(session.flash.log());
+    drop(model);
+    let remount_ok = run.stopped_early.is_none();
+    let mut device = device;
+    if opts.remount_verify && remount_ok {
+        run.remount = Some(remount_and_verify(&mut device));
+    }
+    run.set_violations(device.session.flash.log());
     Ok(PerfReport { run, perf })
+}
+
+/// Clean power cycle after the timed phase (untimed): write the cache
+/// back, shut the FTL down, mount a fresh instance and read every sector.
+fn remount_and_verify(device: &mut TimedDevice) -> crate::report::RemountSummary {
+    device.model.borrow_mut().set_enabled(false);
+    device.write_back_all();
+    let s = &mut device.session;
+    match s.remount() {
+        Ok(()) => match s.verify_all(8192) {
+            Ok(sectors) => crate::report::RemountSummary {
+                mounted: true,
+                verified_sectors: sectors,
+                error: None,
+            },
+            Err(e) => crate::report::RemountSummary {
+                mounted: true,
+                verified_sectors: 0,
+                error: Some(e.to_string()),
+            },
+        },
+        Err(e) => {
+            s.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
+            crate::report::RemountSummary {
+                mounted: false,
+                verified_sectors: 0,
+                error: Some(e.to_string()),
+            }
+        }
+    }
 }
 
 /// WAF over the last quarter of the simulated time.
