@@ -155,7 +155,8 @@ struct Done {
 
 enum Kind {
     Arrival(u32),
-    Done(Box<Done>),
+    /// A request completes: its record's index in [`Sim::done`].
+    Done(u32),
 }
 
 struct Event {
@@ -193,6 +194,10 @@ struct Sim {
     stopping: Option<String>,
     extended: HashMap<u64, u64>,
     extensions: Vec<(u64, u64)>,
+    /// Records of requests in flight, and the free slots (reused: no
+    /// allocation per request in steady state).
+    done: Vec<Done>,
+    free_done: Vec<u32>,
     by_op: [LatencyRecorder; 4],
     series: SeriesRecorder,
     idle_steps: u64,
@@ -322,6 +327,8 @@ pub fn run(
         stopping: None,
         extended: HashMap::new(),
         extensions: Vec::new(),
+        done: Vec::new(),
+        free_done: Vec::new(),
         by_op: Default::default(),
         series: SeriesRecorder::new(opts.interval_ns),
         idle_steps: 0,
@@ -355,16 +362,20 @@ pub fn run(
         }
         match ev.kind {
             Kind::Arrival(f) => arrive(&mut sim, &mut device, opts, f as usize, ev.time)?,
-            Kind::Done(d) => {
-                if let Some(later) = sim.extended.remove(&d.id) {
+            Kind::Done(slot) => {
+                let id = sim.done[slot as usize].id;
+                if let Some(later) = sim.extended.remove(&id) {
                     if later > ev.time {
                         // A read suspended one of its operations: it completes later.
-                        let mut d = d;
-                        d.breakdown.add(Component::DieWait, later - ev.time);
-                        sim.push(later, Kind::Done(d));
+                        sim.done[slot as usize]
+                            .breakdown
+                            .add(Component::DieWait, later - ev.time);
+                        sim.push(later, Kind::Done(slot));
                         continue;
                     }
                 }
+                sim.free_done.push(slot);
+                let d = &sim.done[slot as usize];
                 sim.in_flight -= 1;
                 sim.last_completion = sim.last_completion.max(ev.time);
                 let latency = ev.time - d.arrival_ns;
@@ -443,17 +454,25 @@ fn arrive(
     sim.in_flight += 1;
     sim.flows[f].requests += 1;
     let bytes = u64::from(req.sectors) * sim.sector_bytes;
-    sim.push(
-        c.completion_ns,
-        Kind::Done(Box::new(Done {
-            flow: f as u32,
-            id,
-            op: req.op,
-            arrival_ns: now,
-            bytes,
-            breakdown: c.breakdown,
-        })),
-    );
+    let record = Done {
+        flow: f as u32,
+        id,
+        op: req.op,
+        arrival_ns: now,
+        bytes,
+        breakdown: c.breakdown,
+    };
+    let slot = match sim.free_done.pop() {
+        Some(s) => {
+            sim.done[s as usize] = record;
+            s
+        }
+        None => {
+            sim.done.push(record);
+            (sim.done.len() - 1) as u32
+        }
+    };
+    sim.push(c.completion_ns, Kind::Done(slot));
     device
         .model
         .borrow_mut()
