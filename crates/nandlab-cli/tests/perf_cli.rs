@@ -83,6 +83,10 @@ fn bad_perf_input_exits_2_with_a_clear_message() {
         "tiny-timed",
         "--host",
         "interface=\"sata\"",
+        "--host",
+        "queues=1",
+        "--host",
+        "queue_depth=32",
         "--no-progress",
     ]);
     assert_eq!(code, 2);
