@@ -64,7 +64,7 @@ impl PerPageType {
 }
 
 fn check_latency(v: f64) -> Result<(), String> {
-    if !(v.is_finite() && v >= 0.0 && v <= 1e9) {
+    if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
         return Err(format!("{v}: must be a latency between 0 and 10^9 µs"));
     }
     Ok(())
