@@ -88,6 +88,11 @@ fn run(config: &Config, spec: &SyntheticSpec, opts: PerfOptions) -> PerfReport {
 }
 
 fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
+    // Printed with --nocapture: the figures behind each physics claim.
+    eprintln!(
+        "measured {actual:.1}, expected {expected:.1} ({:+.2} %)",
+        (actual / expected - 1.0) * 100.0
+    );
     (actual - expected).abs() <= tolerance * expected
 }
 
