@@ -149,6 +149,10 @@ struct Epoch {
     ready_path: Breakdown,
     end: u64,
     end_path: Breakdown,
+    /// Whether any non-GC operation was timed.
+    has_work: bool,
+    gc_end: u64,
+    gc_path: Breakdown,
     owner: u64,
 }
 
@@ -240,6 +244,9 @@ impl FlashTiming {
             ready_path: path,
             end: ready_ns,
             end_path: path,
+            has_work: false,
+            gc_end: ready_ns,
+            gc_path: path,
             owner,
         };
         self.next_epoch += 1;
@@ -247,7 +254,12 @@ impl FlashTiming {
 
     /// When the epoch's last operation completes, and the critical path.
     pub fn end_epoch(&self) -> (u64, Breakdown) {
-        (self.epoch.end, self.epoch.end_path)
+        let e = &self.epoch;
+        if e.has_work || e.gc_end <= e.end {
+            (e.end, e.end_path)
+        } else {
+            (e.gc_end, e.gc_path)
+        }
     }
 
     /// Declare that nothing will be scheduled before `now_ns` (lets the
@@ -393,11 +405,24 @@ impl FlashTiming {
         f.start
     }
 
-    fn finish(&mut self, end: u64, path: Breakdown) {
+    /// Book an operation's end. Garbage collection inside a request counts
+    /// toward the request's completion only through what waits for it (a
+    /// program behind a collection on its plane); an epoch with nothing but
+    /// GC (an idle step) ends with its last GC operation.
+    fn finish(&mut self, end: u64, path: Breakdown, gc: bool) {
         self.last_end = end;
-        if end > self.epoch.end {
-            self.epoch.end = end;
-            self.epoch.end_path = path;
+        let e = &mut self.epoch;
+        if gc {
+            if end > e.gc_end {
+                e.gc_end = end;
+                e.gc_path = path;
+            }
+        } else {
+            e.has_work = true;
+            if end > e.end {
+                e.end = end;
+                e.end_path = path;
+            }
         }
     }
 
@@ -476,7 +501,7 @@ impl FlashTiming {
             self.epoch.ready = end;
             self.epoch.ready_path = path;
         }
-        self.finish(end, path);
+        self.finish(end, path, gc);
     }
 
     /// A read that finds its die executing a suspendable program or erase
@@ -633,7 +658,7 @@ impl FlashTiming {
             page: op.address,
             gc,
         });
-        self.finish(end, path);
+        self.finish(end, path, gc);
     }
 
     /// Copyback and erase: a command on the channel, then a cell phase.
@@ -664,7 +689,7 @@ impl FlashTiming {
                 gc,
             });
         }
-        self.finish(end, path);
+        self.finish(end, path, gc);
     }
 
     fn count(&mut self, op: &FlashOp) {
@@ -979,5 +1004,26 @@ mod tests {
         let uncached = reads(&mut m);
         assert_eq!(uncached, 4 * (100 + 50_000 + 102_400));
         assert!(cached < uncached - 100_000, "{cached} vs {uncached}");
+    }
+
+    #[test]
+    fn gc_elsewhere_does_not_delay_a_request_but_ends_an_idle_step() {
+        let mut gc_copy = op(OpKind::Copyback, 36, 1, 0, None); // die 1
+        gc_copy.cause = Cause::Gc;
+        gc_copy.source = Some(33);
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[gc_copy, op(OpKind::Program, 0, 1, 4096, None)]);
+        assert_eq!(
+            end,
+            100 + 10_240 + 400_000,
+            "the write waits for its own program only"
+        );
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[gc_copy]);
+        assert_eq!(
+            end,
+            100 + 80_000 + 400_000,
+            "a GC-only epoch ends with its GC"
+        );
     }
 }
