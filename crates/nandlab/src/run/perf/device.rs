@@ -13,6 +13,11 @@
 //!
 //! Functional effects happen when a request is simulated (in arrival
 //! order); the timing of its flash work comes from [`FlashTiming`].
+//!
+//! Write-back evictions go to flash through a window of at most two per
+//! die in flight, as a controller's flash command queues bound them: the
+//! dirty lines wait in DRAM, not as a backlog of programs queued on the
+//! planes ahead of every later read.
 
 use super::super::{RunError, Session};
 use crate::config::Config;
@@ -26,6 +31,8 @@ use crate::timing::{
 };
 use crate::workload::{HostOp, HostRequest};
 use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 
 /// The page-sized pieces of a request of `sectors` sectors at `lba` on
@@ -83,6 +90,11 @@ pub struct TimedDevice {
     scratch_runs: Vec<(u32, u32)>,
     /// Arrival time of the request being simulated: nothing starts earlier.
     now: u64,
+    /// When the cache evictions in flight complete (a bounded window, as a
+    /// controller's flash command queues are: reads are not stuck behind an
+    /// unbounded backlog of write-back programs).
+    evictions: BinaryHeap<Reverse<u64>>,
+    max_evictions: usize,
 }
 
 impl TimedDevice {
@@ -140,6 +152,8 @@ impl TimedDevice {
             scratch_lines: Vec::new(),
             scratch_runs: Vec::new(),
             now: 0,
+            evictions: BinaryHeap::new(),
+            max_evictions: 2 * g.dies() as usize,
             timing,
             host,
         })
@@ -394,17 +408,31 @@ impl TimedDevice {
         self.scratch_runs.clear();
         cache.present_runs(line, self.spp, &mut self.scratch_runs);
         let runs = std::mem::take(&mut self.scratch_runs);
-        let ready = t.max(l.data_ready_ns);
+        let mut ready = t.max(l.data_ready_ns);
+        if self.evictions_in_flight(t) >= self.max_evictions {
+            // Wait for a slot in the window of evictions in flight.
+            let Reverse(first) = self.evictions.pop().expect("window is full");
+            ready = ready.max(first);
+        }
         let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| {
             for &(first, n) in &runs {
                 d.write_line_run(l.lpn, l.buf, first, n);
             }
         });
+        self.evictions.push(Reverse(end));
         self.scratch_runs = runs;
         self.cache
             .as_mut()
             .expect("cache present")
             .release(line, end);
+    }
+
+    /// Evictions whose flash work is still running at `t`.
+    fn evictions_in_flight(&mut self, t: u64) -> usize {
+        while self.evictions.peek().is_some_and(|Reverse(e)| *e <= t) {
+            self.evictions.pop();
+        }
+        self.evictions.len()
     }
 
     /// One FTL write of sectors `first .. first+n` of a cached page.
@@ -480,13 +508,17 @@ impl TimedDevice {
         h.write_requests += 1;
         h.write_bytes += bytes;
         h.volatile_writes += 1;
-        // Keep dirty lines under the watermark so flushing overlaps with writes.
-        while let Some(victim) = self
-            .cache
-            .as_ref()
-            .filter(|c| c.over_watermark())
-            .and_then(WriteCache::lru_dirty)
-        {
+        // Keep dirty lines under the watermark so flushing overlaps with
+        // writes, as far as the window of evictions in flight allows.
+        while self.evictions_in_flight(ack) < self.max_evictions {
+            let Some(victim) = self
+                .cache
+                .as_ref()
+                .filter(|c| c.over_watermark())
+                .and_then(WriteCache::lru_dirty)
+            else {
+                break;
+            };
             self.evict(victim, ack);
         }
         self.session.end_request();
