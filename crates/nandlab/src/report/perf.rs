@@ -23,6 +23,10 @@ pub struct FlowSummary {
     pub arrival: String,
     pub queue: u32,
     pub requests: u64,
+    /// Completed requests per second of simulated time.
+    pub iops: f64,
+    pub latency_mean_us: f64,
+    pub latency_p99_us: f64,
 }
 
 /// The simulated device, as configured.
@@ -263,8 +267,8 @@ impl PerfReport {
         for f in &p.flows {
             let _ = writeln!(
                 s,
-                "  flow       {} (queue {}): {} — {}; {} requests",
-                f.name, f.queue, f.workload, f.arrival, f.requests
+                "  flow       {} (queue {}): {} — {}; {} requests, {:.0} IOPS, mean {:.1} µs, p99 {:.1} µs",
+                f.name, f.queue, f.workload, f.arrival, f.requests, f.iops, f.latency_mean_us, f.latency_p99_us
             );
         }
         let d = &p.device;

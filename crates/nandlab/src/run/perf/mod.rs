@@ -137,6 +137,9 @@ pub struct PerfProgress {
 
 struct FlowState {
     flow: Flow,
+    /// Latencies of the flow's completed requests (2 significant digits).
+    latency: hdrhistogram::Histogram<u64>,
+    latency_sum_ns: u128,
     queue: u32,
     pending: Option<HostRequest>,
     finished: bool,
@@ -314,6 +317,9 @@ pub fn run(
             .enumerate()
             .map(|(i, flow)| FlowState {
                 rng: rng_for(opts.seed, &format!("perf.arrival{i}")),
+                latency: hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000_000, 2)
+                    .expect("valid bounds"),
+                latency_sum_ns: 0,
                 flow,
                 queue: i as u32 % queues,
                 pending: None,
@@ -381,6 +387,9 @@ pub fn run(
                 let latency = ev.time - d.arrival_ns;
                 sim.by_op[op_index(d.op)].record(latency, d.bytes, &d.breakdown);
                 sim.series.record(d.op, latency, d.bytes);
+                let fs = &mut sim.flows[d.flow as usize];
+                fs.latency.saturating_record(latency);
+                fs.latency_sum_ns += u128::from(latency);
                 let f = d.flow as usize;
                 if matches!(sim.flows[f].flow.arrival, Arrival::Closed { .. })
                     && sim.stopping.is_none()
@@ -556,12 +565,26 @@ fn build_report(
         flows: sim
             .flows
             .iter()
-            .map(|f| FlowSummary {
-                name: f.flow.name.clone(),
-                workload: f.flow.workload.describe(),
-                arrival: f.flow.arrival.to_string(),
-                queue: f.queue,
-                requests: f.requests,
+            .map(|f| {
+                let n = f.latency.len();
+                FlowSummary {
+                    name: f.flow.name.clone(),
+                    workload: f.flow.workload.describe(),
+                    arrival: f.flow.arrival.to_string(),
+                    queue: f.queue,
+                    requests: f.requests,
+                    iops: n as f64 / seconds,
+                    latency_mean_us: if n == 0 {
+                        0.0
+                    } else {
+                        f.latency_sum_ns as f64 / n as f64 / 1000.0
+                    },
+                    latency_p99_us: if n == 0 {
+                        0.0
+                    } else {
+                        f.latency.value_at_quantile(0.99) as f64 / 1000.0
+                    },
+                }
             })
             .collect(),
         device: DeviceSummary {
