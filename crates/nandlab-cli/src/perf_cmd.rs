@@ -415,7 +415,8 @@ const SCENARIOS: [Scenario; 4] = [
         description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 3 million requests",
         gc_geometry: true,
         args: &[
-            "--rw", "randwrite", "--bs", "8k", "--iodepth", "64", "--io_size", "1000x", "--requests", "3000000",
+            "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
+            "--io_size", "1000x", "--requests", "3000000",
         ],
     },
 ];
