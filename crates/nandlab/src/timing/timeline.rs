@@ -50,6 +50,9 @@ impl Timeline {
         if duration == 0 {
             return fit; // takes no time, needs nothing
         }
+        if self.busy.back().map_or(true, |b| b.end <= t) {
+            return fit; // after everything reserved: the common case
+        }
         // Intervals are disjoint and sorted, so their ends are sorted too.
         let mut i = self.busy.partition_point(|b| b.end <= t);
         while let Some(b) = self.busy.get(i) {
@@ -71,6 +74,17 @@ impl Timeline {
         let end = start + duration;
         self.reserved_ns += duration;
         self.last_end = self.last_end.max(end);
+        if let Some(last) = self.busy.back_mut() {
+            if last.end <= start {
+                // Appending (the common case): no search.
+                if last.end == start && last.gc == gc {
+                    last.end = end;
+                } else {
+                    self.busy.push_back(Busy { start, end, gc });
+                }
+                return;
+            }
+        }
         let i = self.busy.partition_point(|b| b.start < start);
         debug_assert!(i == 0 || self.busy[i - 1].end <= start, "overlap before");
         debug_assert!(

@@ -174,6 +174,17 @@ impl WriteCache {
 
     /// Maximal runs of present sectors of a line: (first, count), appended to `out`.
     pub fn present_runs(&self, id: u32, sectors_per_page: u32, out: &mut Vec<(u32, u32)>) {
+        let base = id as usize * self.words;
+        let full_words = (sectors_per_page / 64) as usize;
+        let rest = sectors_per_page % 64;
+        let all = self.present[base..base + full_words]
+            .iter()
+            .all(|&w| w == u64::MAX)
+            && (rest == 0 || self.present[base + full_words] == (1u64 << rest) - 1);
+        if all {
+            out.push((0, sectors_per_page)); // a whole page (the common case)
+            return;
+        }
         let mut s = 0;
         while s < sectors_per_page {
             if self.is_present(id, s) {
