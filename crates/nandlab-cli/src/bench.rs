@@ -32,6 +32,9 @@ pub enum BenchCommand {
     },
     /// Trace parsing throughput per format (lines/s, MB/s) on generated files of ≥ 1 GiB.
     Trace(crate::trace_bench::TraceBenchArgs),
+    /// MQSim's scenarios and a GC-heavy run on mqsim-default, timed:
+    /// simulated requests per CPU-second, host MB per CPU-second, peak RSS.
+    Perf(crate::perf_cmd::BenchPerfArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +64,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             bench_stress(workload, runs.max(1), ftls, &preset, &extra)
         }
         BenchCommand::Trace(args) => crate::trace_bench::run(args),
+        BenchCommand::Perf(args) => crate::perf_cmd::bench_perf(&args),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod bench;
 mod options;
+mod perf_cmd;
 mod trace_bench;
 mod trace_cmd;
 
@@ -48,13 +49,25 @@ enum Command {
         #[command(subcommand)]
         which: trace_cmd::TraceCommand,
     },
+    /// Run a workload timed: channels, dies, planes, host interface, DRAM
+    /// cache; latency percentiles, time series, bottleneck.
+    Perf {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        perf: perf_cmd::PerfArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
     Ftls,
     /// List the rules nandlab checks.
     Rules,
-    /// Benchmarks: `nandlab bench stress`, `nandlab bench trace`.
+    /// Benchmarks: `nandlab bench stress`, `nandlab bench trace`, `nandlab bench perf`.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
@@ -71,6 +84,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Stress { device, workload, trace, run } => stress_command(&device, &workload, &trace, &run),
         Command::Trace { which } => trace_cmd::run(which),
+        Command::Perf { device, workload, run, perf } => perf_cmd::perf_command(&device, &workload, &run, &perf),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {

@@ -23,6 +23,13 @@
 //!
 //! [workload]          # fio-style, see workload::synthetic
 //! rw = "randwrite"
+//!
+//! [timing]            # optional: flash and DRAM timing for `perf`, see timing::config
+//! read_latency_us = 40
+//! ...
+//!
+//! [host]              # optional: host interface for `perf`, see host::config
+//! interface = "nvme"
 //! ```
 //!
 //! Presets are such files shipped in `presets/` and built into the binary.
@@ -30,8 +37,10 @@
 //! the reason.
 
 use crate::ftl::FtlOptions;
+use crate::host::{Host, HostConfig};
 use crate::nand::{BlockAddr, Geometry, GeometryConfig};
 use crate::seed::rng_for;
+use crate::timing::{Timing, TimingConfig};
 use crate::violation::RuleConfig;
 use crate::workload::size::SizeSpec;
 use crate::workload::synthetic::SyntheticSpec;
@@ -42,9 +51,12 @@ use std::fmt;
 /// The presets shipped with nandlab: (name, TOML text).
 pub const PRESETS: &[(&str, &str)] = &[
     ("tiny", include_str!("../../../presets/tiny.toml")),
+    ("tiny-timed", include_str!("../../../presets/tiny-timed.toml")),
     ("femu-bbssd", include_str!("../../../presets/femu-bbssd.toml")),
     ("vst-jasmine", include_str!("../../../presets/vst-jasmine.toml")),
     ("mqsim-default", include_str!("../../../presets/mqsim-default.toml")),
+    ("softssd", include_str!("../../../presets/softssd.toml")),
+    ("ssdexplorer-enterprise", include_str!("../../../presets/ssdexplorer-enterprise.toml")),
 ];
 
 /// A configuration error: where, which field, why.
@@ -105,6 +117,10 @@ pub struct ConfigFile {
     #[serde(default)]
     pub ftl: toml::Table,
     pub workload: Option<SyntheticSpec>,
+    /// Flash and DRAM timing (needed by `perf` only).
+    pub timing: Option<TimingConfig>,
+    /// Host interface (`perf` only; NVMe PCIe 3.0 x4 when absent).
+    pub host: Option<HostConfig>,
 }
 
 /// A validated configuration.
@@ -121,6 +137,8 @@ pub struct Config {
     pub ftl_name: String,
     pub ftl_options: FtlOptions,
     pub workload: Option<SyntheticSpec>,
+    pub timing: Option<Timing>,
+    pub host: Host,
 }
 
 /// Default device DRAM when a configuration does not say: 1 GiB.
@@ -172,6 +190,13 @@ impl Config {
         if !(0.0..50.0).contains(&bad) {
             return Err(err("device", "factory_bad_block_percent", "must be within 0..50".into()));
         }
+        let timing = raw
+            .timing
+            .as_ref()
+            .map(|t| t.validate(geometry.cell_type().bits_per_cell(), dram_budget_bytes))
+            .transpose()
+            .map_err(|(k, r)| err("timing", k, r))?;
+        let host = raw.host.clone().unwrap_or_default().validate().map_err(|(k, r)| err("host", k, r))?;
         let mut ftl_options = raw.ftl.clone();
         let ftl_name = match ftl_options.remove("name") {
             None => "page".to_string(),
@@ -190,6 +215,20 @@ impl Config {
             ftl_name,
             ftl_options,
             workload: raw.workload,
+            timing,
+            host,
+        })
+    }
+
+    /// The timing of a device, or an error saying that `perf` needs one.
+    pub fn require_timing(&self) -> Result<&Timing, String> {
+        self.timing.as_ref().ok_or_else(|| {
+            format!(
+                "device `{}` has no [timing] table, so it cannot be simulated in time; \
+                 use a preset with timing (femu-bbssd, mqsim-default, softssd, ssdexplorer-enterprise, tiny-timed) \
+                 or add [timing] to the configuration (see presets/mqsim-default.toml)",
+                self.name
+            )
         })
     }
 

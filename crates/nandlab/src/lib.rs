@@ -19,9 +19,17 @@
 //!   recorded block traces ([`workload::trace`], one reader per format) with
 //!   transforms ([`workload::transform`]). Requests stream; nothing is held
 //!   in memory.
+//! - [`host`] is the host interface of timed runs: NVMe or SATA queues and
+//!   their depth, the link's bandwidth, per-command and firmware costs, and
+//!   how requests arrive (closed loop, trace timestamps, fixed rate).
 //! - [`run`] is the host side: a [`run::Session`] hands each request to the
 //!   FTL in a buffer, records writes in the oracle and checks reads. The
-//!   modes (`stress` now; `perf`, `crash` next) are built on it.
+//!   modes are built on it: `stress` (untimed) and `perf` (the same session
+//!   with timing attached; `crash` next).
+//! - [`timing`] times what the FTL does without the FTL knowing: resource
+//!   timelines for every channel, die and plane, the flash timing model (an
+//!   observer of every flash operation), the device DRAM write cache, and
+//!   the per-request latency breakdown that names the bottleneck.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
 //!   (`page`), with pluggable GC policies in [`ftl::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
@@ -41,11 +49,13 @@
 pub mod config;
 pub mod flash;
 pub mod ftl;
+pub mod host;
 pub mod nand;
 pub mod oracle;
 pub mod prefetch;
 pub mod report;
 pub mod run;
 pub mod seed;
+pub mod timing;
 pub mod violation;
 pub mod workload;

@@ -1,6 +1,9 @@
 //! Reports: what a run did, in a versioned JSON schema, and a readable summary.
 
+pub mod latency;
+pub mod perf;
 pub mod resources;
+pub mod timeseries;
 
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::ftl::FtlStats;

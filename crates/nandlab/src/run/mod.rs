@@ -8,13 +8,16 @@
 //! can power-cycle the drive cleanly ([`Session::remount`]) with a fresh FTL
 //! instance that sees nothing but the flash.
 //!
-//! Modes build on it: [`stress`] runs a workload untimed and reports.
+//! Modes build on it: [`stress`] runs a workload untimed and reports;
+//! [`perf`] runs the same session with a timing model attached.
 
+pub mod perf;
 pub mod stress;
 
 use crate::config::Config;
 use crate::flash::{FlashController, FlashError};
 use crate::ftl::{self, Durability, Ftl, FtlEnv, FtlError, IoRequest};
+use crate::nand::payload::WriteId;
 use crate::nand::Nand;
 use crate::oracle::{Oracle, MAX_WRITE_ID};
 use crate::seed::derive_seed;
@@ -126,7 +129,32 @@ impl Session {
         self.next_request_id
     }
 
-    fn ftl_error(&mut self, what: &str, e: FtlError) {
+    /// Start a host request that is executed outside [`Session::submit`]
+    /// (the perf device's write cache): a fresh request id, set on the
+    /// flash controller so operations are attributed to it.
+    pub fn begin_request(&mut self) -> u64 {
+        let id = self.next_request_id;
+        self.next_request_id += 1;
+        self.flash.set_request(Some(id));
+        id
+    }
+
+    /// End a request started with [`Session::begin_request`].
+    pub fn end_request(&mut self) {
+        self.flash.set_request(None);
+    }
+
+    /// A fresh write id for a host write executed outside [`Session::submit`].
+    pub fn take_write_id(&mut self) -> Result<WriteId, RunError> {
+        if self.next_write_id > MAX_WRITE_ID {
+            return Err(RunError::Input(format!("the run exceeds {MAX_WRITE_ID} host writes")));
+        }
+        let w = self.next_write_id;
+        self.next_write_id += 1;
+        Ok(w)
+    }
+
+    pub(crate) fn ftl_error(&mut self, what: &str, e: FtlError) {
         self.record_ftl_failure(format!("{what}: {e}"));
     }
 

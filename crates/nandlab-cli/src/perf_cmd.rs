@@ -1,0 +1,584 @@
+//! `nandlab perf` (timed simulation) and `nandlab bench perf`.
+
+use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
+use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
+use clap::Args;
+use nandlab::config::Config;
+use nandlab::host::arrival::parse_arrival;
+use nandlab::host::HostConfig;
+use nandlab::report::perf::PerfReport;
+use nandlab::report::timeseries::to_csv;
+use nandlab::run::perf::precondition::PreconditionSpec;
+use nandlab::run::perf::{self, Flow, PerfOptions};
+use nandlab::run::RunError;
+use nandlab::timing::TimingConfig;
+use nandlab::workload::synthetic::SyntheticSpec;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Options of `perf` beyond those it shares with `stress`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PerfArgs {
+    /// Simulated time to issue requests for (10s, 500ms, 250us); in-flight
+    /// requests complete after it.
+    #[arg(long, help_heading = "Timed run")]
+    pub runtime: Option<String>,
+    /// Issue at most this many requests in all.
+    #[arg(long, help_heading = "Timed run")]
+    pub requests: Option<u64>,
+    /// How requests arrive: closed (iodepth per job, default), rate:IOPS,
+    /// poisson:IOPS.
+    #[arg(long, help_heading = "Timed run")]
+    pub arrival: Option<String>,
+    /// An extra flow, as fio options over the workload options:
+    /// `rw=randread,iodepth=16[,arrival=poisson:5000]` (repeatable; when
+    /// given, the flows are exactly these).
+    #[arg(long = "flow", value_name = "KEY=VALUE,...", help_heading = "Timed run")]
+    pub flows: Vec<String>,
+    /// Precondition untimed first: fill this share of the logical space
+    /// sequentially (default 100%), then overwrite it randomly until WAF and
+    /// free blocks are steady.
+    #[arg(long, num_args = 0..=1, default_missing_value = "100%", value_name = "FILL%", help_heading = "Timed run")]
+    pub precondition: Option<String>,
+    /// Cap on preconditioning's random overwrites, in times the filled volume.
+    #[arg(long = "precondition-max", default_value_t = 2.0, help_heading = "Timed run")]
+    pub precondition_max: f64,
+    /// Write the per-interval time series as CSV.
+    #[arg(long, value_name = "FILE.csv", help_heading = "Timed run")]
+    pub timeseries: Option<PathBuf>,
+    /// Length of a time-series interval in simulated time.
+    #[arg(long, default_value = "1s", help_heading = "Timed run")]
+    pub interval: String,
+    /// A [timing] field, KEY=VALUE (repeatable): --timing erase_suspend=true.
+    #[arg(long = "timing", value_name = "KEY=VALUE", help_heading = "Timing and host")]
+    pub timing: Vec<String>,
+    /// A [host] field, KEY=VALUE (repeatable): --host queue_depth=32.
+    #[arg(long = "host", value_name = "KEY=VALUE", help_heading = "Timing and host")]
+    pub host: Vec<String>,
+    /// Write cache: none, write_through, write_back (same as --timing write_cache=…).
+    #[arg(long = "write-cache", help_heading = "Timing and host")]
+    pub write_cache: Option<String>,
+    /// No background garbage collection in idle time.
+    #[arg(long = "no-idle-gc", help_heading = "Timing and host")]
+    pub no_idle_gc: bool,
+}
+
+/// A duration in simulated time: `10s`, `500ms`, `250us`, `40ns`, `2m`; a bare number is seconds.
+pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9)]
+        .iter()
+        .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n, *scale)))
+        .unwrap_or((t, 1e9));
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}`: expected a duration such as 10s or 500ms"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("`{text}`: a duration must be positive"));
+    }
+    Ok((v * scale).round() as u64)
+}
+
+/// Set `key = value` (value read as TOML) in a serialisable table and read it back.
+fn override_table<T>(what: &str, current: &T, assignments: &[String]) -> Result<T, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    if assignments.is_empty() {
+        return toml::Value::try_from(current)
+            .map_err(|e| e.to_string())?
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string());
+    }
+    let mut table = match toml::Value::try_from(current).map_err(|e| e.to_string())? {
+        toml::Value::Table(t) => t,
+        _ => unreachable!("tables serialise as tables"),
+    };
+    for a in assignments {
+        let (k, v) = a.split_once('=').ok_or_else(|| format!("--{what} `{a}`: expected KEY=VALUE"))?;
+        let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
+        table.insert(k.trim().to_string(), value);
+    }
+    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("--{what}: {}", e.message().trim()))
+}
+
+/// Apply --timing / --host / --write-cache to a configuration.
+fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
+    let mut timing_sets = p.timing.clone();
+    if let Some(m) = &p.write_cache {
+        timing_sets.push(format!("write_cache=\"{m}\""));
+    }
+    if !timing_sets.is_empty() {
+        let base = config.require_timing()?.config.clone();
+        let t: TimingConfig = override_table("timing", &base, &timing_sets)?;
+        config.timing = Some(
+            t.validate(config.geometry.cell_type().bits_per_cell(), config.dram_budget_bytes)
+                .map_err(|(k, r)| format!("--timing {k}: {r}"))?,
+        );
+    }
+    if !p.host.is_empty() {
+        let h: HostConfig = override_table("host", &config.host.config, &p.host)?;
+        config.host = h.validate().map_err(|(k, r)| format!("--host {k}: {r}"))?;
+    }
+    Ok(())
+}
+
+/// The flows of the run: the workload options alone, or each --flow over them.
+fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -> Result<Vec<Flow>, String> {
+    let default_arrival = p
+        .arrival
+        .as_deref()
+        .map(|a| parse_arrival(a, base.iodepth).map_err(|e| format!("--arrival {e}")))
+        .transpose()?;
+    if p.flows.is_empty() {
+        return Flow::synthetic(base, default_arrival, 0, config, seed);
+    }
+    let mut flows = Vec::new();
+    for (i, text) in p.flows.iter().enumerate() {
+        let mut table = match toml::Value::try_from(base).map_err(|e| e.to_string())? {
+            toml::Value::Table(t) => t,
+            _ => unreachable!("specs serialise as tables"),
+        };
+        let mut arrival_text = None;
+        for part in text.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| format!("--flow `{text}`: `{part}` is not KEY=VALUE"))?;
+            let (k, v) = (k.trim(), v.trim());
+            if k == "arrival" {
+                arrival_text = Some(v.to_string());
+                continue;
+            }
+            let value = match k {
+                "iodepth" | "numjobs" | "rwmixread" | "fsync" => {
+                    toml::Value::Integer(v.parse().map_err(|_| format!("--flow `{text}`: {k} must be a whole number"))?)
+                }
+                "trim_percent" => {
+                    toml::Value::Float(v.parse().map_err(|_| format!("--flow `{text}`: {k} must be a number"))?)
+                }
+                _ => toml::Value::String(v.to_string()),
+            };
+            table.insert(k.to_string(), value);
+        }
+        let spec: SyntheticSpec = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("--flow `{text}`: {}", e.message().trim()))?;
+        let arrival = match arrival_text {
+            Some(a) => Some(parse_arrival(&a, spec.iodepth).map_err(|e| format!("--flow {e}"))?),
+            None => default_arrival.map(|a| match a {
+                nandlab::host::Arrival::Closed { .. } => nandlab::host::Arrival::Closed { iodepth: spec.iodepth },
+                other => other,
+            }),
+        };
+        flows.extend(Flow::synthetic(&spec, arrival, i, config, seed).map_err(|e| format!("--flow `{text}`: {e}"))?);
+    }
+    Ok(flows)
+}
+
+fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> {
+    let Some(text) = &p.precondition else {
+        return Ok(None);
+    };
+    let t = text.trim().trim_end_matches('%');
+    let fill: f64 = t.parse().map_err(|_| format!("--precondition `{text}`: expected a share such as 75%"))?;
+    if !(fill > 0.0 && fill <= 100.0) {
+        return Err(format!("--precondition `{text}`: must be within (0, 100]%"));
+    }
+    if !(p.precondition_max.is_finite() && p.precondition_max >= 0.0) {
+        return Err("--precondition-max must be a non-negative number".into());
+    }
+    Ok(Some(PreconditionSpec { fill_percent: fill, max_overwrite: p.precondition_max, ..Default::default() }))
+}
+
+/// `nandlab perf`.
+pub fn perf_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunArgs, p: &PerfArgs) -> ExitCode {
+    let mut config = match device.load() {
+        Ok(c) => c,
+        Err(e) => return input_error(e),
+    };
+    if let Err(e) = config.require_timing().map(|_| ()) {
+        return input_error(e);
+    }
+    if let Err(e) = apply_overrides(&mut config, p) {
+        return input_error(e);
+    }
+    let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    let reproduce = options::reproduce_command(seed);
+    let flows = match build_flows(&config, &spec, p, seed) {
+        Ok(f) => f,
+        Err(e) => return input_error(e),
+    };
+    let opts = match (|| -> Result<PerfOptions, String> {
+        Ok(PerfOptions {
+            seed,
+            max_errors: run.max_errors,
+            keep_violations: run.keep_violations,
+            oracle_unit_sectors: run.oracle_unit,
+            interval_ns: parse_duration_ns(&p.interval).map_err(|e| format!("--interval {e}"))?,
+            runtime_ns: p
+                .runtime
+                .as_deref()
+                .map(parse_duration_ns)
+                .transpose()
+                .map_err(|e| format!("--runtime {e}"))?,
+            max_requests: p.requests,
+            precondition: parse_precondition(p)?,
+            idle_gc: !p.no_idle_gc,
+            remount_verify: run.remount,
+        })
+    })() {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    if run.idle_every > 0 {
+        return input_error("--idle-every is a stress option: perf gives the FTL idle time whenever the simulated device is idle (see --no-idle-gc)");
+    }
+    eprintln!("nandlab perf: preset {}, FTL {}, seed {seed}, {} flow(s)", config.name, config.ftl_name, flows.len());
+    let bar = progress_bar(run.no_progress);
+    let result = perf::run(&config, flows, &opts, &mut |pr| {
+        if let Some(b) = &bar {
+            b.set_message(pr.phase);
+            if let Some(t) = pr.total {
+                b.set_length(t);
+            }
+            b.set_position(pr.done);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut report = match result {
+        Ok(r) => r,
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
+    };
+    report.run.reproduce = Some(reproduce);
+    finish(&report, run.json.as_deref(), p.timeseries.as_deref())
+}
+
+fn write_file(path: &Path, text: String, what: &str) -> Result<(), ExitCode> {
+    let r = if path.as_os_str() == "-" {
+        println!("{text}");
+        Ok(())
+    } else {
+        std::fs::write(path, text)
+    };
+    r.map_err(|e| input_error(format!("{}: cannot write the {what}: {e}", path.display())))
+}
+
+fn finish(report: &PerfReport, json: Option<&Path>, csv: Option<&Path>) -> ExitCode {
+    print!("{}", report.summary());
+    let r = &report.run;
+    if !r.violations.is_empty() {
+        println!(
+            "\nFirst violations ({} kept of {} errors and {} warnings):",
+            r.violations.len(),
+            r.errors,
+            r.warnings
+        );
+        for v in &r.violations {
+            println!("  {v}");
+        }
+    }
+    if r.errors > 0 {
+        if let Some(cmd) = &r.reproduce {
+            println!("\nReproduce with:\n  {cmd}");
+        }
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(code) = write_file(path, text, "JSON report") {
+            return code;
+        }
+    }
+    if let Some(path) = csv {
+        if let Err(code) = write_file(path, to_csv(&report.perf.timeseries), "time series") {
+            return code;
+        }
+    }
+    if r.errors > 0 {
+        ExitCode::from(EXIT_VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+// ----- nandlab bench perf -----
+
+/// One benchmark scenario: name, description, preset override, perf arguments.
+struct Scenario {
+    name: &'static str,
+    description: &'static str,
+    gc_geometry: bool,
+    args: &'static [&'static str],
+}
+
+const SCENARIOS: [Scenario; 4] = [
+    Scenario {
+        name: "mqsim-s1",
+        description: "MQSim scenario 1: two flows of 4 KiB random writes, 8 KiB aligned, over 50 % of the logical space, QD 16 and 2, 10 s simulated, no preconditioning",
+        gc_geometry: false,
+        args: &[
+            "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+            "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
+        ],
+    },
+    Scenario {
+        name: "mqsim-s2",
+        description: "MQSim scenario 2: scenario 1 plus two flows of 4 KiB random reads at QD 16 each, 10 s simulated, no preconditioning",
+        gc_geometry: false,
+        args: &[
+            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
+            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
+        ],
+    },
+    Scenario {
+        name: "mqsim-s2-pre75",
+        description: "MQSim scenario 2 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
+        gc_geometry: false,
+        args: &[
+            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
+            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
+            "--precondition", "75%", "--precondition-max", "0.5",
+        ],
+    },
+    Scenario {
+        name: "gc-heavy",
+        description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 3 million requests",
+        gc_geometry: true,
+        args: &[
+            "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
+            "--io_size", "1000x", "--requests", "3000000",
+        ],
+    },
+];
+
+/// `nandlab bench perf` options.
+#[derive(Args, Debug, Clone)]
+pub struct BenchPerfArgs {
+    /// Scenarios to run (repeatable): mqsim-s1, mqsim-s2, mqsim-s2-pre75, gc-heavy (default all).
+    #[arg(long = "scenario")]
+    pub scenarios: Vec<String>,
+    /// Runs per scenario (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Extra arguments passed to each `nandlab perf` run.
+    #[arg(last = true)]
+    pub extra: Vec<String>,
+}
+
+struct Figures {
+    requests: f64,
+    sim_s: f64,
+    iops: f64,
+    mean_us: f64,
+    waf: f64,
+    req_per_cpu_s: f64,
+    mb_per_cpu_s: f64,
+    req_per_cpu_s_all: f64,
+    cpu_s: f64,
+    precondition_cpu_s: f64,
+    rss_mib: f64,
+    errors: u64,
+}
+
+fn figures_of(r: &Value) -> Figures {
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let p = &r["perf"];
+    let cpu = f(&r["cpu_seconds"]);
+    Figures {
+        requests: f(&p["requests"]),
+        sim_s: f(&p["simulated_seconds"]),
+        iops: f(&p["iops"]),
+        mean_us: f(&p["latency"]["all"]["mean_us"]),
+        waf: f(&r["waf"]),
+        req_per_cpu_s: f(&p["requests_per_cpu_second"]),
+        mb_per_cpu_s: f(&p["host_mb_per_cpu_second"]),
+        req_per_cpu_s_all: f(&p["requests"]) / cpu.max(1e-9),
+        cpu_s: cpu,
+        precondition_cpu_s: f(&p["precondition"]["cpu_seconds"]),
+        rss_mib: f(&r["peak_rss_bytes"]) / f64::from(1u32 << 20),
+        errors: r["errors"].as_u64().unwrap_or(0),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The GC-heavy device: mqsim-default with 128 blocks per plane and 64 pages per block.
+fn gc_config_text() -> String {
+    let text = nandlab::config::PRESETS
+        .iter()
+        .find(|(n, _)| *n == "mqsim-default")
+        .map(|(_, t)| *t)
+        .expect("mqsim-default preset");
+    let mut table: toml::Table = toml::from_str(text).expect("presets parse");
+    if let Some(toml::Value::Table(g)) = table.get_mut("geometry") {
+        g.insert("blocks_per_plane".into(), toml::Value::Integer(128));
+        g.insert("pages_per_block".into(), toml::Value::Integer(64));
+    }
+    table.insert("name".into(), toml::Value::String("mqsim-default-gc (128 blocks x 64 pages)".into()));
+    toml::to_string(&table).expect("tables serialise")
+}
+
+pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return input_error(format!("cannot find the nandlab executable: {e}")),
+    };
+    for s in &a.scenarios {
+        if !SCENARIOS.iter().any(|c| c.name == s) {
+            return input_error(format!("--scenario {s}: unknown (mqsim-s1, mqsim-s2, mqsim-s2-pre75, gc-heavy)"));
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("nandlab-bench-perf-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return input_error(format!("{}: {e}", dir.display()));
+    }
+    let gc_config = dir.join("mqsim-default-gc.toml");
+    if let Err(e) = std::fs::write(&gc_config, gc_config_text()) {
+        return input_error(format!("{}: {e}", gc_config.display()));
+    }
+    let runs = a.runs.max(1);
+    println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
+    println!("MQSim on the same kind of 2-core machine: 25.7 k (scenario 1) and 35.6 k (scenario 2) requests per CPU-second, 33.5 k on the GC run before it crashes; 2.0-2.3 GB peak RSS");
+    let mut failed = false;
+    for sc in SCENARIOS.iter().filter(|s| a.scenarios.is_empty() || a.scenarios.iter().any(|n| n == s.name)) {
+        println!("\n{}: {}", sc.name, sc.description);
+        let mut figures = Vec::new();
+        for i in 0..runs {
+            let json = dir.join(format!("{}-{i}.json", sc.name));
+            let mut cmd = Command::new(&exe);
+            cmd.arg("perf");
+            if sc.gc_geometry {
+                cmd.arg("--config").arg(&gc_config);
+            } else {
+                cmd.args(["--preset", "mqsim-default"]);
+            }
+            let status = cmd
+                .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
+                .arg(&json)
+                .args(sc.args)
+                .args(&a.extra)
+                .stdout(std::process::Stdio::null())
+                .status();
+            let parsed = status
+                .ok()
+                .and_then(|_| std::fs::read_to_string(&json).ok())
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+            let Some(report) = parsed else {
+                println!("  run {}: failed (no report)", i + 1);
+                failed = true;
+                break;
+            };
+            let f = figures_of(&report);
+            println!(
+                "  run {}: {:>9.0} requests in {:.3} s simulated ({:>8.0} IOPS, mean {:>7.1} µs, WAF {:.3}); {:>9.0} requests/CPU-s timed ({:>9.0} incl. setup), {:>7.1} host MB/CPU-s; CPU {:6.2} s (precondition {:.2} s); peak RSS {:6.0} MiB{}",
+                i + 1,
+                f.requests,
+                f.sim_s,
+                f.iops,
+                f.mean_us,
+                f.waf,
+                f.req_per_cpu_s,
+                f.req_per_cpu_s_all,
+                f.mb_per_cpu_s,
+                f.cpu_s,
+                f.precondition_cpu_s,
+                f.rss_mib,
+                if f.errors > 0 { format!("  ({} ERRORS)", f.errors) } else { String::new() }
+            );
+            failed |= f.errors > 0;
+            figures.push(f);
+        }
+        if !figures.is_empty() {
+            let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
+            println!(
+                "  median: {:>9.0} requests/CPU-s timed ({:>9.0} incl. setup), {:>7.1} host MB/CPU-s, {:>8.0} IOPS simulated, peak RSS {:6.0} MiB",
+                med(|f| f.req_per_cpu_s),
+                med(|f| f.req_per_cpu_s_all),
+                med(|f| f.mb_per_cpu_s),
+                med(|f| f.iops),
+                med(|f| f.rss_mib)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if failed {
+        ExitCode::from(EXIT_VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units_and_reject_nonsense() {
+        assert_eq!(parse_duration_ns("10s").unwrap(), 10_000_000_000);
+        assert_eq!(parse_duration_ns("500ms").unwrap(), 500_000_000);
+        assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
+        assert_eq!(parse_duration_ns("2").unwrap(), 2_000_000_000);
+        assert!(parse_duration_ns("soon").is_err());
+        assert!(parse_duration_ns("-1s").is_err());
+    }
+
+    #[test]
+    fn timing_overrides_are_validated_and_name_the_field() {
+        let mut c = Config::preset("tiny-timed").unwrap();
+        let p = PerfArgs {
+            timing: vec!["erase_suspend=true".into()],
+            host: vec!["queue_depth=8".into()],
+            ..Default::default()
+        };
+        apply_overrides(&mut c, &p).unwrap();
+        assert!(c.timing.as_ref().unwrap().config.erase_suspend);
+        assert_eq!(c.host.queue_depth, 8);
+        let bad = PerfArgs { timing: vec!["program_latency_us=[1,2,3]".into()], ..Default::default() };
+        let e = apply_overrides(&mut c, &bad).unwrap_err();
+        assert!(e.contains("program_latency_us"), "{e}");
+        let unknown = PerfArgs { host: vec!["warp_drive=1".into()], ..Default::default() };
+        assert!(apply_overrides(&mut c, &unknown).unwrap_err().contains("warp_drive"));
+    }
+
+    #[test]
+    fn flows_override_the_workload_options() {
+        let c = Config::preset("tiny-timed").unwrap();
+        let base = SyntheticSpec::default();
+        let p = PerfArgs {
+            flows: vec!["rw=randread,iodepth=16".into(), "iodepth=2,numjobs=2,arrival=poisson:100".into()],
+            ..Default::default()
+        };
+        let flows = build_flows(&c, &base, &p, 1).unwrap();
+        assert_eq!(flows.len(), 3);
+        assert_eq!(flows[0].arrival, nandlab::host::Arrival::Closed { iodepth: 16 });
+        assert!(flows[0].workload.describe().contains("randread"));
+        assert!(matches!(flows[2].arrival, nandlab::host::Arrival::Rate { poisson: true, .. }));
+        let bad = PerfArgs { flows: vec!["bogus=1".into()], ..Default::default() };
+        let e = build_flows(&c, &base, &bad, 1).err().expect("rejected");
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn the_gc_heavy_device_is_8_gib_raw() {
+        let c = Config::parse(&gc_config_text(), "gc.toml").unwrap();
+        assert_eq!(c.geometry.raw_bytes(), 8 << 30);
+        assert!(c.timing.is_some());
+    }
+}

@@ -1,0 +1,82 @@
+//! `nandlab perf` from the command line: reports, files, exit codes.
+
+use std::process::Command;
+
+fn nandlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn perf_writes_json_and_a_csv_time_series() {
+    let dir = std::env::temp_dir().join(format!("nandlab-perf-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let csv = dir.join("t.csv");
+    let (code, stdout, stderr) = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "8",
+        "--write_size",
+        "1x",
+        "--seed",
+        "3",
+        "--interval",
+        "10ms",
+        "--no-progress",
+        "--remount",
+        "--json",
+        json.to_str().unwrap(),
+        "--timeseries",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("bottleneck"), "{stdout}");
+    assert!(stdout.contains("sectors verified"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["mode"], "perf");
+    assert!(report["perf"]["latency"]["write"]["p99_99_us"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["errors"], 0);
+    let series = std::fs::read_to_string(&csv).unwrap();
+    assert!(series.starts_with("start_s,reads,writes,iops,"));
+    assert!(series.lines().count() > 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_perf_input_exits_2_with_a_clear_message() {
+    let (code, _, err) = nandlab(&["perf", "--preset", "tiny", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no [timing] table"), "{err}");
+    let (code, _, err) =
+        nandlab(&["perf", "--preset", "tiny-timed", "--timing", "erase_latency_us=-3", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("erase_latency_us"), "{err}");
+    let (code, _, err) = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--host",
+        "interface=\"sata\"",
+        "--host",
+        "queues=1",
+        "--host",
+        "queue_depth=32",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("sata_gbps"), "{err}");
+    let (code, _, err) = nandlab(&["perf", "--preset", "tiny-timed", "--runtime", "soon"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--runtime"), "{err}");
+}

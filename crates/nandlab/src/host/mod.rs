@@ -1,0 +1,21 @@
+//! The host interface: submission queues and their depth, the link to the
+//! host, and how requests arrive.
+//!
+//! - [`config`]: the `[host]` table — NVMe (N queues × depth up to 65,535)
+//!   or SATA NCQ (one queue of up to 32), link bandwidth from the PCIe
+//!   generation and lanes or the SATA rate, a fixed per-command overhead,
+//!   and the controller firmware's time per request on the controller CPU.
+//! - [`queues`]: admission to a submission queue; a request that finds its
+//!   queue full waits for the oldest outstanding command of that queue.
+//! - [`arrival`]: closed loop (fio's `iodepth` per job: a job's next
+//!   request arrives when one of its outstanding requests completes), open
+//!   loop from trace timestamps (scaled), or open loop at a fixed rate
+//!   (fio's `rate_iops`, evenly spaced or Poisson).
+
+pub mod arrival;
+pub mod config;
+pub mod queues;
+
+pub use arrival::Arrival;
+pub use config::{Host, HostConfig, Interface};
+pub use queues::SubmissionQueues;

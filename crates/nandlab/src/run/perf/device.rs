@@ -1,0 +1,587 @@
+//! The timed device: a [`Session`] (FTL, flash, oracle) behind a host
+//! interface, a controller CPU, device DRAM and an optional write cache,
+//! with the flash timing model attached as an observer.
+//!
+//! A request's path, each stage starting when the previous one ends:
+//!
+//! ```text
+//! arrival ─► submission queue ─► command overhead ─► controller core (firmware)
+//!   write: ─► link host→device ─► [write cache: DRAM copy | FTL → flash ops]
+//!   read:  ─► [all sectors cached: DRAM | FTL → flash ops] ─► link device→host
+//!   trim:  ─► FTL                flush: ─► every dirty line to the FTL, FTL flush
+//! ```
+//!
+//! Functional effects happen when a request is simulated (in arrival
+//! order); the timing of its flash work comes from [`FlashTiming`].
+//!
+//! Write-back evictions go to flash through a window of at most two per
+//! die in flight, as a controller's flash command queues bound them: the
+//! dirty lines wait in DRAM, not as a backlog of programs queued on the
+//! planes ahead of every later read.
+
+use super::super::{RunError, Session};
+use crate::config::Config;
+use crate::flash::{BufId, Flash};
+use crate::ftl::IoRequest;
+use crate::host::{Host, SubmissionQueues};
+use crate::timing::write_cache::WriteCache;
+use crate::timing::{
+    Breakdown, Component, FlashTiming, ServerPool, Timeline, Timing, TimingObserver, WriteCacheMode, NO_OWNER,
+};
+use crate::workload::{HostOp, HostRequest};
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+
+/// The page-sized pieces of a request of `sectors` sectors at `lba` on
+/// pages of `spp` sectors: (logical page, first sector in the page,
+/// sectors, offset in the request).
+fn pieces(spp: u32, lba: u64, sectors: u32) -> impl Iterator<Item = (u64, u32, u32, u32)> {
+    let spp = u64::from(spp);
+    let end = lba + u64::from(sectors);
+    let mut at = lba;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let lpn = at / spp;
+        let first = (at % spp) as u32;
+        let n = (spp - u64::from(first)).min(end - at) as u32;
+        let off = (at - lba) as u32;
+        at += u64::from(n);
+        Some((lpn, first, n, off))
+    })
+}
+
+/// When a request completed and where its time went.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub completion_ns: u64,
+    pub breakdown: Breakdown,
+}
+
+/// Busy time of the host-side resources, ns.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostBusy {
+    pub link_to_device_ns: u64,
+    pub link_to_host_ns: u64,
+    pub cpu_ns: u64,
+    pub dram_ns: u64,
+}
+
+/// The timed device. See the module docs.
+pub struct TimedDevice {
+    pub session: Session,
+    pub model: Rc<RefCell<FlashTiming>>,
+    timing: Timing,
+    host: Host,
+    queues: SubmissionQueues,
+    link_in: Timeline,
+    link_out: Timeline,
+    cpu: ServerPool,
+    dram: Timeline,
+    cache: Option<WriteCache>,
+    mode: WriteCacheMode,
+    spp: u32,
+    sector_bytes: u64,
+    scratch_lines: Vec<u32>,
+    scratch_runs: Vec<(u32, u32)>,
+    /// Arrival time of the request being simulated: nothing starts earlier.
+    now: u64,
+    /// When the cache evictions in flight complete (a bounded window, as a
+    /// controller's flash command queues are: reads are not stuck behind an
+    /// unbounded backlog of write-back programs).
+    evictions: BinaryHeap<Reverse<u64>>,
+    max_evictions: usize,
+}
+
+impl TimedDevice {
+    /// Build and format the drive; the timing model starts switched off
+    /// (preconditioning runs untimed) — see [`TimedDevice::start_timing`].
+    pub fn new(
+        config: &Config,
+        seed: u64,
+        oracle_unit_sectors: u32,
+        keep_violations: usize,
+        interval_ns: u64,
+    ) -> Result<TimedDevice, RunError> {
+        let timing = config.require_timing().map_err(RunError::Input)?.clone();
+        // The write cache takes its share of the DRAM; the FTL gets the rest.
+        let mut ftl_config = config.clone();
+        ftl_config.dram_budget_bytes = config.dram_budget_bytes - timing.write_cache_bytes;
+        let mut session =
+            Session::new(&ftl_config, seed, oracle_unit_sectors, keep_violations).map_err(|e| match e {
+                RunError::Input(m) if timing.write_cache_bytes > 0 => RunError::Input(format!(
+                    "{m} (the write cache takes {} MiB of the {} MiB of device DRAM)",
+                    timing.write_cache_bytes >> 20,
+                    config.dram_budget_bytes >> 20
+                )),
+                other => other,
+            })?;
+        let g = &config.geometry;
+        let mut model = FlashTiming::new(g, &timing, interval_ns);
+        model.set_enabled(false);
+        let model = Rc::new(RefCell::new(model));
+        session.flash.add_observer(Box::new(TimingObserver(model.clone())));
+        let spp = g.sectors_per_page();
+        let page_bytes = u64::from(g.page_size_bytes());
+        let cache = (timing.config.write_cache != WriteCacheMode::None).then(|| {
+            let lines = (timing.write_cache_bytes / page_bytes).max(1) as usize;
+            let bufs: Vec<BufId> = (0..lines).map(|_| session.flash.alloc_host_read(spp)).collect();
+            WriteCache::new(bufs, spp, timing.config.write_cache_flush_watermark)
+        });
+        let host = config.host.clone();
+        Ok(TimedDevice {
+            session,
+            model,
+            mode: timing.config.write_cache,
+            queues: SubmissionQueues::new(host.queues, host.queue_depth),
+            link_in: Timeline::default(),
+            link_out: Timeline::default(),
+            cpu: ServerPool::new(host.cores),
+            dram: Timeline::default(),
+            cache,
+            spp,
+            sector_bytes: u64::from(g.sector_size_bytes()),
+            scratch_lines: Vec::new(),
+            scratch_runs: Vec::new(),
+            now: 0,
+            evictions: BinaryHeap::new(),
+            max_evictions: 2 * g.dies() as usize,
+            timing,
+            host,
+        })
+    }
+
+    /// Switch the timing model on: from now on operations take time.
+    pub fn start_timing(&mut self) {
+        self.model.borrow_mut().set_enabled(true);
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+    pub fn queues(&self) -> u32 {
+        self.queues.queues()
+    }
+    pub fn cache(&self) -> Option<&WriteCache> {
+        self.cache.as_ref()
+    }
+
+    pub fn host_busy(&self) -> HostBusy {
+        HostBusy {
+            link_to_device_ns: self.link_in.reserved_ns(),
+            link_to_host_ns: self.link_out.reserved_ns(),
+            cpu_ns: self.cpu.busy_ns(),
+            dram_ns: self.dram.reserved_ns(),
+        }
+    }
+
+    pub fn cores(&self) -> u32 {
+        self.cpu.servers()
+    }
+
+    // ----- resources -----
+
+    /// Move `bytes` over the link (to the device or to the host) from `t`.
+    fn link(&mut self, to_host: bool, t: u64, bytes: u64, path: &mut Breakdown) -> u64 {
+        let ns = self.host.link_ns(bytes);
+        let tl = if to_host && self.host.full_duplex { &mut self.link_out } else { &mut self.link_in };
+        tl.prune(self.now);
+        let f = tl.fit(t, ns);
+        tl.reserve(f.start, ns, false);
+        path.add(Component::HostTransfer, f.start - t + ns);
+        f.start + ns
+    }
+
+    /// Copy `bytes` through the device DRAM from `t`.
+    fn dram_copy(&mut self, t: u64, bytes: u64, path: &mut Breakdown) -> u64 {
+        let ns = self.timing.dram_ns(bytes);
+        self.dram.prune(self.now);
+        let f = self.dram.fit(t, ns);
+        self.dram.reserve(f.start, ns, false);
+        path.add(Component::Dram, f.start - t + ns);
+        f.start + ns
+    }
+
+    /// Run `f` (FTL calls) as one flash epoch ready at `ready`.
+    fn epoch<R>(
+        &mut self,
+        ready: u64,
+        owner: u64,
+        path: Breakdown,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (R, u64, Breakdown) {
+        self.model.borrow_mut().begin_epoch(ready, owner, path);
+        let r = f(self);
+        let (end, p) = self.model.borrow().end_epoch();
+        (r, end, p)
+    }
+
+    // ----- requests -----
+
+    /// Simulate one host request arriving at `arrival_ns` on submission
+    /// queue `queue`; `seq` identifies it to the timing model.
+    pub fn submit(&mut self, req: &HostRequest, queue: u32, arrival_ns: u64, seq: u64) -> Result<Completion, RunError> {
+        self.model.borrow_mut().advance(arrival_ns);
+        self.now = self.now.max(arrival_ns);
+        let mut b = Breakdown::default();
+        let admitted = self.queues.admit(queue, arrival_ns);
+        b.add(Component::Queue, admitted - arrival_ns);
+        let t = admitted + self.host.command_overhead_ns;
+        b.add(Component::HostCommand, self.host.command_overhead_ns);
+        let (start, t) = self.cpu.serve(t, self.host.firmware_ns);
+        b.add(Component::Queue, start - (admitted + self.host.command_overhead_ns));
+        b.add(Component::Cpu, self.host.firmware_ns);
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let (end, path) = match req.op {
+            HostOp::Write => {
+                let t = self.link(false, t, bytes, &mut b);
+                match self.mode {
+                    WriteCacheMode::None => {
+                        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                        r?;
+                        (end, p)
+                    }
+                    WriteCacheMode::WriteThrough => self.write_through(req, t, seq, b)?,
+                    WriteCacheMode::WriteBack => self.write_back(req, t, b)?,
+                }
+            }
+            HostOp::Read => {
+                let (end, mut p) = self.read(req, t, seq, b)?;
+                let end = self.link(true, end, bytes, &mut p);
+                (end, p)
+            }
+            HostOp::Trim => {
+                self.drop_cached(req.lba, u64::from(req.sectors));
+                let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                r?;
+                (end, p)
+            }
+            HostOp::Flush => self.flush(req, t, seq, b)?,
+        };
+        self.queues.complete_at(queue, end);
+        debug_assert_eq!(path.total(), end - arrival_ns, "breakdown sums to latency");
+        Ok(Completion { completion_ns: end, breakdown: path })
+    }
+
+    fn read(&mut self, req: &HostRequest, t: u64, seq: u64, b: Breakdown) -> Result<(u64, Breakdown), RunError> {
+        let Some(cache) = &self.cache else {
+            let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+            r?;
+            return Ok((end, p));
+        };
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let all_cached = pieces(self.spp, req.lba, req.sectors)
+            .all(|(lpn, first, n, _)| cache.lookup(lpn).is_some_and(|l| cache.covers(l, first, n)));
+        let cache = self.cache.as_mut().expect("checked");
+        if all_cached {
+            cache.counters.read_hits += 1;
+        } else {
+            cache.counters.read_misses += 1;
+        }
+        let id = self.session.begin_request();
+        let buf = self.session.flash.alloc_host_read(req.sectors);
+        let (r, mut end, mut p) = self.epoch(t, seq, b, |d| {
+            if all_cached {
+                Ok(())
+            } else {
+                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
+                d.session.ftl.read(&mut d.session.flash, &io)
+            }
+        });
+        match r {
+            Ok(()) => {
+                self.overlay_cached(req.lba, req.sectors, buf);
+                let s = &mut self.session;
+                let oracle = &s.oracle;
+                s.flash
+                    .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, req.lba, runs))
+                    .map_err(|e| RunError::Input(e.to_string()))?;
+            }
+            Err(e) => self.session.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
+        }
+        if all_cached {
+            end = self.dram_copy(t, bytes, &mut p);
+        }
+        self.session.flash.free_host_buffer(buf);
+        self.session.host.read_requests += 1;
+        self.session.host.read_bytes += bytes;
+        self.session.end_request();
+        Ok((end, p))
+    }
+
+    /// Lay every cached sector of `lba .. lba+sectors` over `buf`.
+    fn overlay_cached(&mut self, lba: u64, sectors: u32, buf: BufId) {
+        let Some(cache) = self.cache.as_ref() else {
+            return;
+        };
+        let runs = &mut self.scratch_runs;
+        let flash = &mut self.session.flash;
+        for (lpn, first, n, off) in pieces(self.spp, lba, sectors) {
+            let Some(line) = cache.lookup(lpn) else {
+                continue;
+            };
+            runs.clear();
+            cache.present_runs(line, self.spp, runs);
+            let lbuf = cache.line(line).buf;
+            for &(s, len) in runs.iter() {
+                let lo = s.max(first);
+                let hi = (s + len).min(first + n);
+                if lo < hi {
+                    let _ = flash.buf_copy(buf, off + (lo - first), lbuf, lo, hi - lo);
+                }
+            }
+        }
+    }
+
+    /// A line for `lpn`: cached, free, or freed by evicting the LRU line.
+    fn line_for(&mut self, lpn: u64, t: u64) -> u32 {
+        let cache = self.cache.as_mut().expect("cache present");
+        if let Some(l) = cache.lookup(lpn) {
+            cache.counters.write_hits += 1;
+            cache.touch(l);
+            return l;
+        }
+        cache.counters.write_misses += 1;
+        if let Some(l) = cache.take_free(lpn) {
+            return l;
+        }
+        let victim = cache.lru().expect("a full cache has an LRU line");
+        self.evict(victim, t);
+        self.cache.as_mut().expect("cache present").take_free(lpn).expect("eviction freed a line")
+    }
+
+    /// Write a line's sectors to the FTL (if dirty) and free it once that
+    /// flash work completes.
+    fn evict(&mut self, line: u32, t: u64) {
+        let cache = self.cache.as_mut().expect("cache present");
+        let l = cache.line(line).clone();
+        if !l.dirty {
+            cache.release(line, l.busy_until_ns);
+            return;
+        }
+        cache.counters.evictions += 1;
+        self.scratch_runs.clear();
+        cache.present_runs(line, self.spp, &mut self.scratch_runs);
+        let runs = std::mem::take(&mut self.scratch_runs);
+        let mut ready = t.max(l.data_ready_ns);
+        if self.evictions_in_flight(t) >= self.max_evictions {
+            // Wait for a slot in the window of evictions in flight.
+            let Reverse(first) = self.evictions.pop().expect("window is full");
+            ready = ready.max(first);
+        }
+        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| {
+            for &(first, n) in &runs {
+                d.write_line_run(l.lpn, l.buf, first, n);
+            }
+        });
+        self.evictions.push(Reverse(end));
+        self.scratch_runs = runs;
+        self.cache.as_mut().expect("cache present").release(line, end);
+    }
+
+    /// Evictions whose flash work is still running at `t`.
+    fn evictions_in_flight(&mut self, t: u64) -> usize {
+        while self.evictions.peek().is_some_and(|Reverse(e)| *e <= t) {
+            self.evictions.pop();
+        }
+        self.evictions.len()
+    }
+
+    /// One FTL write of sectors `first .. first+n` of a cached page.
+    fn write_line_run(&mut self, lpn: u64, lbuf: BufId, first: u32, n: u32) {
+        if self.session.ftl_failed() {
+            return;
+        }
+        let lba = lpn * u64::from(self.spp) + u64::from(first);
+        let id = self.session.flash.request().unwrap_or(u64::MAX);
+        let (buf, temp) = if first == 0 {
+            (lbuf, false)
+        } else {
+            let b = self.session.flash.alloc_host_read(n);
+            let _ = self.session.flash.buf_copy(b, 0, lbuf, first, n);
+            (b, true)
+        };
+        let io = IoRequest { id, lba, sectors: n, buf };
+        if let Err(e) = self.session.ftl.write(&mut self.session.flash, &io) {
+            self.session.ftl_error(&format!("write-cache eviction of {n} sectors at LBA {lba}"), e);
+        }
+        if temp {
+            self.session.flash.free_host_buffer(buf);
+        }
+    }
+
+    fn write_back(&mut self, req: &HostRequest, t: u64, mut b: Breakdown) -> Result<(u64, Breakdown), RunError> {
+        let _id = self.session.begin_request();
+        let write = self.session.take_write_id()?;
+        let hbuf = self.session.flash.alloc_host_write(req.lba as u32, write, req.sectors);
+        let mut lines = std::mem::take(&mut self.scratch_lines);
+        lines.clear();
+        let mut space = t;
+        for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
+            let line = self.line_for(lpn, t);
+            let cache = self.cache.as_mut().expect("cache present");
+            space = space.max(cache.line(line).busy_until_ns);
+            let lbuf = cache.line(line).buf;
+            cache.set_present(line, first, n, true);
+            cache.set_dirty(line, true);
+            let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+            lines.push(line);
+        }
+        b.add(Component::CacheWait, space - t);
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let ack = self.dram_copy(space, bytes, &mut b);
+        let cache = self.cache.as_mut().expect("cache present");
+        for &l in &lines {
+            let line = cache.line_mut(l);
+            line.data_ready_ns = line.data_ready_ns.max(ack);
+        }
+        self.scratch_lines = lines;
+        self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
+        self.session.flash.free_host_buffer(hbuf);
+        let h = &mut self.session.host;
+        h.write_requests += 1;
+        h.write_bytes += bytes;
+        h.volatile_writes += 1;
+        // Keep dirty lines under the watermark so flushing overlaps with
+        // writes, as far as the window of evictions in flight allows.
+        while self.evictions_in_flight(ack) < self.max_evictions {
+            let Some(victim) = self.cache.as_ref().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
+            else {
+                break;
+            };
+            self.evict(victim, ack);
+        }
+        self.session.end_request();
+        Ok((ack, b))
+    }
+
+    fn write_through(
+        &mut self,
+        req: &HostRequest,
+        t: u64,
+        seq: u64,
+        b: Breakdown,
+    ) -> Result<(u64, Breakdown), RunError> {
+        let id = self.session.begin_request();
+        let write = self.session.take_write_id()?;
+        let hbuf = self.session.flash.alloc_host_write(req.lba as u32, write, req.sectors);
+        let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
+        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.ftl.write(&mut d.session.flash, &io));
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        match r {
+            Ok(_) => {
+                self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
+                // Keep a clean copy for reads (in DRAM while flash programs).
+                for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
+                    let line = self.line_for(lpn, t);
+                    let cache = self.cache.as_mut().expect("cache present");
+                    cache.set_present(line, first, n, true);
+                    let lbuf = cache.line(line).buf;
+                    let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+                }
+                let mut scratch = Breakdown::default();
+                self.dram_copy(t, bytes, &mut scratch);
+            }
+            Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
+        }
+        self.session.flash.free_host_buffer(hbuf);
+        self.session.host.write_requests += 1;
+        self.session.host.write_bytes += bytes;
+        self.session.end_request();
+        Ok((end, p))
+    }
+
+    /// Forget cached sectors of a trimmed range (they must read as zeros).
+    fn drop_cached(&mut self, lba: u64, sectors: u64) {
+        let Some(cache) = self.cache.as_mut() else {
+            return;
+        };
+        if sectors == 0 {
+            return;
+        }
+        let spp = u64::from(self.spp);
+        let end = lba + sectors;
+        let mut lines = std::mem::take(&mut self.scratch_lines);
+        lines.clear();
+        cache.lines_in(lba / spp, (end - 1) / spp, &mut lines);
+        for &l in &lines {
+            let page_start = cache.line(l).lpn * spp;
+            let lo = lba.max(page_start);
+            let hi = end.min(page_start + spp);
+            cache.set_present(l, (lo - page_start) as u32, (hi - lo) as u32, false);
+            if cache.is_empty_line(l) {
+                let busy = cache.line(l).busy_until_ns;
+                cache.release(l, busy);
+            }
+        }
+        self.scratch_lines = lines;
+    }
+
+    fn flush(&mut self, req: &HostRequest, t: u64, seq: u64, b: Breakdown) -> Result<(u64, Breakdown), RunError> {
+        let mut done = t;
+        if self.cache.is_some() {
+            let _id = self.session.begin_request();
+            let mut lines = std::mem::take(&mut self.scratch_lines);
+            lines.clear();
+            let cache = self.cache.as_mut().expect("cache present");
+            cache.counters.flushes += 1;
+            cache.dirty_in_lru_order(&mut lines);
+            for &l in &lines {
+                self.evict(l, t);
+            }
+            self.scratch_lines = lines;
+            self.session.end_request();
+            done = done.max(self.cache.as_ref().expect("cache").flushed_until_ns);
+        }
+        let (r, end, mut p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+        r?;
+        if done > end {
+            // Waiting for every dirty line to reach flash.
+            p.add(Component::CacheWait, done - end);
+        }
+        Ok((done.max(end), p))
+    }
+
+    /// Write every dirty cache line to the FTL (before a clean shutdown).
+    pub fn write_back_all(&mut self) {
+        if self.cache.is_none() {
+            return;
+        }
+        let mut lines = Vec::new();
+        self.cache.as_ref().expect("cache present").dirty_in_lru_order(&mut lines);
+        let t = self.now;
+        for l in lines {
+            self.evict(l, t);
+        }
+    }
+
+    /// Background work in idle time: FTL idle steps starting at `from_ns`
+    /// while they end before `until_ns`. Returns the steps done.
+    pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
+        let mut at = from_ns;
+        let mut steps = 0;
+        while at < until_ns && steps < max_steps && !self.session.ftl_failed() {
+            self.session.flash.set_request(None);
+            let (r, end, _) =
+                self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.ftl.idle(&mut d.session.flash));
+            match r {
+                Ok(crate::ftl::IdleOutcome::Worked) => {
+                    steps += 1;
+                    at = end.max(at + 1);
+                }
+                Ok(crate::ftl::IdleOutcome::Nothing) => break,
+                Err(e) => {
+                    self.session.ftl_error("background work", e);
+                    break;
+                }
+            }
+        }
+        steps
+    }
+}

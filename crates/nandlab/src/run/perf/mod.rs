@@ -1,0 +1,669 @@
+//! `perf`: the same FTL as `stress`, timed — how fast is it on this
+//! hardware, and where is the bottleneck?
+//!
+//! A run is a discrete-event simulation over two kinds of events, processed
+//! in simulated-time order: a flow's request *arrives*, and a request
+//! *completes*. At its arrival a request is simulated whole by the
+//! [`device::TimedDevice`]: the FTL serves it at once (as in `stress`, with
+//! the oracle checking every read), the timing model places its flash
+//! operations on the channel, die and plane timelines, and its completion
+//! time is known; the completion event records its latency. In a closed
+//! loop that completion is also when the flow's next request arrives.
+//!
+//! Before the timed phase the drive can be preconditioned untimed
+//! ([`precondition`]). Background garbage collection runs in idle time:
+//! when a request arrives to an idle device (nothing outstanding), the
+//! FTL's idle steps run from the last completion on, while they end before
+//! the arrival.
+
+pub mod device;
+pub mod precondition;
+
+use super::{RunError, Session};
+use crate::config::Config;
+use crate::flash::{Cause, FlashStats, OpCounts};
+use crate::host::Arrival;
+use crate::report::latency::LatencyRecorder;
+use crate::report::perf::{BreakdownSummary, DeviceSummary, FlowSummary, PerfGc, PerfReport, PerfSection, Utilisation};
+use crate::report::timeseries::SeriesRecorder;
+use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
+use crate::seed::{derive_seed, rng_for, Rng};
+use crate::timing::Component;
+use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
+use crate::workload::{HostOp, HostRequest, Workload};
+use device::TimedDevice;
+use precondition::{free_blocks, PreconditionSpec};
+use std::collections::{BinaryHeap, HashMap};
+use std::time::Instant;
+
+/// Options of a perf run.
+#[derive(Clone, Debug)]
+pub struct PerfOptions {
+    pub seed: u64,
+    /// Stop issuing after this many error-severity violations (0: never).
+    pub max_errors: u64,
+    pub keep_violations: usize,
+    /// Oracle version grain in sectors (default: the flows' alignment).
+    pub oracle_unit_sectors: Option<u32>,
+    /// Length of one time-series interval, ns of simulated time.
+    pub interval_ns: u64,
+    /// Issue no request arriving after this simulated time, ns.
+    pub runtime_ns: Option<u64>,
+    /// Issue at most this many requests in all.
+    pub max_requests: Option<u64>,
+    pub precondition: Option<PreconditionSpec>,
+    /// Run the FTL's background work when the device is idle.
+    pub idle_gc: bool,
+    /// After the run: write the cache back, power-cycle cleanly, mount a
+    /// fresh FTL and verify every sector (untimed).
+    pub remount_verify: bool,
+}
+
+impl Default for PerfOptions {
+    fn default() -> Self {
+        PerfOptions {
+            seed: 0,
+            max_errors: 1,
+            keep_violations: 20,
+            oracle_unit_sectors: None,
+            interval_ns: 1_000_000_000,
+            runtime_ns: None,
+            max_requests: None,
+            precondition: None,
+            idle_gc: true,
+            remount_verify: false,
+        }
+    }
+}
+
+/// A stream of requests with its arrival process (one fio job).
+pub struct Flow {
+    pub name: String,
+    pub workload: Box<dyn Workload>,
+    pub arrival: Arrival,
+}
+
+impl Flow {
+    /// The flows of a synthetic job description: one per `numjobs`, each
+    /// with its own random stream, arriving closed-loop at `iodepth` unless
+    /// `arrival` says otherwise. `index` numbers the description among the
+    /// run's (it seeds the streams).
+    pub fn synthetic(
+        spec: &SyntheticSpec,
+        arrival: Option<Arrival>,
+        index: usize,
+        config: &Config,
+        seed: u64,
+    ) -> Result<Vec<Flow>, String> {
+        let arrival = arrival.unwrap_or(Arrival::Closed { iodepth: spec.iodepth });
+        if let Arrival::Timestamps { .. } = arrival {
+            return Err("synthetic flows have no timestamps: use closed, rate:IOPS or poisson:IOPS".into());
+        }
+        let one = SyntheticSpec { numjobs: 1, ..spec.clone() };
+        (0..spec.numjobs.max(1))
+            .map(|job| {
+                let w = SyntheticWorkload::new(
+                    &one,
+                    config.logical_bytes(),
+                    config.geometry.sector_size_bytes(),
+                    derive_seed(seed, &format!("perf.flow{index}.job{job}")),
+                )?;
+                Ok(Flow { name: format!("flow{index}.job{job}"), workload: Box::new(w), arrival })
+            })
+            .collect()
+    }
+}
+
+/// Progress of a perf run.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct PerfProgress {
+    pub phase: &'static str,
+    pub done: u64,
+    pub total: Option<u64>,
+}
+
+struct FlowState {
+    flow: Flow,
+    /// Latencies of the flow's completed requests (2 significant digits).
+    latency: hdrhistogram::Histogram<u64>,
+    latency_sum_ns: u128,
+    queue: u32,
+    pending: Option<HostRequest>,
+    finished: bool,
+    rng: Rng,
+    requests: u64,
+}
+
+struct Done {
+    flow: u32,
+    id: u64,
+    op: HostOp,
+    arrival_ns: u64,
+    bytes: u64,
+    breakdown: crate::timing::Breakdown,
+}
+
+enum Kind {
+    Arrival(u32),
+    /// A request completes: its record's index in [`Sim::done`].
+    Done(u32),
+}
+
+struct Event {
+    time: u64,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    /// Reversed: the heap pops the earliest event (ties: the first scheduled).
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// The run loop's state.
+struct Sim {
+    events: BinaryHeap<Event>,
+    seq: u64,
+    flows: Vec<FlowState>,
+    issued: u64,
+    in_flight: u64,
+    last_completion: u64,
+    stopping: Option<String>,
+    extended: HashMap<u64, u64>,
+    extensions: Vec<(u64, u64)>,
+    /// Records of requests in flight, and the free slots (reused: no
+    /// allocation per request in steady state).
+    done: Vec<Done>,
+    free_done: Vec<u32>,
+    by_op: [LatencyRecorder; 4],
+    series: SeriesRecorder,
+    idle_steps: u64,
+    sector_bytes: u64,
+}
+
+fn op_index(op: HostOp) -> usize {
+    match op {
+        HostOp::Read => 0,
+        HostOp::Write => 1,
+        HostOp::Trim => 2,
+        HostOp::Flush => 3,
+    }
+}
+const OP_NAMES: [&str; 4] = ["read", "write", "trim", "flush"];
+
+impl Sim {
+    fn push(&mut self, time: u64, kind: Kind) {
+        self.seq += 1;
+        self.events.push(Event { time, seq: self.seq, kind });
+    }
+
+    /// Schedule a flow's next arrival after one at `now` (open loops).
+    fn schedule_open(&mut self, f: usize, now: u64) -> Result<(), RunError> {
+        let st = &mut self.flows[f];
+        match st.flow.arrival {
+            Arrival::Closed { .. } => Ok(()),
+            Arrival::Timestamps { time_scale } => {
+                match st.flow.workload.next_request().map_err(|e| RunError::Workload(e.to_string()))? {
+                    Some(r) => {
+                        let t = ((r.arrival_ns as f64 * time_scale).round() as u64).max(now);
+                        st.pending = Some(r);
+                        self.push(t, Kind::Arrival(f as u32));
+                    }
+                    None => st.finished = true,
+                }
+                Ok(())
+            }
+            Arrival::Rate { iops, poisson } => {
+                let gap = Arrival::rate_gap_ns(iops, poisson, &mut st.rng);
+                self.push(now + gap, Kind::Arrival(f as u32));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Run `flows` on a fresh drive built from `config`, timed.
+pub fn run(
+    config: &Config,
+    flows: Vec<Flow>,
+    opts: &PerfOptions,
+    progress: &mut dyn FnMut(PerfProgress),
+) -> Result<PerfReport, RunError> {
+    let started = Instant::now();
+    let cpu_start = resources::cpu_seconds();
+    if flows.is_empty() {
+        return Err(RunError::Input("perf needs at least one flow".into()));
+    }
+    let spp = config.geometry.sectors_per_page();
+    let unit = opts.oracle_unit_sectors.unwrap_or_else(|| {
+        flows
+            .iter()
+            .map(|f| f.workload.alignment_sectors())
+            .chain(opts.precondition.as_ref().map(|_| spp))
+            .min()
+            .unwrap_or(1)
+    });
+    let mut device = TimedDevice::new(config, opts.seed, unit, opts.keep_violations, opts.interval_ns)?;
+    let precondition = match &opts.precondition {
+        Some(spec) => Some(precondition::precondition(&mut device.session, spec, opts.seed, &mut |done, total| {
+            progress(PerfProgress { phase: "precondition", done, total: Some(total) })
+        })?),
+        None => None,
+    };
+    // The timed phase's figures start here.
+    let base_stats = device.session.flash.stats().clone();
+    let base_host = device.session.host.clone();
+    let base_gc_runs = device.session.ftl.stats().gc_runs;
+    let cpu_timed = resources::cpu_seconds();
+    let wall_timed = Instant::now();
+    device.start_timing();
+
+    let queues = device.queues();
+    let mut sim = Sim {
+        events: BinaryHeap::new(),
+        seq: 0,
+        flows: flows
+            .into_iter()
+            .enumerate()
+            .map(|(i, flow)| FlowState {
+                rng: rng_for(opts.seed, &format!("perf.arrival{i}")),
+                latency: hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000_000, 2).expect("valid bounds"),
+                latency_sum_ns: 0,
+                flow,
+                queue: i as u32 % queues,
+                pending: None,
+                finished: false,
+                requests: 0,
+            })
+            .collect(),
+        issued: 0,
+        in_flight: 0,
+        last_completion: 0,
+        stopping: None,
+        extended: HashMap::new(),
+        extensions: Vec::new(),
+        done: Vec::new(),
+        free_done: Vec::new(),
+        by_op: Default::default(),
+        series: SeriesRecorder::new(opts.interval_ns),
+        idle_steps: 0,
+        sector_bytes: u64::from(config.geometry.sector_size_bytes()),
+    };
+    for f in 0..sim.flows.len() {
+        match sim.flows[f].flow.arrival {
+            Arrival::Closed { iodepth } => {
+                for _ in 0..iodepth.max(1) {
+                    sim.push(0, Kind::Arrival(f as u32));
+                }
+            }
+            Arrival::Timestamps { .. } => sim.schedule_open(f, 0)?,
+            Arrival::Rate { .. } => sim.push(0, Kind::Arrival(f as u32)),
+        }
+    }
+
+    let mut events = 0u64;
+    while let Some(ev) = sim.events.pop() {
+        {
+            let session = &device.session;
+            sim.series.roll_to(ev.time, &mut || free_blocks(session));
+        }
+        events += 1;
+        if events % 65_536 == 0 {
+            progress(PerfProgress { phase: "timed", done: sim.issued, total: opts.max_requests });
+        }
+        match ev.kind {
+            Kind::Arrival(f) => arrive(&mut sim, &mut device, opts, f as usize, ev.time)?,
+            Kind::Done(slot) => {
+                let id = sim.done[slot as usize].id;
+                if let Some(later) = sim.extended.remove(&id) {
+                    if later > ev.time {
+                        // A read suspended one of its operations: it completes later.
+                        sim.done[slot as usize].breakdown.add(Component::DieWait, later - ev.time);
+                        sim.push(later, Kind::Done(slot));
+                        continue;
+                    }
+                }
+                sim.free_done.push(slot);
+                let d = &sim.done[slot as usize];
+                sim.in_flight -= 1;
+                sim.last_completion = sim.last_completion.max(ev.time);
+                let latency = ev.time - d.arrival_ns;
+                sim.by_op[op_index(d.op)].record(latency, d.bytes, &d.breakdown);
+                sim.series.record(d.op, latency, d.bytes);
+                let fs = &mut sim.flows[d.flow as usize];
+                fs.latency.saturating_record(latency);
+                fs.latency_sum_ns += u128::from(latency);
+                let f = d.flow as usize;
+                if matches!(sim.flows[f].flow.arrival, Arrival::Closed { .. })
+                    && sim.stopping.is_none()
+                    && !sim.flows[f].finished
+                {
+                    sim.push(ev.time, Kind::Arrival(d.flow));
+                }
+            }
+        }
+    }
+    progress(PerfProgress { phase: "timed", done: sim.issued, total: opts.max_requests });
+
+    let timed_cpu = resources::cpu_seconds() - cpu_timed;
+    let timed_wall = wall_timed.elapsed().as_secs_f64();
+    build_report(
+        config,
+        opts,
+        device,
+        sim,
+        precondition,
+        (base_stats, base_host, base_gc_runs),
+        (started, cpu_start, timed_cpu, timed_wall),
+    )
+}
+
+/// A request of flow `f` arrives at `now`.
+fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize, now: u64) -> Result<(), RunError> {
+    if sim.stopping.is_none() {
+        if opts.runtime_ns.is_some_and(|r| now > r) {
+            sim.stopping = Some("runtime reached".into());
+        } else if opts.max_requests.is_some_and(|m| sim.issued >= m) {
+            sim.stopping = Some("request count reached".into());
+        }
+    }
+    if sim.stopping.is_some() || sim.flows[f].finished {
+        return Ok(());
+    }
+    let st = &mut sim.flows[f];
+    let req = match st.pending.take() {
+        Some(r) => r,
+        None => match st.flow.workload.next_request().map_err(|e| RunError::Workload(e.to_string()))? {
+            Some(r) => r,
+            None => {
+                st.finished = true;
+                return Ok(());
+            }
+        },
+    };
+    let queue = st.queue;
+    if sim.in_flight == 0 && opts.idle_gc && now > sim.last_completion {
+        sim.idle_steps += u64::from(device.idle(sim.last_completion, now, u32::MAX));
+    }
+    let id = sim.issued;
+    let c = device.submit(&req, queue, now, id)?;
+    sim.issued += 1;
+    sim.in_flight += 1;
+    sim.flows[f].requests += 1;
+    let bytes = u64::from(req.sectors) * sim.sector_bytes;
+    let record = Done { flow: f as u32, id, op: req.op, arrival_ns: now, bytes, breakdown: c.breakdown };
+    let slot = match sim.free_done.pop() {
+        Some(s) => {
+            sim.done[s as usize] = record;
+            s
+        }
+        None => {
+            sim.done.push(record);
+            (sim.done.len() - 1) as u32
+        }
+    };
+    sim.push(c.completion_ns, Kind::Done(slot));
+    device.model.borrow_mut().take_extensions(&mut sim.extensions);
+    for (owner, end) in sim.extensions.drain(..) {
+        let e = sim.extended.entry(owner).or_insert(0);
+        *e = (*e).max(end);
+    }
+    let s = &device.session;
+    if s.ftl_failed() {
+        sim.stopping = Some("the FTL returned an error".into());
+    } else if opts.max_errors > 0 && s.flash.log().errors() >= opts.max_errors {
+        sim.stopping =
+            Some(format!("{} error violation(s) found (--max-errors {})", s.flash.log().errors(), opts.max_errors));
+    }
+    sim.schedule_open(f, now)
+}
+
+fn build_report(
+    config: &Config,
+    opts: &PerfOptions,
+    device: TimedDevice,
+    sim: Sim,
+    precondition: Option<precondition::PreconditionReport>,
+    base: (FlashStats, super::HostCounters, u64),
+    clocks: (Instant, f64, f64, f64),
+) -> Result<PerfReport, RunError> {
+    let (base_stats, base_host, base_gc_runs) = base;
+    let (started, cpu_start, timed_cpu, timed_wall) = clocks;
+    let session: &Session = &device.session;
+    let model = device.model.borrow();
+    let end_ns = sim.last_completion.max(1);
+    let seconds = end_ns as f64 / 1e9;
+
+    // Flash and host figures of the timed phase alone.
+    let flash = summary_since(session.flash.stats(), &base_stats);
+    let host_programs = counts_since(session.flash.stats(), &base_stats, Cause::Host).programs();
+    let all_programs = flash.page_programs;
+    let gc = counts_since(session.flash.stats(), &base_stats, Cause::Gc);
+    let mut host = session.host.clone();
+    host_diff(&mut host, &base_host);
+    let ftl_stats = session.ftl.stats();
+    let requests = sim.issued;
+
+    let mut total = LatencyRecorder::default();
+    for r in &sim.by_op {
+        total.merge(r);
+    }
+    let mut latency = std::collections::BTreeMap::new();
+    for (i, r) in sim.by_op.iter().enumerate() {
+        if r.count() > 0 {
+            latency.insert(OP_NAMES[i], r.stats(seconds));
+        }
+    }
+    latency.insert("all", total.stats(seconds));
+    let breakdown = BreakdownSummary::new(total.breakdown(), total.count(), &sim.by_op, &OP_NAMES);
+
+    let busy = device.host_busy();
+    let frac = |ns: u64| (ns as f64 / end_ns as f64).min(1.0);
+    let channels: Vec<f64> = model.channel_busy_ns().into_iter().map(frac).collect();
+    let dies: Vec<f64> = model.die_busy_ns().into_iter().map(frac).collect();
+    let utilisation = Utilisation::new(
+        frac(busy.link_to_device_ns),
+        frac(busy.link_to_host_ns),
+        frac(busy.cpu_ns) / f64::from(device.cores()),
+        frac(busy.dram_ns),
+        channels,
+        dies,
+        device.host().full_duplex,
+    );
+    let counters = *model.counters();
+    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series());
+    let host_bytes = host.read_bytes + host.write_bytes;
+    let g = &config.geometry;
+    let perf = PerfSection {
+        flows: sim
+            .flows
+            .iter()
+            .map(|f| {
+                let n = f.latency.len();
+                FlowSummary {
+                    name: f.flow.name.clone(),
+                    workload: f.flow.workload.describe(),
+                    arrival: f.flow.arrival.to_string(),
+                    queue: f.queue,
+                    requests: f.requests,
+                    iops: n as f64 / seconds,
+                    latency_mean_us: if n == 0 { 0.0 } else { f.latency_sum_ns as f64 / n as f64 / 1000.0 },
+                    latency_p99_us: if n == 0 { 0.0 } else { f.latency.value_at_quantile(0.99) as f64 / 1000.0 },
+                }
+            })
+            .collect(),
+        device: DeviceSummary {
+            channels: g.channels(),
+            dies: g.dies(),
+            planes: g.planes(),
+            link_mbps: device.host().link_bytes_per_s as f64 / 1e6,
+            queues: device.host().queues,
+            queue_depth: device.host().queue_depth,
+            timing: device.timing().config.clone(),
+            host: device.host().config.clone(),
+        },
+        precondition,
+        simulated_seconds: seconds,
+        requests,
+        completed: total.count(),
+        iops: total.count() as f64 / seconds,
+        read_mbps: host.read_bytes as f64 / 1e6 / seconds,
+        write_mbps: host.write_bytes as f64 / 1e6 / seconds,
+        latency,
+        breakdown,
+        utilisation,
+        gc: PerfGc {
+            foreground_pages_moved: counters.foreground_gc_pages_moved,
+            background_pages_moved: counters.background_gc_pages_moved,
+            foreground_blocks_erased: counters.foreground_gc_erases,
+            background_blocks_erased: counters.background_gc_erases,
+            background_steps: sim.idle_steps,
+        },
+        write_cache: device.cache().map(|c| c.counters),
+        write_cache_mode: device.timing().config.write_cache.name(),
+        suspends: counters.suspends,
+        timeseries_interval_s: opts.interval_ns as f64 / 1e9,
+        timeseries: rows,
+        stopped: sim.stopping.clone(),
+        timed_cpu_seconds: timed_cpu,
+        timed_wall_seconds: timed_wall,
+        requests_per_cpu_second: requests as f64 / timed_cpu.max(0.01),
+        host_mb_per_cpu_second: host_bytes as f64 / 1e6 / timed_cpu.max(0.01),
+    };
+    let wall = started.elapsed().as_secs_f64();
+    let stopped_early =
+        if session.ftl_failed() || session.flash.log().errors() > 0 { sim.stopping.clone() } else { None };
+    let mut run = StressReport {
+        schema_version: report::SCHEMA_VERSION,
+        mode: "perf",
+        seed: opts.seed,
+        preset: config.name.clone(),
+        ftl: config.ftl_name.clone(),
+        workload: sim.flows.iter().map(|f| f.flow.workload.describe()).collect::<Vec<_>>().join(" | "),
+        workload_report: None,
+        raw_bytes: g.raw_bytes(),
+        logical_bytes: config.logical_bytes(),
+        host,
+        flash_ops_per_second: flash.operations as f64 / timed_wall.max(1e-9),
+        flash,
+        waf: report::waf(host_programs, all_programs),
+        waf_steady: last_quarter_waf(model.flash_series()),
+        gc: GcSummary {
+            runs: ftl_stats.gc_runs - base_gc_runs,
+            pages_moved: gc.programs(),
+            blocks_erased: gc.block_erases,
+        },
+        ftl_stats,
+        wear: WearSummary::from_counts(session.flash.nand().erase_counts()),
+        oracle_unit_sectors: session.oracle.sectors_per_unit(),
+        violation_counts: Default::default(),
+        errors: 0,
+        warnings: 0,
+        violations: Vec::new(),
+        stopped_early,
+        remount: None,
+        reproduce: None,
+        wall_seconds: wall,
+        cpu_seconds: resources::cpu_seconds() - cpu_start,
+        effective_host_gbps: host_bytes as f64 / timed_wall.max(1e-9) / 1e9,
+        requests_per_second: requests as f64 / timed_wall.max(1e-9),
+        peak_rss_bytes: resources::peak_rss_bytes(),
+    };
+    drop(model);
+    let remount_ok = run.stopped_early.is_none();
+    let mut device = device;
+    if opts.remount_verify && remount_ok {
+        run.remount = Some(remount_and_verify(&mut device));
+    }
+    run.set_violations(device.session.flash.log());
+    Ok(PerfReport { run, perf })
+}
+
+/// Clean power cycle after the timed phase (untimed): write the cache
+/// back, shut the FTL down, mount a fresh instance and read every sector.
+fn remount_and_verify(device: &mut TimedDevice) -> crate::report::RemountSummary {
+    device.model.borrow_mut().set_enabled(false);
+    device.write_back_all();
+    let s = &mut device.session;
+    match s.remount() {
+        Ok(()) => match s.verify_all(8192) {
+            Ok(sectors) => crate::report::RemountSummary { mounted: true, verified_sectors: sectors, error: None },
+            Err(e) => crate::report::RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()) },
+        },
+        Err(e) => {
+            s.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
+            crate::report::RemountSummary { mounted: false, verified_sectors: 0, error: Some(e.to_string()) }
+        }
+    }
+}
+
+/// WAF over the last quarter of the simulated time.
+fn last_quarter_waf(series: &[crate::timing::FlashInterval]) -> f64 {
+    let tail = &series[series.len() - series.len().div_ceil(4)..];
+    let host: u64 = tail.iter().map(|i| i.host_pages_programmed).sum();
+    let all: u64 = tail.iter().map(|i| i.pages_programmed).sum();
+    report::waf(host, all)
+}
+
+/// Flash counts since `before`, by cause.
+fn counts_since(now: &FlashStats, before: &FlashStats, cause: Cause) -> OpCounts {
+    let (a, b) = (now.cause(cause), before.cause(cause));
+    OpCounts {
+        page_reads: a.page_reads - b.page_reads,
+        oob_reads: a.oob_reads - b.oob_reads,
+        meta_reads: a.meta_reads - b.meta_reads,
+        page_programs: a.page_programs - b.page_programs,
+        meta_programs: a.meta_programs - b.meta_programs,
+        copybacks: a.copybacks - b.copybacks,
+        block_erases: a.block_erases - b.block_erases,
+    }
+}
+
+/// The flash summary of the work done since `before`.
+fn summary_since(now: &FlashStats, before: &FlashStats) -> FlashSummary {
+    let by: Vec<(Cause, OpCounts)> = Cause::ALL.iter().map(|&c| (c, counts_since(now, before, c))).collect();
+    let t = by.iter().fold(OpCounts::default(), |acc, (_, c)| acc.plus(c));
+    FlashSummary {
+        page_programs: t.programs(),
+        page_reads: t.page_reads + t.meta_reads,
+        oob_reads: t.oob_reads,
+        block_erases: t.block_erases,
+        copybacks: t.copybacks,
+        operations: t.page_reads
+            + t.oob_reads
+            + t.meta_reads
+            + t.page_programs
+            + t.meta_programs
+            + t.copybacks
+            + t.block_erases,
+        by_cause: by
+            .into_iter()
+            .filter(|(_, c)| *c != OpCounts::default())
+            .map(|(cause, c)| (cause.name(), c))
+            .collect(),
+    }
+}
+
+fn host_diff(h: &mut super::HostCounters, before: &super::HostCounters) {
+    h.write_bytes -= before.write_bytes;
+    h.read_bytes -= before.read_bytes;
+    h.trim_bytes -= before.trim_bytes;
+    h.write_requests -= before.write_requests;
+    h.read_requests -= before.read_requests;
+    h.flush_requests -= before.flush_requests;
+    h.trim_requests -= before.trim_requests;
+    h.volatile_writes -= before.volatile_writes;
+}

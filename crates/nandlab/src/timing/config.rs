@@ -1,0 +1,318 @@
+//! The `[timing]` table: flash cell and channel timings, suspend, and the
+//! device DRAM (write cache and its bandwidth).
+//!
+//! ```toml
+//! [timing]
+//! read_latency_us = 75              # tR; or one value per page type: [lsb, msb]
+//! program_latency_us = [500, 2100]  # tPROG per page type (MLC: LSB, MSB)
+//! erase_latency_us = 3800           # tBERS
+//! channel_rate_mtps = 333           # ONFI NV-DDR2: mega-transfers per second
+//! channel_width_bytes = 1           # bytes per transfer (8-bit bus: 1)
+//! command_latency_ns = 0            # channel time for command + address cycles, per operation
+//! cache_program = true              # data-in of a program overlaps the die's previous program
+//! cache_read = true                 # data-out of a read overlaps the plane's next tR
+//! erase_suspend = true              # a read may suspend an erase on its die
+//! erase_suspend_latency_us = 700    # time to suspend (and resume) an erase
+//! write_cache = "write_back"        # none | write_through | write_back
+//! write_cache_bytes = "256m"        # taken from [device] dram_bytes
+//! dram_bandwidth_mbps = 1600        # device DRAM bandwidth, MB/s (10^6 bytes)
+//! ```
+//!
+//! Page types follow the bit a page holds in its word line (see
+//! [`crate::nand::geometry`]): SLC has one latency, MLC `[lsb, msb]`, TLC
+//! `[lsb, csb, msb]`, QLC four values in bit order. A single number applies
+//! to every type.
+
+use crate::workload::size::SizeSpec;
+use serde::{Deserialize, Serialize};
+
+/// A latency for every page type, or one per page type in bit order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PerPageType {
+    All(f64),
+    ByType(Vec<f64>),
+}
+
+impl PerPageType {
+    /// The latency of the page holding bit `level` of its word line, in ns.
+    fn ns(&self, level: u32) -> u64 {
+        match self {
+            PerPageType::All(v) => us_to_ns(*v),
+            PerPageType::ByType(v) => us_to_ns(v[level as usize]),
+        }
+    }
+
+    fn check(&self, bits_per_cell: u32) -> Result<(), String> {
+        let values: &[f64] = match self {
+            PerPageType::All(v) => std::slice::from_ref(v),
+            PerPageType::ByType(v) => {
+                if v.len() != bits_per_cell as usize {
+                    return Err(format!(
+                        "give one value, or one per page type ({bits_per_cell} for this cell type), not {}",
+                        v.len()
+                    ));
+                }
+                v
+            }
+        };
+        for v in values {
+            check_latency(*v)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_latency(v: f64) -> Result<(), String> {
+    if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+        return Err(format!("{v}: must be a latency between 0 and 10^9 µs"));
+    }
+    Ok(())
+}
+
+/// Microseconds (as configured) to whole nanoseconds.
+pub fn us_to_ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
+/// What the device DRAM write cache does with host writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteCacheMode {
+    /// Writes go straight to the FTL and complete when flash does.
+    #[default]
+    None,
+    /// Writes go to the FTL at once and complete when flash does; a clean
+    /// copy stays in DRAM and serves later reads.
+    WriteThrough,
+    /// Writes complete when their data is in DRAM (volatile until a flush);
+    /// dirty pages go to the FTL when evicted.
+    WriteBack,
+}
+
+impl WriteCacheMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteCacheMode::None => "none",
+            WriteCacheMode::WriteThrough => "write_through",
+            WriteCacheMode::WriteBack => "write_back",
+        }
+    }
+}
+
+impl std::str::FromStr for WriteCacheMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(WriteCacheMode::None),
+            "write_through" | "write-through" => Ok(WriteCacheMode::WriteThrough),
+            "write_back" | "write-back" => Ok(WriteCacheMode::WriteBack),
+            other => Err(format!("unknown write cache mode `{other}` (none, write_through, write_back)")),
+        }
+    }
+}
+
+fn default_width() -> u32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_watermark() -> f64 {
+    0.9
+}
+
+/// The `[timing]` table as written. See the module docs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingConfig {
+    /// tR: array read into the page register, µs.
+    pub read_latency_us: PerPageType,
+    /// tPROG: page register into the array, µs.
+    pub program_latency_us: PerPageType,
+    /// tBERS: block erase, µs.
+    pub erase_latency_us: f64,
+    /// Channel transfer rate in mega-transfers per second (ONFI NV-DDR2
+    /// 400 MT/s, …); 0 makes transfers take no time (FEMU's model).
+    pub channel_rate_mtps: f64,
+    /// Bytes per transfer (an 8-bit bus moves 1).
+    #[serde(default = "default_width")]
+    pub channel_width_bytes: u32,
+    /// Channel time of the command and address cycles of each operation, ns.
+    #[serde(default)]
+    pub command_latency_ns: f64,
+    /// Cache program: a program's data-in transfer may overlap the die's
+    /// previous cell operation (false: the die is held from data-in start).
+    #[serde(default = "default_true")]
+    pub cache_program: bool,
+    /// Cache read: a read's data-out from the cache register overlaps the
+    /// next tR on the same plane (false: the plane is held until data-out ends).
+    #[serde(default = "default_true")]
+    pub cache_read: bool,
+    /// A read may suspend a program on its die.
+    #[serde(default)]
+    pub program_suspend: bool,
+    /// A read may suspend an erase on its die.
+    #[serde(default)]
+    pub erase_suspend: bool,
+    /// Time to suspend a program and later resume it, µs.
+    #[serde(default)]
+    pub program_suspend_latency_us: f64,
+    /// Time to suspend an erase and later resume it, µs.
+    #[serde(default)]
+    pub erase_suspend_latency_us: f64,
+    /// The device DRAM write cache.
+    #[serde(default)]
+    pub write_cache: WriteCacheMode,
+    /// Capacity of the write cache, taken from `[device] dram_bytes` (the
+    /// FTL's mapping tables and caches get the rest).
+    pub write_cache_bytes: Option<SizeSpec>,
+    /// Start evicting dirty pages when this share of the cache is dirty.
+    #[serde(default = "default_watermark")]
+    pub write_cache_flush_watermark: f64,
+    /// Device DRAM bandwidth for cache copies, MB/s (10^6 bytes); 0: unlimited.
+    #[serde(default)]
+    pub dram_bandwidth_mbps: f64,
+}
+
+/// A validation failure: the field and the reason.
+pub type FieldError = (&'static str, String);
+
+/// The validated `[timing]` table, in nanoseconds and bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timing {
+    pub config: TimingConfig,
+    /// Per word-line bit (0 = LSB): tR and tPROG in ns.
+    pub read_ns_by_level: Vec<u64>,
+    pub program_ns_by_level: Vec<u64>,
+    pub erase_ns: u64,
+    /// Channel bytes per µs (MB/s); 0: transfers take no time.
+    pub channel_bytes_per_us: u64,
+    pub command_ns: u64,
+    pub program_suspend_ns: u64,
+    pub erase_suspend_ns: u64,
+    pub write_cache_bytes: u64,
+    /// DRAM bytes per µs; 0: unlimited.
+    pub dram_bytes_per_us: u64,
+}
+
+impl TimingConfig {
+    /// Check every field for a device of `bits_per_cell` bits per cell and
+    /// `dram_bytes` of DRAM.
+    pub fn validate(&self, bits_per_cell: u32, dram_bytes: u64) -> Result<Timing, FieldError> {
+        self.read_latency_us.check(bits_per_cell).map_err(|e| ("read_latency_us", e))?;
+        self.program_latency_us.check(bits_per_cell).map_err(|e| ("program_latency_us", e))?;
+        check_latency(self.erase_latency_us).map_err(|e| ("erase_latency_us", e))?;
+        check_latency(self.program_suspend_latency_us).map_err(|e| ("program_suspend_latency_us", e))?;
+        check_latency(self.erase_suspend_latency_us).map_err(|e| ("erase_suspend_latency_us", e))?;
+        if !(self.command_latency_ns.is_finite() && self.command_latency_ns >= 0.0) {
+            return Err(("command_latency_ns", "must be a non-negative number".into()));
+        }
+        if !(self.channel_rate_mtps.is_finite() && self.channel_rate_mtps >= 0.0) {
+            return Err(("channel_rate_mtps", "must be a non-negative number (0: transfers take no time)".into()));
+        }
+        if !(1..=8).contains(&self.channel_width_bytes) {
+            return Err(("channel_width_bytes", "must be within 1..=8".into()));
+        }
+        let bytes_per_us = self.channel_rate_mtps * f64::from(self.channel_width_bytes);
+        if self.channel_rate_mtps > 0.0 && bytes_per_us.round() < 1.0 {
+            return Err(("channel_rate_mtps", "must be at least 1 MT/s".into()));
+        }
+        if !(self.dram_bandwidth_mbps.is_finite() && self.dram_bandwidth_mbps >= 0.0) {
+            return Err(("dram_bandwidth_mbps", "must be a non-negative number (0: unlimited)".into()));
+        }
+        if !(self.write_cache_flush_watermark > 0.0 && self.write_cache_flush_watermark <= 1.0) {
+            return Err(("write_cache_flush_watermark", "must be within (0, 1]".into()));
+        }
+        let write_cache_bytes = match (self.write_cache, self.write_cache_bytes) {
+            (WriteCacheMode::None, _) => 0,
+            (_, None) => {
+                return Err((
+                    "write_cache_bytes",
+                    format!("write_cache = \"{}\" needs a capacity (e.g. \"256m\")", self.write_cache.name()),
+                ))
+            }
+            (_, Some(s)) => {
+                let b = s.resolve(dram_bytes);
+                if b == 0 || b >= dram_bytes {
+                    return Err((
+                        "write_cache_bytes",
+                        format!("{b} bytes: must be positive and less than the device DRAM ({dram_bytes} bytes)"),
+                    ));
+                }
+                b
+            }
+        };
+        Ok(Timing {
+            read_ns_by_level: (0..bits_per_cell).map(|l| self.read_latency_us.ns(l)).collect(),
+            program_ns_by_level: (0..bits_per_cell).map(|l| self.program_latency_us.ns(l)).collect(),
+            erase_ns: us_to_ns(self.erase_latency_us),
+            channel_bytes_per_us: bytes_per_us.round() as u64,
+            command_ns: self.command_latency_ns.round() as u64,
+            program_suspend_ns: us_to_ns(self.program_suspend_latency_us),
+            erase_suspend_ns: us_to_ns(self.erase_suspend_latency_us),
+            write_cache_bytes,
+            dram_bytes_per_us: self.dram_bandwidth_mbps.round() as u64,
+            config: self.clone(),
+        })
+    }
+}
+
+impl Timing {
+    /// Channel time to move `bytes`, ns (rounded up).
+    pub fn channel_ns(&self, bytes: u64) -> u64 {
+        transfer_ns(bytes, self.channel_bytes_per_us)
+    }
+    /// DRAM time to move `bytes`, ns (rounded up).
+    pub fn dram_ns(&self, bytes: u64) -> u64 {
+        transfer_ns(bytes, self.dram_bytes_per_us)
+    }
+}
+
+/// Time to move `bytes` at `bytes_per_us` (MB/s), rounded up to whole ns;
+/// 0 when the rate is 0 (unlimited).
+pub fn transfer_ns(bytes: u64, bytes_per_us: u64) -> u64 {
+    if bytes_per_us == 0 {
+        0
+    } else {
+        (bytes * 1000).div_ceil(bytes_per_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> TimingConfig {
+        toml::from_str(
+            "read_latency_us = 50\nprogram_latency_us = [500, 1500]\nerase_latency_us = 3000\nchannel_rate_mtps = 400\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn page_type_latencies_expand_per_bit() {
+        let t = base().validate(2, 1 << 30).unwrap();
+        assert_eq!(t.read_ns_by_level, vec![50_000, 50_000]);
+        assert_eq!(t.program_ns_by_level, vec![500_000, 1_500_000]);
+        assert_eq!(t.channel_ns(4096), 10_240);
+    }
+
+    #[test]
+    fn wrong_number_of_page_types_names_the_field() {
+        let e = base().validate(3, 1 << 30).unwrap_err();
+        assert_eq!(e.0, "program_latency_us");
+        assert!(e.1.contains("3 for this cell type"), "{}", e.1);
+    }
+
+    #[test]
+    fn a_write_cache_needs_a_size_that_fits_the_dram() {
+        let mut c = base();
+        c.write_cache = WriteCacheMode::WriteBack;
+        assert_eq!(c.validate(2, 1 << 30).unwrap_err().0, "write_cache_bytes");
+        c.write_cache_bytes = Some(SizeSpec::Bytes(2 << 30));
+        assert_eq!(c.validate(2, 1 << 30).unwrap_err().0, "write_cache_bytes");
+        c.write_cache_bytes = Some(SizeSpec::Bytes(1 << 20));
+        assert_eq!(c.validate(2, 1 << 30).unwrap().write_cache_bytes, 1 << 20);
+    }
+}

@@ -1,0 +1,938 @@
+//! The flash timing model: a [`FlashObserver`] that places every flash
+//! operation on the timelines of its channel, die and plane(s).
+//!
+//! # Phases of an operation
+//!
+//! | operation | channel                          | die (cell)        | plane held until      |
+//! |-----------|----------------------------------|-------------------|-----------------------|
+//! | read      | command; data-out after the cell | tR                | data-out ends (1)     |
+//! | program   | command + data-in                | tPROG             | cell ends             |
+//! | copyback  | command only (data stays inside) | tR + tPROG        | cell ends             |
+//! | erase     | command only                     | tBERS             | cell ends             |
+//!
+//! (1) With `cache_read` (the default) the plane may start its next tR as
+//! soon as this one ends (ONFI READ CACHE), and the data leaves through the
+//! register pipeline in channel order: after the previous read's data-out
+//! from that plane. The strict one-cache-register stall (the *second* next
+//! tR waits for this data-out) is not modelled: operations are reserved in
+//! the order requests arrive, not in the order a work-conserving channel
+//! arbiter would serve them, and that stall would turn the ordering
+//! difference into a throughput loss (7 % on a channel-bound read test)
+//! that a real controller does not have. Without `cache_read` the plane is
+//! held until its data-out ends.
+//!
+//! Transfers take `bytes / (channel_rate_mtps × channel_width_bytes)`
+//! (ONFI NV-DDR2 at 400 MT/s on an 8-bit bus moves 400 MB/s); the command
+//! and address cycles take `command_latency_ns`. tR and tPROG depend on the
+//! page type (the bit of its word line a page holds), as in MQSim
+//! (Tavakkol et al., FAST 2018). A multi-plane operation moves every
+//! plane's data over the channel but runs one cell phase for all planes.
+//!
+//! # Resources and ordering
+//!
+//! - A **plane** executes its operations in the order the FTL issued them
+//!   (first come, first served): that keeps erase-before-program and
+//!   in-order programming within a block, and a read of a page never
+//!   overtakes the program that wrote it. A read holds the plane's page
+//!   register until its data-out ends.
+//! - A **die** runs one cell operation at a time; a **channel** carries
+//!   one transfer at a time. Both are [`Timeline`]s with first-fit
+//!   backfilling, so operations of different dies overlap freely: the data
+//!   transfer of one die overlaps the cell operations of the others.
+//! - With `cache_program`, a program's data-in goes to the plane's cache
+//!   register while the previous program is still in the cell (it only
+//!   needs that program to have started); without it, the die is held from
+//!   the start of data-in to the end of tPROG.
+//! - **Data dependencies** order operations of one request (an *epoch*):
+//!   a program from a buffer starts no earlier than the read that filled
+//!   that buffer in the same epoch completed (GC without copyback, a
+//!   read-modify-write), and after a metadata or OOB read — bytes the FTL
+//!   inspects before deciding what to do next — every later operation of
+//!   the epoch starts no earlier than that read completed. Everything else
+//!   overlaps.
+//! - **Suspend** (optional, per program and erase): a read whose die is
+//!   executing a program or erase at the moment the read could start
+//!   suspends it, runs after the suspend latency, and the suspended
+//!   operation's remaining work resumes later: its end moves by suspend
+//!   latency + tR, placed in the die's next free time. Completions already
+//!   computed for the request that issued the suspended operation are
+//!   moved too (see [`FlashTiming::take_extensions`]).
+//!
+//! # What it reports
+//!
+//! Per epoch, when its last operation completes and the critical path's
+//! [`Breakdown`]; per channel and die, reserved time (utilisation); per
+//! interval of simulated time, garbage-collection pages moved and blocks
+//! erased, foreground (inside a host request) and background.
+
+use super::breakdown::{Breakdown, Component};
+use super::config::Timing;
+use super::timeline::{Fit, Timeline};
+use crate::flash::{Cause, FlashObserver, FlashOp, OpKind};
+use crate::nand::{Geometry, PagePairing, PageType};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// No request waits for this epoch (background work, cache evictions).
+pub const NO_OWNER: u64 = u64::MAX;
+
+#[derive(Copy, Clone, Debug, Default)]
+struct PlaneState {
+    /// When the plane's last operation (in issue order) is done.
+    free_at: u64,
+    /// `free_at` before the last operation (a suspending read may use it).
+    prev_free_at: u64,
+    /// When the cache register is free for the next program's data-in.
+    cache_free_at: u64,
+    /// When the last read's data-out (from the cache register) ends.
+    data_out_end: u64,
+    /// The last operation was garbage collection's.
+    last_gc: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LongKind {
+    Program,
+    Erase,
+}
+
+/// The last program or erase reserved on a die (a suspend candidate).
+#[derive(Copy, Clone, Debug)]
+struct LongOp {
+    start: u64,
+    end: u64,
+    kind: LongKind,
+    owner: u64,
+    first_plane: u32,
+    planes: u32,
+    page: u64,
+    gc: bool,
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Dep {
+    epoch: u64,
+    end: u64,
+    path: Breakdown,
+}
+
+/// Flash work completed in one interval of simulated time.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlashInterval {
+    /// Pages programmed for any cause (copyback destinations included).
+    pub pages_programmed: u64,
+    /// Pages of host data programmed.
+    pub host_pages_programmed: u64,
+    pub foreground_gc_pages_moved: u64,
+    pub background_gc_pages_moved: u64,
+    pub gc_blocks_erased: u64,
+    pub blocks_erased: u64,
+}
+
+/// Totals of what the model timed.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlashTimingCounters {
+    pub operations: u64,
+    pub foreground_gc_pages_moved: u64,
+    pub background_gc_pages_moved: u64,
+    pub foreground_gc_erases: u64,
+    pub background_gc_erases: u64,
+    pub suspends: u64,
+}
+
+/// One request's (or background step's) view of the flash.
+#[derive(Copy, Clone, Debug, Default)]
+struct Epoch {
+    id: u64,
+    ready: u64,
+    ready_path: Breakdown,
+    end: u64,
+    end_path: Breakdown,
+    /// Whether any non-GC operation was timed.
+    has_work: bool,
+    gc_end: u64,
+    gc_path: Breakdown,
+    owner: u64,
+}
+
+/// The flash timing model. See the module docs.
+pub struct FlashTiming {
+    enabled: bool,
+    t: Timing,
+    pages_per_block: u64,
+    pages_per_plane: u64,
+    blocks_per_plane: u64,
+    planes_per_die: u32,
+    dies_per_channel: u32,
+    read_ns_by_page: Vec<u64>,
+    program_ns_by_page: Vec<u64>,
+    channels: Vec<Timeline>,
+    dies: Vec<Timeline>,
+    planes: Vec<PlaneState>,
+    long_ops: Vec<Option<LongOp>>,
+    deps: Vec<Dep>,
+    epoch: Epoch,
+    next_epoch: u64,
+    /// Simulated time before which nothing new can be scheduled (prune horizon).
+    now: u64,
+    extensions: Vec<(u64, u64)>,
+    /// End of the operation timed last.
+    last_end: u64,
+    counters: FlashTimingCounters,
+    interval_ns: u64,
+    flash_series: Vec<FlashInterval>,
+}
+
+impl FlashTiming {
+    /// A model for `geometry` with timings `t`; GC activity is binned in
+    /// intervals of `interval_ns`.
+    pub fn new(geometry: &Geometry, t: &Timing, interval_ns: u64) -> FlashTiming {
+        let ppb = geometry.pages_per_block();
+        let level = |p: u32| -> usize {
+            let bits = geometry.cell_type().bits_per_cell();
+            match geometry.config().page_pairing {
+                PagePairing::Consecutive => (p % bits) as usize,
+                PagePairing::Staggered => usize::from(geometry.page_type(p) == PageType::Msb),
+            }
+        };
+        let dies_per_channel = geometry.chips_per_channel() * geometry.dies_per_chip();
+        FlashTiming {
+            enabled: true,
+            pages_per_block: u64::from(ppb),
+            pages_per_plane: u64::from(ppb) * u64::from(geometry.blocks_per_plane()),
+            blocks_per_plane: u64::from(geometry.blocks_per_plane()),
+            planes_per_die: geometry.planes_per_die(),
+            dies_per_channel,
+            read_ns_by_page: (0..ppb).map(|p| t.read_ns_by_level[level(p)]).collect(),
+            program_ns_by_page: (0..ppb).map(|p| t.program_ns_by_level[level(p)]).collect(),
+            channels: vec![Timeline::default(); geometry.channels() as usize],
+            dies: vec![Timeline::default(); geometry.dies() as usize],
+            planes: vec![PlaneState::default(); geometry.planes() as usize],
+            long_ops: vec![None; geometry.dies() as usize],
+            deps: Vec::new(),
+            epoch: Epoch { owner: NO_OWNER, ..Default::default() },
+            next_epoch: 1,
+            now: 0,
+            extensions: Vec::new(),
+            last_end: 0,
+            counters: FlashTimingCounters::default(),
+            interval_ns: interval_ns.max(1),
+            flash_series: Vec::new(),
+            t: t.clone(),
+        }
+    }
+
+    /// Untimed phases (preconditioning) switch the model off.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.enabled = on;
+    }
+
+    /// Start an epoch: the flash work of one request (`owner`) or of one
+    /// background step ([`NO_OWNER`]), which may start at `ready_ns`;
+    /// `path` is the latency breakdown accumulated before it.
+    pub fn begin_epoch(&mut self, ready_ns: u64, owner: u64, path: Breakdown) {
+        if ready_ns > self.now {
+            self.now = ready_ns;
+        }
+        self.epoch = Epoch {
+            id: self.next_epoch,
+            ready: ready_ns,
+            ready_path: path,
+            end: ready_ns,
+            end_path: path,
+            has_work: false,
+            gc_end: ready_ns,
+            gc_path: path,
+            owner,
+        };
+        self.next_epoch += 1;
+    }
+
+    /// When the epoch's last operation completes, and the critical path.
+    pub fn end_epoch(&self) -> (u64, Breakdown) {
+        let e = &self.epoch;
+        if e.has_work || e.gc_end <= e.end {
+            (e.end, e.end_path)
+        } else {
+            (e.gc_end, e.gc_path)
+        }
+    }
+
+    /// Declare that nothing will be scheduled before `now_ns` (lets the
+    /// timelines forget finished work).
+    pub fn advance(&mut self, now_ns: u64) {
+        self.now = self.now.max(now_ns);
+    }
+
+    /// Requests whose completion moved because a read suspended one of
+    /// their operations: (owner, new completion), drained.
+    pub fn take_extensions(&mut self, out: &mut Vec<(u64, u64)>) {
+        out.append(&mut self.extensions);
+    }
+
+    pub fn counters(&self) -> &FlashTimingCounters {
+        &self.counters
+    }
+
+    pub fn flash_series(&self) -> &[FlashInterval] {
+        &self.flash_series
+    }
+
+    /// Reserved time of each channel and die, ns.
+    pub fn channel_busy_ns(&self) -> Vec<u64> {
+        self.channels.iter().map(Timeline::reserved_ns).collect()
+    }
+    pub fn die_busy_ns(&self) -> Vec<u64> {
+        self.dies.iter().map(Timeline::reserved_ns).collect()
+    }
+    /// When all flash work reserved so far ends.
+    pub fn busy_until(&self) -> u64 {
+        self.dies.iter().chain(&self.channels).map(Timeline::busy_until).max().unwrap_or(0)
+    }
+
+    // ----- scheduling -----
+
+    /// Account a wait of `ns` to the die (or GC) that caused it.
+    fn wait(path: &mut Breakdown, ns: u64, behind_gc: bool) {
+        if ns > 0 {
+            let c = if behind_gc { Component::GcWait } else { Component::DieWait };
+            path.add(c, ns);
+        }
+    }
+
+    fn fit_channel(&mut self, ch: usize, t: u64, ns: u64, gc: bool, path: &mut Breakdown) -> u64 {
+        let tl = &mut self.channels[ch];
+        tl.prune(self.now);
+        let f = tl.fit(t, ns);
+        tl.reserve(f.start, ns, gc);
+        if f.start > t {
+            path.add(Component::ChannelWait, f.start - t);
+        }
+        path.add(Component::FlashTransfer, ns);
+        f.start + ns
+    }
+
+    fn fit_die(&mut self, die: usize, t: u64, ns: u64) -> Fit {
+        let tl = &mut self.dies[die];
+        tl.prune(self.now);
+        tl.fit(t, ns)
+    }
+
+    /// The planes an operation occupies: one, or (multi-plane) all of its die's.
+    fn plane_range(&self, plane: u32, planes: u32) -> std::ops::Range<usize> {
+        if planes > 1 {
+            let first = plane - plane % self.planes_per_die;
+            first as usize..(first + self.planes_per_die) as usize
+        } else {
+            plane as usize..plane as usize + 1
+        }
+    }
+
+    /// When every plane in `range` is free, and whether GC held the latest.
+    fn planes_free(&self, range: std::ops::Range<usize>) -> (u64, bool) {
+        self.planes[range].iter().fold(
+            (0, false),
+            |(t, gc), p| {
+                if p.free_at > t {
+                    (p.free_at, p.last_gc)
+                } else {
+                    (t, gc)
+                }
+            },
+        )
+    }
+
+    /// Earliest start and path of an operation of the current epoch that
+    /// reads from `buffer` (a program) or depends on nothing but the epoch.
+    fn ready(&self, buffer: Option<u32>) -> (u64, Breakdown) {
+        let e = &self.epoch;
+        if let Some(d) = buffer.and_then(|b| self.deps.get(b as usize)) {
+            if d.epoch == e.id && d.end > e.ready {
+                return (d.end, d.path);
+            }
+        }
+        (e.ready, e.ready_path)
+    }
+
+    /// Command cycles on the channel, then a cell phase of `cell_ns` on the
+    /// die, for an operation ready at `ready` whose planes are free at
+    /// `plane_free`. The command may be sent while the plane finishes its
+    /// previous work (it ends no earlier than `plane_free - command`), so a
+    /// queued operation does not wait for the bus behind that work's data.
+    /// Returns the cell phase's start; `path` gets the waits and phases.
+    #[allow(clippy::too_many_arguments)]
+    fn command_then_cell(
+        &mut self,
+        ch: usize,
+        die: usize,
+        ready: u64,
+        plane_free: (u64, bool),
+        cell_ns: u64,
+        gc: bool,
+        path: &mut Breakdown,
+    ) -> u64 {
+        let cmd = self.t.command_ns;
+        let c0 = ready.max(plane_free.0.saturating_sub(cmd));
+        let tl = &mut self.channels[ch];
+        tl.prune(self.now);
+        let cs = tl.fit(c0, cmd).start;
+        tl.reserve(cs, cmd, gc);
+        let earliest = (cs + cmd).max(plane_free.0);
+        let f = self.fit_die(die, earliest, cell_ns);
+        self.dies[die].reserve(f.start, cell_ns, gc);
+        path.add(Component::FlashTransfer, cmd);
+        if cs > c0 {
+            path.add(Component::ChannelWait, cs - c0);
+        }
+        let rest = f.start - ready - cmd - (cs - c0);
+        let behind_gc = if f.start > earliest { f.behind_gc } else { plane_free.1 };
+        Self::wait(path, rest, behind_gc);
+        path.add(Component::Cell, cell_ns);
+        f.start
+    }
+
+    /// Book an operation's end. Garbage collection inside a request counts
+    /// toward the request's completion only through what waits for it (a
+    /// program behind a collection on its plane); an epoch with nothing but
+    /// GC (an idle step) ends with its last GC operation.
+    fn finish(&mut self, end: u64, path: Breakdown, gc: bool) {
+        self.last_end = end;
+        let e = &mut self.epoch;
+        if gc {
+            if end > e.gc_end {
+                e.gc_end = end;
+                e.gc_path = path;
+            }
+        } else {
+            e.has_work = true;
+            if end > e.end {
+                e.end = end;
+                e.end_path = path;
+            }
+        }
+    }
+
+    fn bucket(&mut self, t: u64) -> &mut FlashInterval {
+        let i = (t / self.interval_ns) as usize;
+        if self.flash_series.len() <= i {
+            self.flash_series.resize(i + 1, FlashInterval::default());
+        }
+        &mut self.flash_series[i]
+    }
+
+    fn read(&mut self, op: &FlashOp) {
+        let plane = (op.address / self.pages_per_plane) as u32;
+        let die = (plane / self.planes_per_die) as usize;
+        let ch = die / self.dies_per_channel as usize;
+        let t_r = self.read_ns_by_page[(op.address % self.pages_per_block) as usize];
+        let gc = is_gc(op.cause);
+        let range = self.plane_range(plane, op.planes);
+        let (ready, mut path) = self.ready(None);
+        if let Some(end) = self.try_suspend(op, die, ch, range.clone(), ready, t_r, &mut path) {
+            self.after_read(op, range, end, end, path, gc);
+            return;
+        }
+        let plane_free = self.planes_free(range.clone());
+        let start = self.command_then_cell(ch, die, ready, plane_free, t_r, gc, &mut path);
+        let cell_end = start + t_r;
+        // The data leaves through the (cache) register once the previous
+        // read's data-out from this plane is done.
+        let reg_ready = self.planes[range.clone()].iter().fold(cell_end, |t, p| t.max(p.data_out_end));
+        if reg_ready > cell_end {
+            path.add(Component::ChannelWait, reg_ready - cell_end);
+        }
+        let xfer = self.t.channel_ns(u64::from(op.transfer_bytes));
+        let end = self.fit_channel(ch, reg_ready, xfer, gc, &mut path);
+        let free = if self.t.config.cache_read { cell_end } else { end };
+        self.after_read(op, range, free, end, path, gc);
+    }
+
+    /// Book a read that frees its planes' page registers at `free` and
+    /// whose data-out ends at `end`.
+    fn after_read(
+        &mut self,
+        op: &FlashOp,
+        range: std::ops::Range<usize>,
+        free: u64,
+        end: u64,
+        path: Breakdown,
+        gc: bool,
+    ) {
+        for p in &mut self.planes[range] {
+            p.prev_free_at = p.free_at;
+            p.free_at = p.free_at.max(free);
+            p.data_out_end = p.data_out_end.max(end);
+            p.cache_free_at = p.cache_free_at.max(end);
+            p.last_gc = gc;
+        }
+        if let Some(b) = op.buffer {
+            let i = b.0 as usize;
+            if self.deps.len() <= i {
+                self.deps.resize(i + 1, Dep::default());
+            }
+            self.deps[i] = Dep { epoch: self.epoch.id, end, path };
+        }
+        if matches!(op.kind, OpKind::ReadMeta | OpKind::ReadOob) && end > self.epoch.ready {
+            // The FTL inspects these bytes before deciding what to do next.
+            self.epoch.ready = end;
+            self.epoch.ready_path = path;
+        }
+        self.finish(end, path, gc);
+    }
+
+    /// A read that finds its die executing a suspendable program or erase
+    /// suspends it (see the module docs). Returns the read's end if it did.
+    #[allow(clippy::too_many_arguments)]
+    fn try_suspend(
+        &mut self,
+        op: &FlashOp,
+        die: usize,
+        ch: usize,
+        range: std::ops::Range<usize>,
+        ready: u64,
+        t_r: u64,
+        path: &mut Breakdown,
+    ) -> Option<u64> {
+        if !(self.t.config.program_suspend || self.t.config.erase_suspend) {
+            return None;
+        }
+        let lo = self.long_ops[die]?;
+        let (allowed, suspend_ns) = match lo.kind {
+            LongKind::Program => (self.t.config.program_suspend, self.t.program_suspend_ns),
+            LongKind::Erase => (self.t.config.erase_suspend, self.t.erase_suspend_ns),
+        };
+        if !allowed || (lo.kind == LongKind::Program && lo.page == op.address) {
+            return None;
+        }
+        let lo_planes = lo.first_plane as usize..(lo.first_plane + lo.planes) as usize;
+        // The read's planes, not counting the long operation if it is their last.
+        let mut t0 = ready;
+        let mut plane_gc = false;
+        for i in range {
+            let p = &self.planes[i];
+            let free = if lo_planes.contains(&i) && p.free_at == lo.end { p.prev_free_at } else { p.free_at };
+            if free > t0 {
+                t0 = free;
+                plane_gc = p.last_gc;
+            }
+        }
+        if !(t0 >= lo.start && t0 < lo.end) {
+            return None;
+        }
+        Self::wait(path, t0 - ready, plane_gc);
+        let gc = is_gc(op.cause);
+        let t1 = self.fit_channel(ch, t0, self.t.command_ns, gc, path);
+        // The die's time is borrowed from the suspended operation.
+        path.add(Component::DieWait, suspend_ns);
+        path.add(Component::Cell, t_r);
+        let cell_end = t1 + suspend_ns + t_r;
+        let xfer = self.t.channel_ns(u64::from(op.transfer_bytes));
+        let end = self.fit_channel(ch, cell_end, xfer, gc, path);
+        // The suspended operation finishes its remaining work later.
+        let delta = suspend_ns + t_r;
+        let f = self.fit_die(die, lo.end, delta);
+        self.dies[die].reserve(f.start, delta, lo.gc);
+        let new_end = f.start + delta;
+        for p in &mut self.planes[lo_planes] {
+            if p.free_at == lo.end {
+                p.free_at = new_end;
+            }
+        }
+        self.long_ops[die] = Some(LongOp { end: new_end, ..lo });
+        if lo.owner != NO_OWNER {
+            self.extensions.push((lo.owner, new_end));
+        }
+        self.counters.suspends += 1;
+        Some(end)
+    }
+
+    fn program(&mut self, op: &FlashOp) {
+        let plane = (op.address / self.pages_per_plane) as u32;
+        let die = (plane / self.planes_per_die) as usize;
+        let ch = die / self.dies_per_channel as usize;
+        let t_prog = self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
+        let gc = is_gc(op.cause);
+        let range = self.plane_range(plane, op.planes);
+        let (ready, mut path) = self.ready(op.buffer.map(|b| b.0));
+        let xfer = self.t.command_ns + self.t.channel_ns(u64::from(op.transfer_bytes));
+        let (cell_start, end) = if self.t.config.cache_program {
+            let (reg_free, reg_gc) = self.planes[range.clone()].iter().fold((0, false), |(t, g), p| {
+                if p.cache_free_at > t {
+                    (p.cache_free_at, p.last_gc)
+                } else {
+                    (t, g)
+                }
+            });
+            let t0 = ready.max(reg_free);
+            Self::wait(&mut path, t0 - ready, reg_gc);
+            let t1 = self.fit_channel(ch, t0, xfer, gc, &mut path);
+            let (plane_free, plane_gc) = self.planes_free(range.clone());
+            let t2 = t1.max(plane_free);
+            Self::wait(&mut path, t2 - t1, plane_gc);
+            let f = self.fit_die(die, t2, t_prog);
+            Self::wait(&mut path, f.start - t2, f.behind_gc);
+            self.dies[die].reserve(f.start, t_prog, gc);
+            path.add(Component::Cell, t_prog);
+            (f.start, f.start + t_prog)
+        } else {
+            let (plane_free, plane_gc) = self.planes_free(range.clone());
+            let t0 = ready.max(plane_free);
+            Self::wait(&mut path, t0 - ready, plane_gc);
+            // The die is held from data-in to the end of tPROG: find a time
+            // when both the channel (data-in) and the die (all of it) are free.
+            self.channels[ch].prune(self.now);
+            let (mut c, mut d) = (t0, t0);
+            let _ = (c, d);
+            let mut behind_gc = false;
+            let mut s = t0;
+            for _ in 0..64 {
+                c = self.channels[ch].fit(s, xfer).start;
+                let f = self.fit_die(die, c, xfer + t_prog);
+                d = f.start;
+                behind_gc = f.behind_gc;
+                if d == c {
+                    break;
+                }
+                s = d;
+            }
+            // (If no common start was found, data-in goes first and the die follows.)
+            // c >= t0 and d >= c: the waits add up to d - t0.
+            if c > t0 {
+                path.add(Component::ChannelWait, c - t0);
+            }
+            Self::wait(&mut path, d - c, behind_gc);
+            self.channels[ch].reserve(c, xfer, gc);
+            self.dies[die].reserve(d, xfer + t_prog, gc);
+            path.add(Component::FlashTransfer, xfer);
+            path.add(Component::Cell, t_prog);
+            (d + xfer, d + xfer + t_prog)
+        };
+        for p in &mut self.planes[range.clone()] {
+            p.prev_free_at = p.free_at;
+            p.free_at = end;
+            p.cache_free_at = if self.t.config.cache_program { cell_start } else { end };
+            p.last_gc = gc;
+        }
+        self.long_ops[die] = Some(LongOp {
+            start: cell_start,
+            end,
+            kind: LongKind::Program,
+            owner: self.epoch.owner,
+            first_plane: range.start as u32,
+            planes: range.len() as u32,
+            page: op.address,
+            gc,
+        });
+        self.finish(end, path, gc);
+    }
+
+    /// Copyback and erase: a command on the channel, then a cell phase.
+    fn cell_only(&mut self, op: &FlashOp, plane: u32, cell_ns: u64, long: Option<LongKind>) {
+        let die = (plane / self.planes_per_die) as usize;
+        let ch = die / self.dies_per_channel as usize;
+        let gc = is_gc(op.cause);
+        let range = self.plane_range(plane, op.planes);
+        let (ready, mut path) = self.ready(None);
+        let plane_free = self.planes_free(range.clone());
+        let start = self.command_then_cell(ch, die, ready, plane_free, cell_ns, gc, &mut path);
+        let end = start + cell_ns;
+        for p in &mut self.planes[range.clone()] {
+            p.prev_free_at = p.free_at;
+            p.free_at = end;
+            p.cache_free_at = end;
+            p.last_gc = gc;
+        }
+        if let Some(kind) = long {
+            self.long_ops[die] = Some(LongOp {
+                start,
+                end,
+                kind,
+                owner: self.epoch.owner,
+                first_plane: range.start as u32,
+                planes: range.len() as u32,
+                page: op.address,
+                gc,
+            });
+        }
+        self.finish(end, path, gc);
+    }
+
+    fn count(&mut self, op: &FlashOp) {
+        self.counters.operations += 1;
+        let end = self.last_end;
+        let n = u64::from(op.planes);
+        let gc = is_gc(op.cause);
+        let foreground = op.request_id.is_some();
+        let programs = matches!(op.kind, OpKind::Program | OpKind::ProgramMeta | OpKind::Copyback);
+        let b = self.bucket(end);
+        if programs {
+            b.pages_programmed += n;
+            if op.cause == Cause::Host {
+                b.host_pages_programmed += n;
+            }
+            if gc && foreground {
+                b.foreground_gc_pages_moved += n;
+            } else if gc {
+                b.background_gc_pages_moved += n;
+            }
+        }
+        if op.kind == OpKind::Erase {
+            b.blocks_erased += n;
+            if gc {
+                b.gc_blocks_erased += n;
+            }
+        }
+        let c = &mut self.counters;
+        match (gc, foreground, programs, op.kind == OpKind::Erase) {
+            (true, true, true, _) => c.foreground_gc_pages_moved += n,
+            (true, false, true, _) => c.background_gc_pages_moved += n,
+            (true, true, _, true) => c.foreground_gc_erases += n,
+            (true, false, _, true) => c.background_gc_erases += n,
+            _ => {}
+        }
+    }
+
+    /// Time one operation (called after it took effect).
+    pub fn observe(&mut self, op: &FlashOp) {
+        if !self.enabled {
+            return;
+        }
+        match op.kind {
+            OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => self.read(op),
+            OpKind::Program | OpKind::ProgramMeta => self.program(op),
+            OpKind::Copyback => {
+                let plane = (op.address / self.pages_per_plane) as u32;
+                let src = op.source.unwrap_or(op.address);
+                let ns = self.read_ns_by_page[(src % self.pages_per_block) as usize]
+                    + self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
+                self.cell_only(op, plane, ns, None);
+            }
+            OpKind::Erase => {
+                let plane = (op.address / self.blocks_per_plane) as u32;
+                self.cell_only(op, plane, self.t.erase_ns, Some(LongKind::Erase));
+            }
+        }
+        self.count(op);
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.ready
+    }
+
+    fn die_busy_until_ns(&self, die: u32) -> Option<u64> {
+        self.dies.get(die as usize).map(Timeline::busy_until)
+    }
+}
+
+fn is_gc(cause: Cause) -> bool {
+    matches!(cause, Cause::Gc | Cause::WearLeveling)
+}
+
+/// The observer the flash controller calls; it shares the model with the
+/// perf driver, which reads epochs and counters between FTL calls.
+pub struct TimingObserver(pub Rc<RefCell<FlashTiming>>);
+
+impl FlashObserver for TimingObserver {
+    fn after_op(&mut self, op: &FlashOp) {
+        self.0.borrow_mut().observe(op);
+    }
+    fn now_ns(&self) -> Option<u64> {
+        let m = self.0.borrow();
+        m.enabled.then(|| m.now_ns())
+    }
+    fn die_busy_until_ns(&self, die: u32) -> Option<u64> {
+        let m = self.0.borrow();
+        if m.enabled {
+            m.die_busy_until_ns(die)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flash::BufId;
+    use crate::nand::GeometryConfig;
+
+    /// 2 channels x 1 chip x 1 die x 2 planes, 4 blocks x 4 pages of 4 KiB, MLC.
+    fn model(extra: &str) -> (FlashTiming, Geometry) {
+        let g = GeometryConfig {
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size_bytes: 4096,
+            oob_size_bytes: 64,
+            sector_size_bytes: 512,
+            cell_type: crate::nand::CellType::Mlc,
+            page_pairing: Default::default(),
+            partial_programs_per_page: 1,
+        }
+        .validate()
+        .unwrap();
+        let mut text = "read_latency_us = [50, 80]\nprogram_latency_us = [400, 1200]\nerase_latency_us = 3000\ncommand_latency_ns = 100\n".to_string();
+        if !extra.contains("channel_rate_mtps") {
+            text += "channel_rate_mtps = 400\n";
+        }
+        let t: super::super::TimingConfig = toml::from_str(&(text + extra)).unwrap();
+        let t = t.validate(2, 1 << 30).unwrap();
+        (FlashTiming::new(&g, &t, 1_000_000_000), g)
+    }
+
+    fn op(kind: OpKind, address: u64, planes: u32, bytes: u32, buffer: Option<u32>) -> FlashOp {
+        FlashOp {
+            kind,
+            cause: Cause::Host,
+            request_id: Some(1),
+            op_index: 0,
+            address,
+            source: None,
+            planes,
+            transfer_bytes: bytes,
+            buffer: buffer.map(BufId),
+        }
+    }
+
+    fn run(m: &mut FlashTiming, ops: &[FlashOp]) -> (u64, Breakdown) {
+        m.begin_epoch(0, 7, Breakdown::default());
+        for o in ops {
+            m.observe(o);
+        }
+        m.end_epoch()
+    }
+
+    #[test]
+    fn read_latency_is_command_plus_page_type_tr_plus_transfer() {
+        let (mut m, _) = model("");
+        // Page 0 of a block is an LSB page, page 1 its MSB page.
+        let (lsb, b) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, None)]);
+        assert_eq!(lsb, 100 + 50_000 + 10_240);
+        assert_eq!(b.get(Component::Cell), 50_000);
+        assert_eq!(b.get(Component::FlashTransfer), 100 + 10_240);
+        assert_eq!(b.total(), lsb);
+        let (mut m, _) = model("");
+        let (msb, _) = run(&mut m, &[op(OpKind::Read, 1, 1, 4096, None)]);
+        assert_eq!(msb, 100 + 80_000 + 10_240);
+    }
+
+    #[test]
+    fn program_latency_depends_on_page_type() {
+        let (mut m, _) = model("");
+        let (lsb, _) = run(&mut m, &[op(OpKind::Program, 0, 1, 4096, None)]);
+        assert_eq!(lsb, 100 + 10_240 + 400_000);
+        let (mut m, _) = model("");
+        let (msb, _) = run(&mut m, &[op(OpKind::Program, 1, 1, 4096, None)]);
+        assert_eq!(msb, 100 + 10_240 + 1_200_000);
+    }
+
+    #[test]
+    fn reads_on_two_channels_overlap_and_on_one_die_serialise() {
+        // Die 0 is on channel 0, die 1 on channel 1 (pages 32.. are die 1).
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, None), op(OpKind::Read, 32, 1, 4096, None)]);
+        assert_eq!(end, 100 + 50_000 + 10_240, "independent dies in parallel");
+        // Two reads on the two planes of one die: the second tR follows the first.
+        let (mut m, _) = model("");
+        let (end, b) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, None), op(OpKind::Read, 16, 1, 4096, None)]);
+        assert_eq!(end, 100 + 50_000 + 50_000 + 10_240);
+        assert_eq!(b.total(), end, "the critical path sums to the end");
+    }
+
+    #[test]
+    fn multi_plane_program_overlaps_planes_in_one_cell_phase() {
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::Program, 0, 2, 8192, None)]);
+        assert_eq!(end, 100 + 20_480 + 400_000, "two pages in one tPROG");
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::Program, 0, 1, 4096, None), op(OpKind::Program, 16, 1, 4096, None)]);
+        assert_eq!(end, 100 + 10_240 + 400_000 + 400_000, "single-plane programs serialise");
+    }
+
+    #[test]
+    fn copyback_avoids_the_channel() {
+        let (mut m, _) = model("");
+        let mut cb = op(OpKind::Copyback, 4, 1, 0, None);
+        cb.source = Some(1);
+        let (end, b) = run(&mut m, &[cb]);
+        // tR of the MSB source + tPROG of the LSB destination, command only on the bus.
+        assert_eq!(end, 100 + 80_000 + 400_000);
+        assert_eq!(b.get(Component::FlashTransfer), 100);
+        assert_eq!(m.channel_busy_ns()[0], 100);
+    }
+
+    #[test]
+    fn a_program_from_a_buffer_waits_for_the_read_that_filled_it() {
+        let (mut m, _) = model("");
+        // Read page 0 (die 0) into buffer 3, program it to die 1.
+        let (end, _) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, Some(3)), op(OpKind::Program, 32, 1, 4096, Some(3))]);
+        let read_end = 100 + 50_000 + 10_240;
+        assert_eq!(end, read_end + 100 + 10_240 + 400_000);
+        // Without the dependency the program would not wait for the read.
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::Read, 0, 1, 4096, Some(3)), op(OpKind::Program, 32, 1, 4096, Some(4))]);
+        assert_eq!(end, 100 + 10_240 + 400_000);
+    }
+
+    #[test]
+    fn operations_after_a_metadata_read_wait_for_it() {
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[op(OpKind::ReadMeta, 0, 1, 4096, None), op(OpKind::Read, 32, 1, 4096, None)]);
+        let meta_end = 100 + 50_000 + 10_240;
+        assert_eq!(end, meta_end + 100 + 50_000 + 10_240);
+    }
+
+    #[test]
+    fn a_read_suspends_an_erase_when_enabled() {
+        let erase_then_read = |m: &mut FlashTiming| {
+            m.begin_epoch(0, 1, Breakdown::default());
+            m.observe(&op(OpKind::Erase, 1, 1, 0, None)); // block 1 of plane 0
+            m.begin_epoch(1_000_000, 2, Breakdown::default());
+            m.observe(&op(OpKind::Read, 0, 1, 4096, None));
+            m.end_epoch().0 - 1_000_000
+        };
+        let (mut m, _) = model("");
+        let waits = erase_then_read(&mut m);
+        // The command is sent while the erase finishes.
+        assert_eq!(waits, 3_000_100 - 1_000_000 + 50_000 + 10_240);
+        let (mut m, _) = model("erase_suspend = true\nerase_suspend_latency_us = 20\n");
+        let suspended = erase_then_read(&mut m);
+        assert_eq!(suspended, 100 + 20_000 + 50_000 + 10_240);
+        let mut ext = Vec::new();
+        m.take_extensions(&mut ext);
+        assert_eq!(ext, vec![(1, 3_000_100 + 20_000 + 50_000)], "the erase ends later");
+        assert_eq!(m.counters().suspends, 1);
+    }
+
+    #[test]
+    fn cache_read_overlaps_data_out_with_the_next_tr() {
+        let reads = |m: &mut FlashTiming| {
+            let ops: Vec<_> = (0..4).map(|i| op(OpKind::Read, i * 4, 1, 4096, None)).collect();
+            run(m, &ops).0
+        };
+        let (mut m, _) = model("channel_rate_mtps = 40\n");
+        // 4 reads of LSB pages on one plane: tR 50 us, data-out 102.4 us each.
+        let cached = reads(&mut m);
+        let (mut m, _) = model("channel_rate_mtps = 40\ncache_read = false\n");
+        let uncached = reads(&mut m);
+        assert_eq!(uncached, 4 * (100 + 50_000 + 102_400));
+        assert!(cached < uncached - 100_000, "{cached} vs {uncached}");
+    }
+
+    #[test]
+    fn gc_elsewhere_does_not_delay_a_request_but_ends_an_idle_step() {
+        let mut gc_copy = op(OpKind::Copyback, 36, 1, 0, None); // die 1
+        gc_copy.cause = Cause::Gc;
+        gc_copy.source = Some(33);
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[gc_copy, op(OpKind::Program, 0, 1, 4096, None)]);
+        assert_eq!(end, 100 + 10_240 + 400_000, "the write waits for its own program only");
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[gc_copy]);
+        assert_eq!(end, 100 + 80_000 + 400_000, "a GC-only epoch ends with its GC");
+    }
+}

@@ -1,0 +1,61 @@
+//! Timing: resource timelines, the flash timing model, device DRAM and its
+//! write cache.
+//!
+//! Timing belongs to the flash interface and the host interface, never to
+//! the FTL: the FTL runs exactly as in `stress`, synchronously, and its
+//! functional effects happen at once. The [`flash_model::FlashTiming`]
+//! model watches every flash operation through the
+//! [`crate::flash::FlashObserver`] hook and places it on the timelines of
+//! its channel, die and plane; a request completes when the operations it
+//! depends on complete. The host side (queues, link, controller CPU) is in
+//! [`crate::host`]; [`crate::run::perf`] puts them together.
+//!
+//! The model follows the published simulators it replaces:
+//!
+//! - MQSim (Tavakkol et al., FAST 2018): per-resource timing of channels,
+//!   dies and planes; page-type-dependent latencies; multi-plane
+//!   operations; program/erase suspension; a DRAM data cache between the
+//!   host interface and the FTL; NVMe multi-queue host interface.
+//! - FEMU (Li et al., FAST 2018): the blackbox SSD's per-LUN and
+//!   per-channel "next available time" model, of which this is a
+//!   generalisation (with backfilling and separate command / cell / data
+//!   phases); FEMU's own timings are a preset.
+//! - SSDExplorer (Zuolo et al., DATE 2015): a latency breakdown by
+//!   component that names the bottleneck ([`breakdown`]).
+//! - ONFI 4.x: channel transfer = bytes / (transfer rate × bus width), with
+//!   command and address cycles on the bus before the data.
+
+//!
+//! # Limits of the model (deliberate, and where they bite)
+//!
+//! - Operations are *reserved* on timelines when the request that issues
+//!   them is simulated, in arrival order, and never re-timed. A read cannot
+//!   overtake operations already queued on its plane (no out-of-order
+//!   transaction scheduling with read priority, as MQSim's has), so when a
+//!   foreground GC batch or a write backlog is queued on a plane, reads
+//!   behind it see its whole length: read tails under heavy writes are
+//!   pessimistic compared with a read-prioritising controller. Suspend
+//!   (when enabled) lets a read interrupt the one program or erase running
+//!   on its die; the suspended work resumes in the die's next free time.
+//! - The one-cache-register stall of ONFI cache reads is not modelled (see
+//!   [`flash_model`]); the channel still serialises every data-out.
+//! - A read that finds only part of its sectors in the write cache reads
+//!   all of them from flash (cached sectors are then laid over, so the data
+//!   is right; only the timing over-counts).
+//! - DRAM is a bandwidth, used by write-cache copies and cache hits; flash
+//!   data moving through DRAM does not consume it, and row-buffer timing
+//!   (MQSim's DRAM model) is not reproduced.
+//! - A submission queue admits requests by the completion times known when
+//!   they were admitted; a later suspend that delays one of them does not
+//!   delay that queue's admissions.
+
+pub mod breakdown;
+pub mod config;
+pub mod flash_model;
+pub mod timeline;
+pub mod write_cache;
+
+pub use breakdown::{Breakdown, Component};
+pub use config::{Timing, TimingConfig, WriteCacheMode};
+pub use flash_model::{FlashInterval, FlashTiming, TimingObserver, NO_OWNER};
+pub use timeline::{ServerPool, Timeline};

@@ -1,0 +1,457 @@
+//! The physics the timing model must obey: exact sums on an idle drive,
+//! saturation at the tightest resource, sequential write bandwidth, the
+//! write cache, the write cliff — and that timing changes nothing the
+//! oracle checks, and nothing a seed does not fix.
+
+use nandlab::config::Config;
+use nandlab::flash::{Cause, FlashOp, OpKind};
+use nandlab::host::Arrival;
+use nandlab::report::perf::PerfReport;
+use nandlab::run::perf::device::TimedDevice;
+use nandlab::run::perf::precondition::{precondition, PreconditionSpec};
+use nandlab::run::perf::{self, Flow, PerfOptions};
+use nandlab::timing::{Breakdown, Component, FlashTiming};
+use nandlab::workload::size::SizeSpec;
+use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use nandlab::workload::{HostOp, HostRequest};
+
+/// A device: `ch` channels x `chips` chips x 1 die x `planes` planes,
+/// 64 blocks x 32 pages of `page` bytes, SLC, 20 % spare, with the given
+/// [timing] and [host] lines.
+fn device(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str) -> Config {
+    device_with(ch, chips, planes, page, timing, host, "")
+}
+
+/// [`device`] with extra `[ftl]` options.
+fn device_with(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str, ftl: &str) -> Config {
+    let text = format!(
+        r#"
+name = "physics"
+source = "test"
+[geometry]
+channels = {ch}
+chips_per_channel = {chips}
+dies_per_chip = 1
+planes_per_die = {planes}
+blocks_per_plane = 64
+pages_per_block = 32
+page_size_bytes = {page}
+oob_size_bytes = 64
+sector_size_bytes = 512
+cell_type = "slc"
+[device]
+spare_percent = 20
+dram_bytes = "64m"
+[ftl]
+name = "page"
+{ftl}
+[timing]
+{timing}
+[host]
+{host}
+"#
+    );
+    Config::parse(&text, "physics.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+const FAST_HOST: &str = "pcie_generation = 3\npcie_lanes = 4\nqueues = 1\nqueue_depth = 4096";
+
+fn spec(rw: RwMode, bs: u64, iodepth: u32, io_size: SizeSpec) -> SyntheticSpec {
+    SyntheticSpec { rw, bs: SizeSpec::Bytes(bs), iodepth, io_size: Some(io_size), ..Default::default() }
+}
+
+fn fill_only() -> PreconditionSpec {
+    PreconditionSpec { fill_percent: 100.0, max_overwrite: 0.0, ..Default::default() }
+}
+
+fn run(config: &Config, spec: &SyntheticSpec, opts: PerfOptions) -> PerfReport {
+    let flows = Flow::synthetic(spec, None, 0, config, opts.seed).unwrap();
+    perf::run(config, flows, &opts, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
+    // Printed with --nocapture: the figures behind each physics claim.
+    eprintln!("measured {actual:.1}, expected {expected:.1} ({:+.2} %)", (actual / expected - 1.0) * 100.0);
+    (actual - expected).abs() <= tolerance * expected
+}
+
+fn read(lba: u64, sectors: u32) -> HostRequest {
+    HostRequest { op: HostOp::Read, lba, sectors, arrival_ns: 0, job: 0 }
+}
+
+#[test]
+fn qd1_read_latency_is_exactly_the_sum_of_its_path() {
+    let config = device(
+        2,
+        2,
+        1,
+        4096,
+        "read_latency_us = 45\nprogram_latency_us = 300\nerase_latency_us = 2000\nchannel_rate_mtps = 400\ncommand_latency_ns = 100",
+        "pcie_generation = 3\npcie_lanes = 4\ncommand_overhead_ns = 2500\nfirmware_ns_per_request = 1500",
+    );
+    let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
+    precondition(&mut dev.session, &fill_only(), 1, &mut |_, _| {}).unwrap();
+    dev.start_timing();
+    let link = config.host.link_ns(4096);
+    assert_eq!(link, 1041, "4096 B at 3938.46 MB/s, rounded up");
+    let expected = 2500 + 1500 + 100 + 45_000 + 10_240 + link;
+    for i in 0..50u64 {
+        let arrival = 1_000_000 * (i + 1); // idle: the previous read is long done
+        let lba = (i * 7919 % 2000) * 8;
+        let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap();
+        assert_eq!(c.completion_ns - arrival, expected, "read {i}");
+        let b = c.breakdown;
+        assert_eq!(b.get(Component::HostCommand), 2500);
+        assert_eq!(b.get(Component::Cpu), 1500);
+        assert_eq!(b.get(Component::Cell), 45_000);
+        assert_eq!(b.get(Component::FlashTransfer), 100 + 10_240);
+        assert_eq!(b.get(Component::HostTransfer), link);
+    }
+    assert!(dev.session.flash.log().is_clean());
+}
+
+/// Closed-loop random reads at queue depth 1024 over 8 dies. (A closed
+/// loop of N requests routed at random over K equal dies leaves a die idle
+/// with probability (K-1)/(N+K-1): 5 % at N = 128, 0.7 % at N = 1024; the
+/// bounds below are reached as N grows.)
+fn random_read_iops(timing: &str, host: &str) -> f64 {
+    let config = device(2, 4, 1, 4096, timing, host);
+    let opts = PerfOptions { seed: 3, precondition: Some(fill_only()), ..Default::default() };
+    let r = run(&config, &spec(RwMode::RandRead, 4096, 1024, SizeSpec::Bytes(60_000 * 4096)), opts);
+    assert_eq!(r.run.errors, 0);
+    r.perf.iops
+}
+
+const READ_TIMING: &str = "program_latency_us = 300\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
+
+#[test]
+fn random_reads_saturate_at_the_dies() {
+    // 8 dies / 50 us = 160 k IOPS; channels could do 2 x 97.7 k.
+    let iops = random_read_iops(&format!("read_latency_us = 50\n{READ_TIMING}"), FAST_HOST);
+    assert!(within(iops, 160_000.0, 0.02), "{iops}");
+}
+
+#[test]
+fn random_reads_saturate_at_the_channels_when_dies_are_faster() {
+    // Dies could do 8 / 20 us = 400 k; each channel moves 4 KiB in 10.24 us.
+    let iops = random_read_iops(&format!("read_latency_us = 20\n{READ_TIMING}"), FAST_HOST);
+    let expected = 2.0 * 1e9 / 10_240.0;
+    assert!(within(iops, expected, 0.02), "{iops} vs {expected}");
+}
+
+#[test]
+fn random_reads_saturate_at_the_host_link() {
+    let iops = random_read_iops(
+        &format!("read_latency_us = 50\n{READ_TIMING}"),
+        "link_bandwidth_mbps = 100\nqueue_depth = 4096",
+    );
+    let expected = 100e6 / 4096.0;
+    assert!(within(iops, expected, 0.02), "{iops} vs {expected}");
+}
+
+#[test]
+fn random_reads_saturate_at_the_controller_cpu() {
+    let iops = random_read_iops(
+        &format!("read_latency_us = 50\n{READ_TIMING}"),
+        &format!("{FAST_HOST}\nfirmware_ns_per_request = 25000"),
+    );
+    assert!(within(iops, 40_000.0, 0.02), "{iops}");
+}
+
+fn sequential_write_mbps(timing: &str) -> f64 {
+    let config = device(2, 2, 1, 16384, timing, FAST_HOST);
+    let r = run(
+        &config,
+        &spec(RwMode::Write, 128 * 1024, 8, SizeSpec::Bytes(80 << 20)),
+        PerfOptions { seed: 5, ..Default::default() },
+    );
+    assert_eq!(r.run.errors, 0);
+    assert_eq!(r.run.gc.pages_moved, 0, "no GC in this measurement");
+    r.perf.write_mbps
+}
+
+#[test]
+fn sequential_writes_run_at_dies_times_page_over_tprog() {
+    let t = "read_latency_us = 50\nprogram_latency_us = 500\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
+    let mbps = sequential_write_mbps(t);
+    let expected = 4.0 * 16384.0 / 500e-6 / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+    // Without cache program the die also waits for its data-in.
+    let mbps = sequential_write_mbps(&format!("{t}\ncache_program = false"));
+    let expected = 4.0 * 16384.0 / (500e-6 + 40.96e-6) / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+#[test]
+fn sequential_writes_are_limited_by_the_channels_when_they_are_slow() {
+    let mbps = sequential_write_mbps(
+        "read_latency_us = 50\nprogram_latency_us = 500\nerase_latency_us = 2000\nchannel_rate_mtps = 20",
+    );
+    let expected = 2.0 * 20.0; // two channels at 20 MB/s
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+#[test]
+fn multi_plane_programs_overlap_planes_for_bandwidth() {
+    // 2 channels x 2 dies x 4 planes of 16 KiB, tPROG 1 ms: back-to-back
+    // 4-plane programs move dies x planes x page / tPROG.
+    let config = device(
+        2,
+        2,
+        4,
+        16384,
+        "read_latency_us = 50\nprogram_latency_us = 1000\nerase_latency_us = 2000\nchannel_rate_mtps = 400",
+        FAST_HOST,
+    );
+    let t = config.timing.clone().unwrap();
+    let g = &config.geometry;
+    let mut m = FlashTiming::new(g, &t, 1_000_000_000);
+    m.begin_epoch(0, 0, Breakdown::default());
+    let pages_per_plane = u64::from(g.pages_per_block()) * u64::from(g.blocks_per_plane());
+    let n = 200u64;
+    for i in 0..n {
+        let die = i % 4;
+        let page = die * 4 * pages_per_plane + i / 4;
+        m.observe(&FlashOp {
+            kind: OpKind::Program,
+            cause: Cause::Host,
+            request_id: Some(0),
+            op_index: i,
+            address: page,
+            source: None,
+            planes: 4,
+            transfer_bytes: 4 * 16384,
+            buffer: None,
+        });
+    }
+    let (end, _) = m.end_epoch();
+    let mbps = (n * 4 * 16384) as f64 / (end as f64 / 1e9) / 1e6;
+    let expected = 4.0 * 4.0 * 16384.0 / 1e-3 / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+#[test]
+fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
+    let config = device(
+        2,
+        2,
+        1,
+        4096,
+        "read_latency_us = 50\nprogram_latency_us = 400\nerase_latency_us = 2000\nchannel_rate_mtps = 400\nwrite_cache = \"write_back\"\nwrite_cache_bytes = \"256k\"\nwrite_cache_flush_watermark = 0.5\ndram_bandwidth_mbps = 1000",
+        FAST_HOST,
+    );
+    let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
+    dev.start_timing();
+    let link = config.host.link_ns(4096);
+    let dram = 4096; // 4096 B at 1000 MB/s
+    let mut t = 0;
+    let mut completions = Vec::new();
+    for i in 0..4000u64 {
+        let w = HostRequest { op: HostOp::Write, lba: (i % 12_000) * 8, sectors: 8, arrival_ns: 0, job: 0 };
+        let c = dev.submit(&w, 0, t, i).unwrap();
+        if i < 32 {
+            assert_eq!(c.completion_ns - t, link + dram, "write {i} at DRAM speed");
+        }
+        t = c.completion_ns;
+        completions.push(t);
+    }
+    // Steady state: one page per line, 4 dies x 4 KiB / 400 us = 10 k writes/s.
+    let (a, b) = (completions[2000], completions[3999]);
+    let rate = 1999.0 / ((b - a) as f64 / 1e9);
+    assert!(within(rate, 10_000.0, 0.02), "{rate} writes/s");
+    assert_eq!(dev.session.host.volatile_writes, 4000);
+    // A flush waits for every dirty line to reach flash.
+    let flush = HostRequest { op: HostOp::Flush, lba: 0, sectors: 0, arrival_ns: 0, job: 0 };
+    let c = dev.submit(&flush, 0, t, 5000).unwrap();
+    assert_eq!(dev.cache().unwrap().dirty_lines(), 0);
+    assert!(c.completion_ns >= dev.model.borrow().busy_until());
+    assert!(c.completion_ns > t + 300_000, "at least one program's worth");
+    assert!(dev.session.flash.log().is_clean());
+}
+
+#[test]
+fn random_writes_on_a_full_drive_show_the_write_cliff() {
+    let config = device(
+        2,
+        2,
+        2,
+        4096,
+        "read_latency_us = 40\nprogram_latency_us = 200\nerase_latency_us = 2000\nchannel_rate_mtps = 400",
+        FAST_HOST,
+    );
+    let r = run(
+        &config,
+        &spec(RwMode::RandWrite, 4096, 16, SizeSpec::TimesCapacity(3.0)),
+        PerfOptions { seed: 9, precondition: Some(fill_only()), interval_ns: 100_000_000, ..Default::default() },
+    );
+    assert_eq!(r.run.errors, 0);
+    let rows = &r.perf.timeseries;
+    assert!(rows.len() >= 30, "{} intervals", rows.len());
+    let first = &rows[0];
+    assert_eq!(first.foreground_gc_pages_moved, 0, "no GC before the cliff");
+    assert_eq!(first.blocks_erased, 0);
+    // GC storms make single intervals swing; the plateau is the level the
+    // averages of successive stretches settle at.
+    let tail = &rows[rows.len() / 3..rows.len() - 1];
+    let mean =
+        |rs: &[nandlab::report::timeseries::IntervalRow]| rs.iter().map(|r| r.iops).sum::<f64>() / rs.len() as f64;
+    let plateau = mean(tail);
+    assert!(first.iops > 2.0 * plateau, "cliff: {} before, {plateau} after", first.iops);
+    for stretch in tail.chunks(tail.len() / 3) {
+        assert!(within(mean(stretch), plateau, 0.10), "plateau: {} vs {plateau}", mean(stretch));
+        assert!(stretch.iter().map(|r| r.foreground_gc_pages_moved).sum::<u64>() > 0);
+        assert!(stretch.iter().map(|r| r.blocks_erased).sum::<u64>() > 0);
+    }
+    assert!(r.perf.gc.foreground_pages_moved > 0);
+    assert!(r.perf.breakdown.share["gc_wait"] > 0.0);
+}
+
+#[test]
+fn the_oracle_checks_every_read_while_timed() {
+    let config = Config::preset("tiny-timed").unwrap();
+    for cache in ["none", "write_back", "write_through"] {
+        let mut config = config.clone();
+        let mut t = config.timing.clone().unwrap().config;
+        t.write_cache = cache.parse().unwrap();
+        t.write_cache_bytes = Some(SizeSpec::Bytes(512 << 10));
+        t.erase_suspend = true;
+        t.program_suspend = true;
+        config.timing = Some(t.validate(2, config.dram_budget_bytes).unwrap());
+        let s = SyntheticSpec {
+            rw: RwMode::RandRw,
+            bsrange: Some("4k-32k".into()),
+            rwmixread: 40,
+            write_size: Some(SizeSpec::TimesCapacity(2.0)),
+            fsync: 32,
+            trim_percent: 2.0,
+            iodepth: 8,
+            numjobs: 2,
+            ..Default::default()
+        };
+        let r = run(&config, &s, PerfOptions { seed: 11, ..Default::default() });
+        assert_eq!(r.run.errors, 0, "{cache}: {:?}", r.run.violations.first());
+        assert!(r.run.host.read_requests > 1000 && r.run.host.trim_requests > 0);
+        assert!(r.run.gc.pages_moved > 0, "{cache}: GC ran");
+    }
+    // The check is live: a corrupted page is reported through the timed path.
+    let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
+    precondition(&mut dev.session, &fill_only(), 1, &mut |_, _| {}).unwrap();
+    dev.start_timing();
+    for p in 0..dev.session.flash.nand().geometry().pages() {
+        if dev.session.flash.nand().is_programmed(nandlab::nand::PageAddr(p)) {
+            dev.session.flash.nand_mut().corrupt_page(nandlab::nand::PageAddr(p));
+        }
+    }
+    dev.submit(&read(0, 8), 0, 0, 0).unwrap();
+    assert!(dev.session.flash.log().errors() > 0);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_report() {
+    let config = Config::preset("tiny-timed").unwrap();
+    let s = SyntheticSpec {
+        rw: RwMode::RandRw,
+        bs: SizeSpec::Bytes(4096),
+        write_size: Some(SizeSpec::TimesCapacity(1.5)),
+        iodepth: 4,
+        numjobs: 2,
+        ..Default::default()
+    };
+    let go = |seed| {
+        let r = run(
+            &config,
+            &s,
+            PerfOptions {
+                seed,
+                precondition: Some(PreconditionSpec { max_overwrite: 0.5, ..Default::default() }),
+                interval_ns: 5_000_000,
+                ..Default::default()
+            },
+        );
+        serde_json::to_string(&r.without_measurements()).unwrap()
+    };
+    let a = go(21);
+    assert_eq!(a, go(21));
+    assert_ne!(a, go(22));
+}
+
+#[test]
+fn open_loop_arrivals_follow_the_trace_timestamps() {
+    /// A trace of reads at fixed timestamps.
+    struct Replay(Vec<HostRequest>, usize);
+    impl nandlab::workload::Workload for Replay {
+        fn next_request(&mut self) -> Result<Option<HostRequest>, nandlab::workload::WorkloadError> {
+            self.1 += 1;
+            Ok(self.0.get(self.1 - 1).copied())
+        }
+        fn progress(&self) -> nandlab::workload::WorkloadProgress {
+            Default::default()
+        }
+        fn alignment_sectors(&self) -> u32 {
+            8
+        }
+        fn describe(&self) -> String {
+            "replay".into()
+        }
+    }
+    let config = Config::preset("tiny-timed").unwrap();
+    let trace: Vec<_> = (0..100u64).map(|i| HostRequest { arrival_ns: i * 1_000_000, ..read(i * 64, 8) }).collect();
+    let flows = |scale| {
+        vec![Flow {
+            name: "trace".into(),
+            workload: Box::new(Replay(trace.clone(), 0)),
+            arrival: Arrival::Timestamps { time_scale: scale },
+        }]
+    };
+    let opts = PerfOptions { seed: 1, ..Default::default() };
+    let r = perf::run(&config, flows(1.0), &opts, &mut |_| {}).unwrap();
+    // The last request arrives at 99 ms and takes microseconds.
+    assert!(within(r.perf.simulated_seconds, 0.099, 0.001), "{}", r.perf.simulated_seconds);
+    let r = perf::run(&config, flows(0.5), &opts, &mut |_| {}).unwrap();
+    assert!(within(r.perf.simulated_seconds, 0.0495, 0.001), "{}", r.perf.simulated_seconds);
+    assert_eq!(r.perf.completed, 100);
+}
+
+#[test]
+fn perf_without_timing_is_a_clear_error() {
+    let config = Config::preset("tiny").unwrap();
+    let flows = Flow::synthetic(&SyntheticSpec::default(), None, 0, &config, 1).unwrap();
+    let e = perf::run(&config, flows, &PerfOptions::default(), &mut |_| {}).err().expect("rejected");
+    assert!(e.to_string().contains("no [timing] table"), "{e}");
+}
+
+#[test]
+fn background_gc_runs_in_idle_time_and_shows_in_the_metrics() {
+    let timing = "read_latency_us = 40\nprogram_latency_us = 200\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
+    let go = |ftl: &str, rate: &str| {
+        let config = device_with(2, 2, 1, 4096, timing, FAST_HOST, ftl);
+        let s = spec(RwMode::RandWrite, 4096, 1, SizeSpec::TimesCapacity(1.0));
+        let arrival = nandlab::host::arrival::parse_arrival(rate, 1).unwrap();
+        let opts = PerfOptions { seed: 4, precondition: Some(fill_only()), ..Default::default() };
+        let flows = Flow::synthetic(&s, Some(arrival), 0, &config, opts.seed).unwrap();
+        perf::run(&config, flows, &opts, &mut |_| {}).unwrap()
+    };
+    // Writes arrive every 10 ms, far slower than the drive: it is idle in between.
+    let bg = go("gc_background_free_percent = 40", "rate:100");
+    assert_eq!(bg.run.errors, 0);
+    assert!(bg.perf.gc.background_pages_moved > 0, "{:?}", bg.perf.gc);
+    assert!(bg.perf.gc.background_steps > 0);
+    let rows_bg: u64 = bg.perf.timeseries.iter().map(|r| r.background_gc_pages_moved).sum();
+    assert_eq!(rows_bg, bg.perf.gc.background_pages_moved, "in the time series too");
+    // Without background GC the same work happens in the foreground, in the writes' way.
+    let fg = go("", "rate:100");
+    assert_eq!(fg.perf.gc.background_pages_moved, 0);
+    assert!(fg.perf.gc.foreground_pages_moved > 0);
+    assert!(
+        bg.perf.gc.foreground_pages_moved * 2 < fg.perf.gc.foreground_pages_moved,
+        "idle time takes GC out of the writes: {:?} vs {:?}",
+        bg.perf.gc,
+        fg.perf.gc
+    );
+    assert!(
+        fg.perf.latency["write"].mean_us > bg.perf.latency["write"].mean_us,
+        "mean write latency {} (foreground GC) vs {} (background GC)",
+        fg.perf.latency["write"].mean_us,
+        bg.perf.latency["write"].mean_us
+    );
+}
