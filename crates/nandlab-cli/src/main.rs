@@ -57,6 +57,8 @@ enum Command {
         #[command(flatten)]
         workload: WorkloadArgs,
         #[command(flatten)]
+        trace: Box<trace_cmd::StressTraceArgs>,
+        #[command(flatten)]
         run: RunArgs,
         #[command(flatten)]
         perf: perf_cmd::PerfArgs,
@@ -84,7 +86,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Stress { device, workload, trace, run } => stress_command(&device, &workload, &trace, &run),
         Command::Trace { which } => trace_cmd::run(which),
-        Command::Perf { device, workload, run, perf } => perf_cmd::perf_command(&device, &workload, &run, &perf),
+        Command::Perf { device, workload, trace, run, perf } => {
+            perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
+        }
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {

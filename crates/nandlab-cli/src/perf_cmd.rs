@@ -175,6 +175,27 @@ fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -
     Ok(flows)
 }
 
+/// A replayed trace as the run's one flow: open loop at the trace's own
+/// timestamps (scaled with `--trace-speed`) unless `--arrival` says otherwise.
+fn trace_flow(
+    config: &Config,
+    synthetic: &WorkloadArgs,
+    trace: &crate::trace_cmd::StressTraceArgs,
+    p: &PerfArgs,
+) -> Result<Option<Flow>, String> {
+    let Some(workload) = trace.workload(synthetic, config.logical_bytes(), config.geometry.sector_size_bytes())? else {
+        return Ok(None);
+    };
+    if !p.flows.is_empty() {
+        return Err("--flow describes synthetic flows and cannot be combined with --trace".into());
+    }
+    let arrival = match &p.arrival {
+        Some(a) => parse_arrival(a, 1).map_err(|e| format!("--arrival {e}"))?,
+        None => nandlab::host::Arrival::Timestamps { time_scale: 1.0 },
+    };
+    Ok(Some(Flow { name: "trace".into(), workload: Box::new(workload), arrival }))
+}
+
 fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> {
     let Some(text) = &p.precondition else {
         return Ok(None);
@@ -191,7 +212,13 @@ fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> 
 }
 
 /// `nandlab perf`.
-pub fn perf_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &RunArgs, p: &PerfArgs) -> ExitCode {
+pub fn perf_command(
+    device: &DeviceArgs,
+    workload_args: &WorkloadArgs,
+    trace: &crate::trace_cmd::StressTraceArgs,
+    run: &RunArgs,
+    p: &PerfArgs,
+) -> ExitCode {
     let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
@@ -208,8 +235,12 @@ pub fn perf_command(device: &DeviceArgs, workload_args: &WorkloadArgs, run: &Run
     };
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let reproduce = options::reproduce_command(seed);
-    let flows = match build_flows(&config, &spec, p, seed) {
-        Ok(f) => f,
+    let flows = match trace_flow(&config, workload_args, trace, p) {
+        Ok(Some(flow)) => vec![flow],
+        Ok(None) => match build_flows(&config, &spec, p, seed) {
+            Ok(f) => f,
+            Err(e) => return input_error(e),
+        },
         Err(e) => return input_error(e),
     };
     let opts = match (|| -> Result<PerfOptions, String> {

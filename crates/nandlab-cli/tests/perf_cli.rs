@@ -80,3 +80,20 @@ fn bad_perf_input_exits_2_with_a_clear_message() {
     assert_eq!(code, 2);
     assert!(err.contains("--runtime"), "{err}");
 }
+
+#[test]
+fn perf_replays_a_trace_open_loop_at_its_timestamps() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mqsim_tpcc-small.trace");
+    let json = std::env::temp_dir().join(format!("nandlab-perf-trace-{}.json", std::process::id()));
+    let (code, stdout, stderr) =
+        nandlab(&["perf", "--preset", "femu-bbssd", "--trace", trace, "--seed", "1", "--json", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("open loop, trace timestamps"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    let text = report.to_string();
+    assert!(text.contains("6999"), "all 6,999 trace requests were issued");
+    let (code, _, stderr) = nandlab(&["perf", "--preset", "femu-bbssd", "--trace", trace, "--flow", "iodepth=4"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--flow"), "{stderr}");
+}
