@@ -341,6 +341,20 @@ impl Flash for FlashController {
         Ok(())
     }
 
+    fn read_meta_at(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        offset_bytes: u32,
+        data: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let op = self.begin(OpKind::ReadMeta, cause, page.0, None, 1, data.len() as u32, None)?;
+        let mut ck = checker!(self, op);
+        self.nand.read_meta_at(&mut ck, page, offset_bytes as usize, data)?;
+        self.finish(&op);
+        Ok(())
+    }
+
     fn program(
         &mut self,
         cause: Cause,

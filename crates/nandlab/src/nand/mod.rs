@@ -240,7 +240,7 @@ impl Nand {
         self.slots.get(page.0 as usize).is_some_and(|s| s.state >> 4 != 0)
     }
     /// Erase counts of all blocks (for wear reports).
-    pub fn erase_counts(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn erase_counts(&self) -> impl Iterator<Item = u32> + Clone + '_ {
         self.erase_count.iter().copied()
     }
 
@@ -462,6 +462,43 @@ impl Nand {
                 let stored = self.bytes.get(slot.a, slot.b() as usize);
                 let n = stored.len().min(out.len());
                 out[..n].copy_from_slice(&stored[..n]);
+                out[n..].fill(0xff);
+            }
+            K_ERASED => {
+                if slot.state == 0 {
+                    ck.flag(Rule::ReadErasedPage, page.0, || format!("read of never-programmed page {}", page.0));
+                }
+                out.fill(0xff)
+            }
+            K_ZERO => out.fill(0),
+            K_GARBAGE => return Err(FlashError::Uncorrectable),
+            _ => out.fill(STAMP_AS_BYTES_PATTERN),
+        }
+        Ok(())
+    }
+
+    /// Read bytes `offset .. offset+out.len()` of a page as metadata (NAND
+    /// "random data output": the whole page is sensed into the register,
+    /// only these bytes are transferred). Bytes beyond what was programmed
+    /// read as 0xFF.
+    pub fn read_meta_at(
+        &mut self,
+        ck: &mut Checker,
+        page: PageAddr,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let i = self.check_page(ck, page, "metadata read")?;
+        if offset.saturating_add(out.len()) > self.geometry.page_size_bytes() as usize {
+            return Err(FlashError::InvalidArgument);
+        }
+        let slot = self.slots[i];
+        match slot.state & KIND_MASK {
+            K_META => {
+                let stored = self.bytes.get(slot.a, slot.b() as usize);
+                let from = offset.min(stored.len());
+                let n = (stored.len() - from).min(out.len());
+                out[..n].copy_from_slice(&stored[from..from + n]);
                 out[n..].fill(0xff);
             }
             K_ERASED => {
