@@ -16,6 +16,7 @@
 //! integers and byte slices.
 
 pub mod buggy;
+pub mod dftl;
 pub mod page;
 pub mod policy;
 
@@ -169,7 +170,7 @@ pub struct FtlDescriptor {
 
 /// Every FTL nandlab ships.
 pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 2] = [page::DESCRIPTOR, buggy::DESCRIPTOR];
+    static REGISTRY: [FtlDescriptor; 3] = [page::DESCRIPTOR, dftl::DESCRIPTOR, buggy::DESCRIPTOR];
     &REGISTRY
 }
 

@@ -946,7 +946,7 @@ impl PageFtl {
 
 /// Unit index of each linear plane: units run channel → chip → die → plane,
 /// so unit `i` is on channel `i % channels`.
-fn unit_order(g: &Geometry) -> Vec<u32> {
+pub(crate) fn unit_order(g: &Geometry) -> Vec<u32> {
     let mut unit_of_plane = vec![0; g.planes() as usize];
     let mut unit = 0;
     for plane in 0..g.planes_per_die() {
