@@ -131,7 +131,7 @@ fn build_dftl(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DftlOptions {
-    #[serde(default = "default_cmt_bytes")]
+    #[serde(default = "default_cmt_bytes", deserialize_with = "size_or_bytes")]
     pub cmt_bytes: SizeSpec,
     #[serde(default)]
     pub cmt_replacement: Replacement,
@@ -157,6 +157,20 @@ pub struct DftlOptions {
 
 fn default_cmt_bytes() -> SizeSpec {
     SizeSpec::Bytes(2 << 20)
+}
+
+/// A size written as text (`2MiB`, `25%`) or as a number of bytes.
+fn size_or_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SizeSpec, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        N(u64),
+        S(String),
+    }
+    match Raw::deserialize(d).map_err(|_| serde::de::Error::custom("expected a size such as 2MiB or 25%"))? {
+        Raw::N(n) => Ok(SizeSpec::Bytes(n)),
+        Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+    }
 }
 fn default_protected_percent() -> f64 {
     50.0
@@ -1247,6 +1261,9 @@ mod tests {
             build_dftl(&env, &t).map(|f| f.stats().extra["cmt_entries"].as_u64().unwrap())
         };
         assert_eq!(build("8k").unwrap(), 1024);
+        let mut t = FtlOptions::new();
+        t.insert("cmt_bytes".into(), toml::Value::Integer(4096));
+        assert_eq!(build_dftl(&env, &t).unwrap().stats().extra["cmt_entries"], 512, "a plain number is bytes");
         assert_eq!(build("50%").unwrap(), 12_500 / 2);
         assert_eq!(build("1g").unwrap(), 12_500, "capped at the whole table");
         assert!(build("4").unwrap_err().contains("`cmt_bytes`"));
