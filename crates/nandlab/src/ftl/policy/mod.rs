@@ -13,8 +13,8 @@
 //! - [`cost_benefit`]: highest `(1 - u) · age / 2u` (LFS, Rosenblum &
 //!   Ousterhout 1992; for flash, Kawaguchi et al. 1995).
 //! - [`fifo`]: oldest sealed block first (Desnoyers' FIFO model).
-//! - [`random`]: a uniformly random candidate (as FIFO under uniform
-//!   traffic, and the baseline of the d-choices analysis).
+//! - [`random`]: a uniformly random candidate (the baseline of the
+//!   d-choices analysis: an average block, WAF α/(α−1) under uniform traffic).
 //! - [`d_choices`]: the fewest valid pages among `d` random candidates
 //!   (Van Houdt, SIGMETRICS 2013).
 //! - [`windowed_greedy`]: the fewest valid pages among the `w` oldest

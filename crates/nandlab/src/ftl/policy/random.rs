@@ -1,10 +1,12 @@
 //! Random victim selection: a candidate drawn uniformly at random.
 //!
 //! It ignores how much a block holds, so it is the baseline the other
-//! policies are measured against. Under uniform random writes its write
-//! amplification equals FIFO's (Desnoyers, SYSTOR 2012, Eq. 4; Van Houdt,
-//! SIGMETRICS 2013, §4): a victim's age is what determines how much of it
-//! has been invalidated, and both pick victims regardless of it. Draws come
+//! policies are measured against. Under uniform random writes a random
+//! victim is an average block, whose valid share is the drive's
+//! utilisation `1/α` (α = physical / logical pages), so its write
+//! amplification is `1 / (1 − 1/α) = α / (α − 1)` — the `d = 1` case of
+//! Van Houdt's d-choices analysis (SIGMETRICS 2013), and well above FIFO's
+//! (which takes the oldest block, the one most invalidated). Draws come
 //! from the FTL's own seeded stream, so a run is reproducible.
 
 use super::candidates::CandidateSet;
