@@ -42,7 +42,7 @@ use super::{
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash, FlashError};
-use crate::nand::{BlockAddr, Geometry, PageAddr};
+use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -142,6 +142,7 @@ pub struct BlockFtl {
     replacing: Option<Replacement>,
     free: Vec<VecDeque<u32>>,
     plane_order: Vec<u32>,
+    plane_div: FastDiv,
     next_plane: u32,
     seq: u64,
     tmp_buf: Option<BufId>,
@@ -188,6 +189,7 @@ impl BlockFtl {
             replacing: None,
             free: Vec::new(),
             plane_order,
+            plane_div: FastDiv::new(g.blocks_per_plane()),
             next_plane: 0,
             seq: 1,
             tmp_buf: None,
@@ -229,8 +231,9 @@ impl BlockFtl {
         PageAddr(u64::from(ppn))
     }
 
+    #[inline]
     fn plane_of(&self, block: u32) -> u32 {
-        block / self.geometry.blocks_per_plane()
+        self.plane_div.div(block)
     }
 
     fn lbn_pages(&self, lbn: u32) -> u32 {
@@ -340,6 +343,7 @@ impl BlockFtl {
     /// the old block of a replacement are copied, others padded with zeros.
     fn fill_to(&mut self, flash: &mut dyn Flash, lbn: u32, off: u32) -> Result<(), FtlError> {
         let m = self.map[lbn as usize];
+        let same_plane = self.replacing.is_some_and(|r| self.plane_of(r.old.block) == self.plane_of(m.block));
         for o in m.written..off {
             let dst = m.block * self.ppb + o;
             let oob_kind;
@@ -348,7 +352,7 @@ impl BlockFtl {
                     let src = r.old.block * self.ppb + o;
                     oob_kind = OOB_DATA;
                     let oob = encode_oob(oob_kind, lbn, m.seq);
-                    if self.opts.copyback && self.plane_of(r.old.block) == self.plane_of(m.block) {
+                    if self.opts.copyback && same_plane {
                         flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
                     } else {
                         let buf = self.copy_buf.expect("buffers allocated at power-on");

@@ -58,7 +58,7 @@ use super::{
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash, FlashError};
-use crate::nand::{BlockAddr, Geometry, PageAddr};
+use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -229,6 +229,7 @@ pub struct HybridFtl {
     free_total: u32,
     /// Planes in striping order (channel first), and the next to allocate on.
     plane_order: Vec<u32>,
+    plane_div: FastDiv,
     next_plane: u32,
     seq_log: Option<SeqLog>,
     /// Random log blocks, oldest first; the last one is being filled.
@@ -297,6 +298,7 @@ impl HybridFtl {
                 order.sort_by_key(|&p| unit_of_plane[p as usize]);
                 order
             },
+            plane_div: FastDiv::new(g.blocks_per_plane()),
             next_plane: 0,
             seq_log: None,
             rand_logs: VecDeque::new(),
@@ -376,8 +378,9 @@ impl HybridFtl {
         PageAddr(u64::from(ppn))
     }
 
+    #[inline]
     fn plane_of(&self, block: u32) -> u32 {
-        block / self.geometry.blocks_per_plane()
+        self.plane_div.div(block)
     }
 
     fn next_seq(&mut self) -> u64 {

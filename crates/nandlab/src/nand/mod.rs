@@ -56,6 +56,31 @@ const INLINE_ZERO: u32 = 0;
 const INLINE_ERASED: u32 = u32::MAX;
 const KIND_MASK: u8 = 0x0f;
 
+/// Division of 32-bit numbers by a fixed divisor with one wide multiply
+/// instead of a `div` instruction (tens of cycles on the copyback path):
+/// `n / d = (M · n) >> 64` with `M = ⌊(2^64 − 1) / d⌋ + 1`, exact for every
+/// 32-bit `n` (Lemire, Kaser & Kurz, "Faster remainder by direct
+/// computation", 2019).
+#[derive(Copy, Clone, Debug)]
+pub struct FastDiv {
+    m: u64,
+    d: u32,
+}
+
+impl FastDiv {
+    pub fn new(d: u32) -> FastDiv {
+        let d = d.max(1);
+        FastDiv { m: (u64::MAX / u64::from(d)).wrapping_add(1), d }
+    }
+    #[inline(always)]
+    pub fn div(self, n: u32) -> u32 {
+        if self.d == 1 {
+            return n; // M wraps to 0 for d = 1
+        }
+        ((u128::from(self.m) * u128::from(n)) >> 64) as u32
+    }
+}
+
 /// What a host-data page read as metadata returns in stamp mode.
 pub const STAMP_AS_BYTES_PATTERN: u8 = 0xA5;
 
@@ -161,6 +186,8 @@ pub struct Nand {
     pages_per_block: u32,
     /// log2(pages per block) when it is a power of two (address math by shifts).
     ppb_shift: Option<u32>,
+    /// Division by blocks per plane (the copyback plane check), without a `div`.
+    plane_div: FastDiv,
     oob_stored_bytes: usize,
     slots: Vec<PageSlot>,
     oob: Vec<u8>,
@@ -191,6 +218,7 @@ impl Nand {
         Nand {
             sectors_per_page: spp,
             pages_per_block: geometry.pages_per_block(),
+            plane_div: FastDiv::new(geometry.blocks_per_plane()),
             ppb_shift: geometry
                 .pages_per_block()
                 .is_power_of_two()
@@ -634,8 +662,7 @@ impl Nand {
         if self.slots[s].state & KIND_MASK == K_GARBAGE {
             return Err(FlashError::Uncorrectable);
         }
-        let bpp = self.geometry.blocks_per_plane() as usize;
-        let (sp, dp) = (self.block_index(s) / bpp, self.block_index(d) / bpp);
+        let (sp, dp) = (self.plane_div.div(self.block_index(s) as u32), self.plane_div.div(self.block_index(d) as u32));
         if sp != dp {
             ck.flag(Rule::CopybackCrossPlane, dst.0, || {
                 format!("copyback from page {} (plane {sp}) to page {} (plane {dp})", src.0, dst.0)

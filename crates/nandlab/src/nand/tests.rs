@@ -187,6 +187,16 @@ fn metadata_pages_keep_their_bytes() {
 }
 
 #[test]
+fn fast_division_is_exact() {
+    for d in [1u32, 2, 3, 7, 256, 4152, 65_521, u32::MAX] {
+        let f = FastDiv::new(d);
+        for n in [0u32, 1, d - 1, d, d.wrapping_add(1), 123_456_789, u32::MAX - 1, u32::MAX] {
+            assert_eq!(f.div(n), n / d, "{n} / {d}");
+        }
+    }
+}
+
+#[test]
 fn a_metadata_range_read_transfers_only_that_range() {
     let mut r = Rig::new(1);
     r.op(|n, ck| n.program_meta(ck, PageAddr(0), &[1, 2, 3, 4, 5, 6], &[])).unwrap();
