@@ -493,4 +493,12 @@ impl Flash for FlashController {
     fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError> {
         self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)
     }
+
+    fn prefetch_page(&self, page: PageAddr) {
+        self.nand.prefetch_page(page);
+    }
+
+    fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
+        self.nand.prefetch_meta(page, offset_bytes as usize);
+    }
 }

@@ -261,4 +261,9 @@ pub trait Flash {
     /// A hint that `page` will be read soon, so the simulator can warm its
     /// CPU caches. No effect on state, timing or counters. Default: nothing.
     fn prefetch_page(&self, _page: PageAddr) {}
+
+    /// A hint that bytes `offset_bytes ..` of metadata page `page` will be
+    /// read soon (e.g. a translation entry). Like [`Flash::prefetch_page`],
+    /// no effect on state, timing or counters. Default: nothing.
+    fn prefetch_meta(&self, _page: PageAddr, _offset_bytes: u32) {}
 }

@@ -27,8 +27,8 @@
 //!   policy, hot/cold streams and wear leveling. A victim is either a data
 //!   block or a translation block. Valid data pages are copied and their
 //!   new locations recorded in the CMT — in place when cached, otherwise as
-//!   a dirty entry at the cold end of the cache, so it is written back
-//!   soon, batched with its translation page's other updates. Valid
+//!   a new dirty entry, written back later in a batch with its translation
+//!   page's other updates (see [`cmt`] for why not at once). Valid
 //!   translation pages are copied and the GTD updated. GC never writes
 //!   translation pages itself (it would recurse into GC); the CMT may
 //!   briefly exceed its capacity by what one GC cycle adds, a reserve of
@@ -314,6 +314,8 @@ pub struct DftlFtl {
     gc_buf: Option<BufId>,
     /// One translation page of bytes, reused by write-back and mount.
     tpage: Vec<u8>,
+    /// The logical pages of the last prefetch hint.
+    hinted: (u32, u32),
     seed: u64,
     bug: DftlBug,
     counters: Counters,
@@ -437,6 +439,7 @@ impl DftlFtl {
             tmp_buf: None,
             gc_buf: None,
             tpage: vec![0xff; g.page_size_bytes() as usize],
+            hinted: (0, 0),
             seed: env.seed,
             bug,
             counters: Counters::default(),
@@ -527,7 +530,7 @@ impl DftlFtl {
             return Ok(slot);
         }
         let ppn = self.read_entry(flash, lpn)?;
-        Ok(self.cmt.insert(lpn, ppn, false, true))
+        Ok(self.cmt.insert(lpn, ppn, false))
     }
 
     /// Read the entry of `lpn` from its translation page on flash.
@@ -566,6 +569,7 @@ impl DftlFtl {
             self.write_back(flash, tvpn)?;
         }
         self.cmt.remove(victim);
+        self.cmt.prefetch_victim();
         Ok(())
     }
 
@@ -605,12 +609,12 @@ impl DftlFtl {
     }
 
     /// Record that `lpn` now lives at `ppn` (GC, mount): in place when
-    /// cached, else as a dirty entry at the cold end of the cache.
+    /// cached, else as a new dirty entry.
     fn remap(&mut self, lpn: u32, ppn: u32) {
         match self.cmt.get(lpn) {
             Some(slot) => self.cmt.update(slot, ppn),
             None => {
-                self.cmt.insert(lpn, ppn, true, false);
+                self.cmt.insert(lpn, ppn, true);
             }
         }
     }
@@ -1021,7 +1025,7 @@ impl DftlFtl {
         for (lpn, ppn) in corrections {
             if self.cmt.get(lpn).is_none() {
                 self.make_room(flash)?;
-                self.cmt.insert(lpn, ppn, true, true);
+                self.cmt.insert(lpn, ppn, true);
             }
         }
         Ok(())
@@ -1182,17 +1186,37 @@ impl Ftl for DftlFtl {
         self.write_back_all(flash)
     }
 
-    fn prefetch(&mut self, _flash: &dyn Flash, lba: u64, sectors: u32) {
+    fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
         if self.gtd.is_empty() {
             return;
         }
+        // Stage 2: the previous hint's cache lookups are warm now; for the
+        // entries that will miss, warm their translation page bytes (the
+        // request runs next) and the data pages of those that will hit.
+        let (from, to) = self.hinted;
+        for lpn in from..to {
+            match self.cmt.get(lpn) {
+                Some(slot) => match self.cmt.ppn(slot) {
+                    UNMAPPED => {}
+                    ppn => flash.prefetch_page(self.page_addr(ppn)),
+                },
+                None => {
+                    let tppn = self.gtd[(lpn / self.per_tpage) as usize];
+                    if tppn != NONE {
+                        flash.prefetch_meta(self.page_addr(tppn), (lpn % self.per_tpage) * ENTRY_BYTES);
+                    }
+                }
+            }
+        }
+        // Stage 1: this hint's cache lookups.
         let spp = u64::from(self.spp);
         let first = (lba / spp) as u32;
         let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(self.lpns);
-        for lpn in (first..last).step_by(16) {
+        for lpn in first..last {
             self.cmt.prefetch(lpn);
         }
         prefetch(&self.gtd, (first / self.per_tpage) as usize);
+        self.hinted = (first, last);
     }
 
     fn stats(&self) -> FtlStats {

@@ -15,9 +15,12 @@
 //!   once (a scan) cannot flush out entries touched repeatedly.
 //!
 //! Entries that garbage collection creates (the new location of a page
-//! whose entry was not cached) enter at the probationary *tail*: they are
-//! written back first, batched with the other dirty entries of their
-//! translation page.
+//! whose entry was not cached) enter like any new entry, at the
+//! probationary head, so they stay long enough to be written back together
+//! with the other updates of their translation page. (Entered at the tail,
+//! they were evicted at once, one translation-page write per moved page:
+//! on `vst-jasmine` random writes with a 2 MiB cache that was 11 times the
+//! write-backs and a steady WAF of 2.98 instead of 1.93.)
 //!
 //! Lookup by logical page is a direct index over all logical pages: the
 //! simulator's stand-in for the associative lookup (a hash table or CAM)
@@ -196,9 +199,8 @@ impl Cmt {
         }
     }
 
-    /// Cache `lpn → ppn`. `recent` puts it at the most-recently-used end of
-    /// the probationary segment, otherwise at its least-recently-used end.
-    pub fn insert(&mut self, lpn: u32, ppn: u32, dirty: bool, recent: bool) -> u32 {
+    /// Cache `lpn → ppn`, at the most-recently-used end of the probationary segment.
+    pub fn insert(&mut self, lpn: u32, ppn: u32, dirty: bool) -> u32 {
         debug_assert_eq!(self.slot_of[lpn as usize], NONE, "lpn {lpn} is cached already");
         let slot = if self.resident {
             lpn
@@ -219,11 +221,7 @@ impl Cmt {
         self.live += 1;
         self.peak = self.peak.max(self.live);
         if !self.resident {
-            if recent {
-                self.push_head(slot, PROBATIONARY);
-            } else {
-                self.push_tail(slot, PROBATIONARY);
-            }
+            self.push_head(slot, PROBATIONARY);
         }
         if dirty {
             self.mark_dirty(slot);
@@ -293,6 +291,15 @@ impl Cmt {
         [self.tail[PROBATIONARY], self.tail[PROTECTED]].into_iter().find(|&s| s != NONE)
     }
 
+    /// Warm the cache line of the next victim (a simulator speed hint: the
+    /// least recently used entry was last touched long ago).
+    #[inline]
+    pub fn prefetch_victim(&self) {
+        if let Some(v) = self.victim() {
+            crate::prefetch::prefetch(&self.entries, v as usize);
+        }
+    }
+
     /// Drop a cached entry (clean it first, or lose its update).
     pub fn remove(&mut self, slot: u32) {
         self.clean(slot);
@@ -339,22 +346,6 @@ impl Cmt {
             self.flags[slot as usize] |= IN_PROTECTED;
         }
     }
-
-    fn push_tail(&mut self, slot: u32, seg: usize) {
-        let old = self.tail[seg];
-        self.entries[slot as usize].next = NONE;
-        self.entries[slot as usize].prev = old;
-        if old != NONE {
-            self.entries[old as usize].next = slot;
-        } else {
-            self.head[seg] = slot;
-        }
-        self.tail[seg] = slot;
-        self.len[seg] += 1;
-        if seg == PROTECTED {
-            self.flags[slot as usize] |= IN_PROTECTED;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -374,7 +365,7 @@ mod tests {
     fn lru_evicts_the_least_recently_used() {
         let mut c = Cmt::new(100, 3, 0, Replacement::Lru, 0.5, 10);
         for lpn in [1, 2, 3] {
-            c.insert(lpn, lpn, false, true);
+            c.insert(lpn, lpn, false);
         }
         assert!(c.is_full());
         c.touch(c.get(1).unwrap());
@@ -384,10 +375,10 @@ mod tests {
     #[test]
     fn segmented_lru_protects_entries_used_twice_from_a_scan() {
         let mut c = Cmt::new(100, 4, 0, Replacement::SegmentedLru, 0.5, 10);
-        c.insert(1, 1, false, true);
+        c.insert(1, 1, false);
         c.touch(c.get(1).unwrap()); // 1 is protected now
         for lpn in [10, 11, 12] {
-            c.insert(lpn, lpn, false, true); // a scan
+            c.insert(lpn, lpn, false); // a scan
         }
         assert_eq!(evict_order(&mut c), vec![10, 11, 12, 1], "the scan goes first");
     }
@@ -396,7 +387,7 @@ mod tests {
     fn protected_overflow_falls_back_to_probation() {
         let mut c = Cmt::new(100, 4, 0, Replacement::SegmentedLru, 0.5, 10);
         for lpn in [1, 2, 3] {
-            let s = c.insert(lpn, lpn, false, true);
+            let s = c.insert(lpn, lpn, false);
             c.touch(s);
         }
         // Protected holds at most 2: touching 3 demoted 1 to probation.
@@ -404,10 +395,10 @@ mod tests {
     }
 
     #[test]
-    fn gc_entries_enter_at_the_cold_end_and_dirty_counts_follow_translation_pages() {
+    fn dirty_counts_follow_translation_pages() {
         let mut c = Cmt::new(100, 4, 2, Replacement::Lru, 0.5, 10);
-        c.insert(1, 1, false, true);
-        c.insert(15, 7, true, false);
+        c.insert(15, 7, true);
+        c.insert(1, 1, false);
         assert_eq!(c.victim().map(|v| c.lpn(v)), Some(15));
         assert_eq!((c.dirty_in(0), c.dirty_in(1)), (0, 1));
         let s = c.get(1).unwrap();
@@ -422,9 +413,9 @@ mod tests {
     fn draining_a_translation_page_yields_and_cleans_exactly_its_dirty_entries() {
         let mut c = Cmt::new(100, 10, 0, Replacement::Lru, 0.5, 10);
         for lpn in [3, 5, 7, 12] {
-            c.insert(lpn, lpn + 100, true, true);
+            c.insert(lpn, lpn + 100, true);
         }
-        c.insert(4, 104, false, true);
+        c.insert(4, 104, false);
         c.clean(c.get(5).unwrap());
         let mut got = Vec::new();
         assert_eq!(c.drain_dirty(0, |l, p| got.push((l, p))), 2);
@@ -441,7 +432,7 @@ mod tests {
         let mut c = Cmt::new(8, 100, 0, Replacement::SegmentedLru, 0.5, 4);
         assert!(c.is_resident() && c.capacity() == 8);
         for lpn in 0..8 {
-            c.insert(lpn, lpn, true, true);
+            c.insert(lpn, lpn, true);
         }
         assert!(!c.is_full());
         assert_eq!(c.victim(), None);
