@@ -21,7 +21,8 @@
 //!   FTL in a buffer, records writes in the oracle and checks reads. The
 //!   modes (`stress` now; `perf`, `crash` next) are built on it.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
-//!   (`page`), with pluggable GC policies in [`ftl::policy`].
+//!   (`page`, `dftl`, `hybrid`, `block`), with pluggable victim selection,
+//!   hot/cold separation and wear leveling in [`ftl::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
 //!   data buffers. Every operation carries its cause; timing and fault
