@@ -288,10 +288,7 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
     }
     if results.len() > 1 {
         println!("\nSummary (medians; figures from this machine, which may be shared):");
-        println!(
-            "  {:18} {:9} {:>9} {:>8} {:>10}  {}",
-            "configuration", "workload", "GB/s", "WAF", "target", "counterpart"
-        );
+        println!("  {:18} {:9} {:>9} {:>8} {:>10}  counterpart", "configuration", "workload", "GB/s", "WAF", "target");
         for (e, w, gbps, waf, target) in &results {
             println!(
                 "  {:18} {:9} {:>9.2} {:>8.3} {:>10.1}  {} {}",

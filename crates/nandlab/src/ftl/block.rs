@@ -233,7 +233,7 @@ impl BlockFtl {
 
     #[inline]
     fn plane_of(&self, block: u32) -> u32 {
-        self.plane_div.div(block)
+        self.plane_div.quotient(block)
     }
 
     fn lbn_pages(&self, lbn: u32) -> u32 {

@@ -380,7 +380,7 @@ impl HybridFtl {
 
     #[inline]
     fn plane_of(&self, block: u32) -> u32 {
-        self.plane_div.div(block)
+        self.plane_div.quotient(block)
     }
 
     fn next_seq(&mut self) -> u64 {

@@ -73,7 +73,7 @@ impl FastDiv {
         FastDiv { m: (u64::MAX / u64::from(d)).wrapping_add(1), d }
     }
     #[inline(always)]
-    pub fn div(self, n: u32) -> u32 {
+    pub fn quotient(self, n: u32) -> u32 {
         if self.d == 1 {
             return n; // M wraps to 0 for d = 1
         }
@@ -674,7 +674,8 @@ impl Nand {
         if self.slots[s].state & KIND_MASK == K_GARBAGE {
             return Err(FlashError::Uncorrectable);
         }
-        let (sp, dp) = (self.plane_div.div(self.block_index(s) as u32), self.plane_div.div(self.block_index(d) as u32));
+        let (sp, dp) =
+            (self.plane_div.quotient(self.block_index(s) as u32), self.plane_div.quotient(self.block_index(d) as u32));
         if sp != dp {
             ck.flag(Rule::CopybackCrossPlane, dst.0, || {
                 format!("copyback from page {} (plane {sp}) to page {} (plane {dp})", src.0, dst.0)

@@ -137,6 +137,9 @@ impl Cmt {
     pub fn len(&self) -> u32 {
         self.live
     }
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
     /// The most entries ever cached at once.
     pub fn peak(&self) -> u32 {
         self.peak
