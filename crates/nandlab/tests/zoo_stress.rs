@@ -260,3 +260,16 @@ fn zoo_runs_are_deterministic() {
         assert_eq!(json(4), json(4), "{label}");
     }
 }
+
+#[test]
+fn zoo_ftls_work_around_factory_bad_blocks() {
+    let mut config = tiny();
+    config.factory_bad_block_percent = 2.0;
+    let w = &workloads(2.0)[0].1;
+    for (label, ftl, options) in [ZOO[1], ZOO[3], ZOO[5]] {
+        let mut o = opts(13);
+        o.remount_verify = true;
+        let r = stress(&with_ftl(&config, ftl, options), w, &o);
+        check(label, "random with bad blocks", &r, true);
+    }
+}
