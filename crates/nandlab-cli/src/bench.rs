@@ -4,6 +4,10 @@
 //! run's alone), its JSON report is read back, and the median of the runs
 //! is printed with the individual figures. Nothing here is asserted: speed
 //! is reported, never tested.
+//!
+//! By default every FTL of the zoo runs (see [`ZOO`]), each compared with
+//! the VST figure (Jasmine OpenSSD FTLs on a 2-core machine) of its closest
+//! OpenSSD counterpart; the target is twice that figure.
 
 use clap::{Subcommand, ValueEnum};
 use serde_json::Value;
@@ -20,7 +24,8 @@ pub enum BenchCommand {
         /// Runs per workload (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
-        /// FTL to measure (repeatable; default page).
+        /// FTL configurations to measure, by label or FTL name (repeatable;
+        /// default: all of them — page, page-dac, dftl, dftl-whole-table, hybrid, block).
         #[arg(long = "ftl")]
         ftls: Vec<String>,
         /// Device preset.
@@ -58,6 +63,74 @@ const STRESS_WORKLOADS: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// An OpenSSD FTL as VST measured it: effective host GB/s on vst-rand and vst-seq.
+pub struct Counterpart {
+    pub name: &'static str,
+    pub rand_gbps: f64,
+    pub seq_gbps: f64,
+}
+
+const VST_GREEDY: Counterpart = Counterpart { name: "VST greedy page FTL", rand_gbps: 9.2, seq_gbps: 44.8 };
+const VST_DAC: Counterpart = Counterpart { name: "VST DAC", rand_gbps: 4.2, seq_gbps: 31.1 };
+const VST_FASTER: Counterpart = Counterpart { name: "VST FASTer", rand_gbps: 1.6, seq_gbps: 27.3 };
+
+/// One FTL configuration of the bench.
+pub struct ZooEntry {
+    pub label: &'static str,
+    pub ftl: &'static str,
+    pub args: &'static [&'static str],
+    pub counterpart: Counterpart,
+    /// Why this counterpart.
+    pub why: &'static str,
+}
+
+/// The configurations `bench stress` runs by default.
+pub const ZOO: [ZooEntry; 6] = [
+    ZooEntry {
+        label: "page",
+        ftl: "page",
+        args: &[],
+        counterpart: VST_GREEDY,
+        why: "page mapping with greedy GC and the whole map in DRAM, as Jasmine's greedy FTL",
+    },
+    ZooEntry {
+        label: "page-dac",
+        ftl: "page",
+        args: &["--hot-cold", "dac:4", "--gc-policy", "cost-benefit"],
+        counterpart: VST_DAC,
+        why: "DAC's regions with cost-benefit cleaning over page mapping, as Jasmine's DAC FTL",
+    },
+    ZooEntry {
+        label: "dftl",
+        ftl: "dftl",
+        args: &[],
+        counterpart: VST_GREEDY,
+        why: "page mapping with greedy GC; DFTL adds the map cache (2 MiB here, 6 % of the table) \
+              — no OpenSSD FTL caches its map, so the greedy FTL is the closest",
+    },
+    ZooEntry {
+        label: "dftl-whole-table",
+        ftl: "dftl",
+        args: &["--cmt-bytes", "100%"],
+        counterpart: VST_GREEDY,
+        why: "DFTL given the DRAM Jasmine's greedy FTL has: the same map in DRAM",
+    },
+    ZooEntry {
+        label: "hybrid",
+        ftl: "hybrid",
+        args: &[],
+        counterpart: VST_FASTER,
+        why: "FAST's log blocks and merges are FASTer's (without its isolation area)",
+    },
+    ZooEntry {
+        label: "block",
+        ftl: "block",
+        args: &[],
+        counterpart: VST_FASTER,
+        why: "no OpenSSD FTL maps whole blocks; FASTer's data blocks are block-mapped, so it is the closest",
+    },
+];
+
 pub fn run(cmd: BenchCommand) -> ExitCode {
     match cmd {
         BenchCommand::Stress { workload, runs, ftls, preset, extra } => {
@@ -87,7 +160,21 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
             return ExitCode::from(2);
         }
     };
-    let ftls = if ftls.is_empty() { vec!["page".to_string()] } else { ftls };
+    let entries: Vec<&ZooEntry> = if ftls.is_empty() {
+        ZOO.iter().collect()
+    } else {
+        let mut chosen = Vec::new();
+        for f in &ftls {
+            let matching: Vec<&ZooEntry> = ZOO.iter().filter(|e| e.label == f || e.ftl == f).collect();
+            if matching.is_empty() {
+                let labels: Vec<&str> = ZOO.iter().map(|e| e.label).collect();
+                eprintln!("error: --ftl {f}: not a bench configuration (choose from {})", labels.join(", "));
+                return ExitCode::from(2);
+            }
+            chosen.extend(matching);
+        }
+        chosen
+    };
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("error: {}: {e}", dir.display());
@@ -97,7 +184,17 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
         "nandlab bench stress — preset {preset}, {runs} run(s) per workload, one process per run (single-threaded)"
     );
     let mut failed = false;
-    for ftl in &ftls {
+    let mut results: Vec<(&ZooEntry, &str, f64, f64, f64)> = Vec::new();
+    for entry in &entries {
+        let ftl = entry.label;
+        println!(
+            "\n== {} (--ftl {} {}) vs {}: {}",
+            entry.label,
+            entry.ftl,
+            entry.args.join(" "),
+            entry.counterpart.name,
+            entry.why
+        );
         for (name, description, args) in STRESS_WORKLOADS {
             if which != StressBench::All
                 && which.to_possible_value().map(|v| v.get_name().to_string()) != Some(name.to_string())
@@ -110,8 +207,9 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
                 let json = dir.join(format!("{name}-{ftl}-{i}.json"));
                 let status = Command::new(&exe)
                     .arg("stress")
-                    .args(["--preset", preset, "--ftl", ftl, "--no-progress", "--json"])
+                    .args(["--preset", preset, "--ftl", entry.ftl, "--no-progress", "--json"])
                     .arg(&json)
+                    .args(entry.args.iter())
                     .args(args.split_whitespace())
                     .args(extra)
                     .stdout(std::process::Stdio::null())
@@ -153,7 +251,32 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
                     med(|f| f.cpu_s),
                     med(|f| f.rss_mib)
                 );
+                let vst = if name == "vst-rand" { entry.counterpart.rand_gbps } else { entry.counterpart.seq_gbps };
+                let gbps = med(|f| f.gbps);
+                println!(
+                    "  target: at least {:.1} GB/s (2x {} {vst} GB/s): {}",
+                    2.0 * vst,
+                    entry.counterpart.name,
+                    if gbps >= 2.0 * vst { "met" } else { "NOT met" }
+                );
+                results.push((entry, name, gbps, med(|f| f.waf), 2.0 * vst));
             }
+        }
+    }
+    if results.len() > 1 {
+        println!("\nSummary (medians; figures from this machine, which may be shared):");
+        println!("  {:18} {:9} {:>9} {:>8} {:>10}  counterpart", "configuration", "workload", "GB/s", "WAF", "target");
+        for (e, w, gbps, waf, target) in &results {
+            println!(
+                "  {:18} {:9} {:>9.2} {:>8.3} {:>10.1}  {} {}",
+                e.label,
+                w,
+                gbps,
+                waf,
+                target,
+                e.counterpart.name,
+                if gbps >= target { "(met)" } else { "(NOT met)" }
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

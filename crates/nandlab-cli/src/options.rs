@@ -22,9 +22,22 @@ pub struct DeviceArgs {
     /// An FTL option, KEY=VALUE (repeatable), e.g. --ftl-opt gc_stream=shared.
     #[arg(long = "ftl-opt", value_name = "KEY=VALUE")]
     pub ftl_opt: Vec<String>,
-    /// GC victim policy (same as --ftl-opt gc_policy=P).
-    #[arg(long = "gc-policy")]
+    /// GC victim policy: greedy, cost-benefit, fifo, random, d-choices[:d],
+    /// windowed-greedy[:window] (same as --ftl-opt gc_policy=P).
+    #[arg(long = "gc-policy", value_name = "POLICY")]
     pub gc_policy: Option<String>,
+    /// dftl: DRAM for the cached mapping table, a size (2MiB) or a share of
+    /// the whole table (25%) (same as --ftl-opt cmt_bytes=SIZE).
+    #[arg(long = "cmt-bytes", value_name = "SIZE")]
+    pub cmt_bytes: Option<String>,
+    /// Hot/cold streams: none, dac[:regions], two-stream[:threshold]
+    /// (same as --ftl-opt hot_cold=P).
+    #[arg(long = "hot-cold", value_name = "POLICY")]
+    pub hot_cold: Option<String>,
+    /// Wear leveling: none, dynamic, static[:threshold=N]
+    /// (same as --ftl-opt wear_leveling=P).
+    #[arg(long = "wear-leveling", value_name = "POLICY")]
+    pub wear_leveling: Option<String>,
     /// Severity of a NAND rule, RULE=allow|warn|error (repeatable; see `nandlab rules`).
     #[arg(long = "rule", value_name = "RULE=SEVERITY")]
     pub rules: Vec<String>,
@@ -52,13 +65,20 @@ impl DeviceArgs {
                 config.ftl_name = name.clone();
             }
         }
-        let mut assignments = self.ftl_opt.clone();
-        if let Some(p) = &self.gc_policy {
-            assignments.push(format!("gc_policy={p}"));
-        }
-        for a in &assignments {
+        for a in &self.ftl_opt {
             let (key, value) = parse_assignment(a)?;
             config.ftl_options.insert(key, value);
+        }
+        // The policy flags are sugar for string-valued FTL options.
+        for (key, value) in [
+            ("gc_policy", &self.gc_policy),
+            ("cmt_bytes", &self.cmt_bytes),
+            ("hot_cold", &self.hot_cold),
+            ("wear_leveling", &self.wear_leveling),
+        ] {
+            if let Some(v) = value {
+                config.ftl_options.insert(key.to_string(), toml::Value::String(v.trim().to_string()));
+            }
         }
         for r in &self.rules {
             config.rules.parse_assignment(r).map_err(|e| format!("--rule {e}"))?;

@@ -76,6 +76,19 @@ fn bad_input_exits_2_with_a_clear_error() {
         (&["stress", "--preset", "tiny", "--ftl-opt", "gc_policy=random-walk"], "gc_policy"),
         (&["stress", "--preset", "tiny", "--rule", "stale_read=allow"], "always an error"),
         (&["stress", "--config", "/nonexistent/device.toml"], "cannot read"),
+        (&["stress", "--preset", "tiny", "--ftl", "dftl", "--cmt-bytes", "4x"], "`cmt_bytes`"),
+        (&["stress", "--preset", "tiny", "--ftl", "dftl", "--cmt-bytes", "lots"], "`cmt_bytes`"),
+        (&["stress", "--preset", "tiny", "--ftl", "dftl", "--cmt-bytes", "4"], "`cmt_bytes`"),
+        (&["stress", "--preset", "tiny", "--hot-cold", "lukewarm"], "`hot_cold`"),
+        (&["stress", "--preset", "tiny", "--hot-cold", "dac:9"], "`hot_cold`"),
+        (&["stress", "--preset", "tiny", "--wear-leveling", "static:threshold=0"], "`wear_leveling`"),
+        (&["stress", "--preset", "tiny", "--gc-policy", "d-choices:0"], "`gc_policy`"),
+        (&["stress", "--preset", "tiny", "--hot-cold", "dac", "--ftl-opt", "gc_stream=shared"], "gc_stream"),
+        (
+            &["stress", "--preset", "tiny", "--ftl", "hybrid", "--ftl-opt", "random_log_blocks=100000"],
+            "random_log_blocks",
+        ),
+        (&["stress", "--preset", "tiny", "--ftl", "block", "--ftl-opt", "log_blocks=3"], "log_blocks"),
     ];
     for (args, needle) in cases {
         let (code, out, err) = nandlab(args);
@@ -104,6 +117,30 @@ fn listings_name_what_exists() {
     }
     let (_, out, _) = nandlab(&["ftls"]);
     assert!(out.contains("page") && out.contains("gc_policy"), "{out}");
+    for needle in
+        ["dftl", "hybrid", "block", "cmt_bytes", "random_log_blocks", "hot_cold", "wear_leveling", "d-choices"]
+    {
+        assert!(out.contains(needle), "`nandlab ftls` documents {needle}: {out}");
+    }
     let (_, out, _) = nandlab(&["rules"]);
     assert!(out.contains("program_out_of_order") && out.contains("stale_read"), "{out}");
+}
+
+#[test]
+fn every_ftl_and_policy_runs_from_the_command_line() {
+    let runs: &[&[&str]] = &[
+        &["--ftl", "dftl", "--cmt-bytes", "8KiB"],
+        &["--ftl", "dftl", "--cmt-bytes", "25%", "--hot-cold", "two-stream", "--wear-leveling", "dynamic"],
+        &["--ftl", "hybrid", "--ftl-opt", "random_log_blocks=8"],
+        &["--ftl", "block"],
+        &["--gc-policy", "cost-benefit", "--hot-cold", "dac:4", "--wear-leveling", "static:threshold=4"],
+        &["--gc-policy", "windowed-greedy:8"],
+    ];
+    for extra in runs {
+        let mut args = vec!["stress", "--preset", "tiny", "--seed", "1", "--write_size", "1.5x", "--remount"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = nandlab(&args);
+        assert_eq!(code, 0, "{extra:?}: {out}{err}");
+        assert!(out.contains("PASS") && out.contains("  ftl "), "{extra:?}: per-FTL metrics are printed: {out}");
+    }
 }

@@ -31,7 +31,8 @@
 //!   observer of every flash operation), the device DRAM write cache, and
 //!   the per-request latency breakdown that names the bottleneck.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
-//!   (`page`), with pluggable GC policies in [`ftl::policy`].
+//!   (`page`, `dftl`, `hybrid`, `block`), with pluggable victim selection,
+//!   hot/cold separation and wear leveling in [`ftl::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
 //!   data buffers. Every operation carries its cause; timing and fault

@@ -19,36 +19,13 @@ use nandlab::flash::Cause;
 use nandlab::run::Session;
 use nandlab::workload::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use support::model::{waf_fifo, waf_greedy};
 use support::*;
 
 const BLOCKS: u64 = 1024;
 const PAGES_PER_BLOCK: u64 = 32;
 const RESERVE_BLOCKS: u64 = 1;
 const ALPHA: f64 = 1.10;
-
-/// Principal branch of the Lambert W function on [−1/e, 0), by Halley's method.
-fn lambert_w0(x: f64) -> f64 {
-    let mut w = if x < -0.32 { -1.0 + (2.0 * (1.0 + std::f64::consts::E * x)).sqrt() } else { x };
-    for _ in 0..100 {
-        let e = w.exp();
-        let f = w * e - x;
-        let step = f / (e * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0));
-        w -= step;
-        if step.abs() < 1e-15 {
-            break;
-        }
-    }
-    w
-}
-
-fn waf_fifo(alpha: f64) -> f64 {
-    alpha / (alpha + lambert_w0(-alpha * (-alpha).exp()))
-}
-
-fn waf_greedy(alpha: f64, b: f64) -> f64 {
-    let k = 1.0 + 1.0 / (2.0 * b);
-    waf_fifo(k * alpha) / k
-}
 
 fn device(policy: &str) -> Config {
     let logical_pages = ((BLOCKS - RESERVE_BLOCKS) * PAGES_PER_BLOCK) as f64 / ALPHA;

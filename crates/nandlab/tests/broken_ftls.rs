@@ -130,3 +130,92 @@ fn warnings_are_reported_but_do_not_fail_the_run() {
     assert!(r.warnings > 0);
     assert_eq!(r.violation_counts.get(&Rule::ProgramOutOfOrder), Some(&r.warnings));
 }
+
+// ----- broken variants of the zoo's FTLs -----
+
+mod zoo {
+    use super::*;
+    use nandlab::ftl::dftl::{DftlBug, DftlFtl, DftlOptions};
+    use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
+    use nandlab::ftl::page::{PageBug, PageFtl, PageOptions};
+    use nandlab::ftl::{parse_options, FtlOptions};
+    use nandlab::workload::size::SizeSpec;
+    use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+
+    fn options<T: for<'de> serde::Deserialize<'de>>(text: &str) -> T {
+        parse_options("test", &toml::from_str::<FtlOptions>(text).unwrap()).unwrap()
+    }
+
+    fn first_error(r: &StressReport) -> Rule {
+        r.violations.iter().find(|v| v.severity == Severity::Error).expect("the bug was caught").rule
+    }
+
+    fn dftl(config: &Config, bug: DftlBug, spec: &SyntheticSpec) -> StressReport {
+        let o: DftlOptions = options("cmt_bytes = \"5%\"");
+        stress_with(config, Box::new(move |env| Ok(Box::new(DftlFtl::with_bug(env, o.clone(), bug)?))), spec, &opts(42))
+    }
+
+    #[test]
+    fn dftl_evicting_a_dirty_entry_without_writing_it_back_is_caught() {
+        let config = tiny();
+        let spec = preset_workload(&config);
+        let good = dftl(&config, DftlBug::None, &spec);
+        assert_clean(&good);
+        assert!(good.ftl_stats.extra["writebacks"].as_u64().unwrap() > 0, "the workload evicts dirty entries");
+        let r = dftl(&config, DftlBug::EvictsDirtyWithoutWriteBack, &spec);
+        eprintln!("dftl: {:?}", r.violations.first());
+        assert_eq!(first_error(&r), Rule::LostWrite, "the evicted update never reached flash");
+    }
+
+    fn hybrid(config: &Config, bug: HybridBug, spec: &SyntheticSpec) -> StressReport {
+        let o: HybridOptions = options("random_log_blocks = 4");
+        stress_with(
+            config,
+            Box::new(move |env| Ok(Box::new(HybridFtl::with_bug(env, o.clone(), bug)?))),
+            spec,
+            &opts(42),
+        )
+    }
+
+    #[test]
+    fn hybrid_returning_early_from_a_merge_without_a_log_block_is_caught() {
+        // Random writes to a few logical blocks: merging one log block's
+        // logical blocks empties the other log blocks, so the pool often
+        // reclaims a log block with nothing valid in it.
+        let config = tiny();
+        let spec = SyntheticSpec {
+            rw: RwMode::RandRw,
+            rwmixread: 30,
+            bs: SizeSpec::Bytes(4096),
+            size: Some(SizeSpec::Bytes(1 << 20)),
+            write_size: Some(SizeSpec::TimesCapacity(0.2)),
+            ..Default::default()
+        };
+        let good = hybrid(&config, HybridBug::None, &spec);
+        assert_clean(&good);
+        assert!(good.ftl_stats.extra["empty_log_reclaims"].as_u64().unwrap() > 0, "the workload reclaims empty logs");
+        let r = hybrid(&config, HybridBug::MergeReturnsEarlyWithoutLogBlock, &spec);
+        eprintln!("hybrid: {:?}", r.violations.first());
+        assert_eq!(first_error(&r), Rule::ProgramNotErased, "the next random write lands past the full log block");
+    }
+
+    fn dac(config: &Config, bug: PageBug) -> StressReport {
+        let o: PageOptions = options("hot_cold = \"dac:4\"\ngc_policy = \"greedy\"");
+        let spec = preset_workload(config);
+        stress_with(
+            config,
+            Box::new(move |env| Ok(Box::new(PageFtl::with_bug(env, o.clone(), bug)?))),
+            &spec,
+            &opts(42),
+        )
+    }
+
+    #[test]
+    fn a_hot_cold_allocator_writing_a_block_gc_erased_is_caught() {
+        let config = tiny();
+        assert_clean(&dac(&config, PageBug::None));
+        let r = dac(&config, PageBug::GcErasesActiveBlock);
+        eprintln!("dac: {:?}", r.violations.first());
+        assert_eq!(first_error(&r), Rule::ProgramOutOfOrder, "the region keeps writing at its old offset");
+    }
+}

@@ -353,6 +353,20 @@ impl Flash for FlashController {
         Ok(())
     }
 
+    fn read_meta_at(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        offset_bytes: u32,
+        data: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let op = self.begin(OpKind::ReadMeta, cause, page.0, None, 1, data.len() as u32, None)?;
+        let mut ck = checker!(self, op);
+        self.nand.read_meta_at(&mut ck, page, offset_bytes as usize, data)?;
+        self.finish(&op);
+        Ok(())
+    }
+
     fn program(
         &mut self,
         cause: Cause,
@@ -472,5 +486,13 @@ impl Flash for FlashController {
 
     fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError> {
         self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)
+    }
+
+    fn prefetch_page(&self, page: PageAddr) {
+        self.nand.prefetch_page(page);
+    }
+
+    fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
+        self.nand.prefetch_meta(page, offset_bytes as usize);
     }
 }

@@ -203,6 +203,23 @@ pub trait Flash {
     fn read_oob(&mut self, cause: Cause, page: PageAddr, oob: &mut [u8]) -> Result<(), FlashError>;
     /// Read a page of FTL metadata as bytes, and its OOB.
     fn read_meta(&mut self, cause: Cause, page: PageAddr, data: &mut [u8], oob: &mut [u8]) -> Result<(), FlashError>;
+    /// Read bytes `offset_bytes .. offset_bytes+data.len()` of a metadata
+    /// page: NAND "random data output", where the page is sensed as usual
+    /// but only the bytes asked for cross the channel (e.g. one entry of a
+    /// translation page). The default reads the page prefix through
+    /// [`Flash::read_meta`]; the controller transfers only the range.
+    fn read_meta_at(
+        &mut self,
+        cause: Cause,
+        page: PageAddr,
+        offset_bytes: u32,
+        data: &mut [u8],
+    ) -> Result<(), FlashError> {
+        let mut prefix = vec![0u8; offset_bytes as usize + data.len()];
+        self.read_meta(cause, page, &mut prefix, &mut [])?;
+        data.copy_from_slice(&prefix[offset_bytes as usize..]);
+        Ok(())
+    }
     /// Program a page with one page of host data taken from `src` at
     /// `src_sector`, and OOB bytes. Erased sectors of the source are left
     /// erased, which is how a partial program (NOP > 1) is expressed.
@@ -244,4 +261,9 @@ pub trait Flash {
     /// A hint that `page` will be read soon, so the simulator can warm its
     /// CPU caches. No effect on state, timing or counters. Default: nothing.
     fn prefetch_page(&self, _page: PageAddr) {}
+
+    /// A hint that bytes `offset_bytes ..` of metadata page `page` will be
+    /// read soon (e.g. a translation entry). Like [`Flash::prefetch_page`],
+    /// no effect on state, timing or counters. Default: nothing.
+    fn prefetch_meta(&self, _page: PageAddr, _offset_bytes: u32) {}
 }

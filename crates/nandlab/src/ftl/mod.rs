@@ -15,7 +15,10 @@
 //! interface expressible over a C ABI: no generics, no closures, plain
 //! integers and byte slices.
 
+pub mod block;
 pub mod buggy;
+pub mod dftl;
+pub mod hybrid;
 pub mod page;
 pub mod policy;
 
@@ -169,7 +172,8 @@ pub struct FtlDescriptor {
 
 /// Every FTL nandlab ships.
 pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 2] = [page::DESCRIPTOR, buggy::DESCRIPTOR];
+    static REGISTRY: [FtlDescriptor; 5] =
+        [page::DESCRIPTOR, dftl::DESCRIPTOR, hybrid::DESCRIPTOR, block::DESCRIPTOR, buggy::DESCRIPTOR];
     &REGISTRY
 }
 

@@ -21,13 +21,27 @@
 //!   are collected until they are above it: valid pages are copied (by
 //!   copyback, since source and destination share a plane) and the victim
 //!   is erased. Victims come from a [`VictimSelector`] (greedy,
-//!   cost-benefit, FIFO). GC copies go to a separate frontier by default
-//!   (`gc_stream = "separate"`), or into the host frontier (`"shared"`,
-//!   Desnoyers' single-frontier model). [`Ftl::idle`] collects one victim on
-//!   the neediest unit while free blocks are below the background threshold.
+//!   cost-benefit, FIFO, random, d-choices, windowed greedy). GC copies go
+//!   to a separate frontier by default (`gc_stream = "separate"`), or into
+//!   the host frontier (`"shared"`, Desnoyers' single-frontier model).
+//!   [`Ftl::idle`] collects one victim on the neediest unit while free
+//!   blocks are below the background threshold.
+//! - **Hot/cold separation** (`hot_cold`, see [`super::policy::hot_cold`]):
+//!   a policy assigns each host write and each GC copy a *stream*, and each
+//!   unit keeps one open block per stream, so data of different heat is
+//!   not mixed in a block. The stream is recorded in the OOB. GC starts
+//!   early enough to open one block per stream it may copy into.
+//! - **Wear leveling** (`wear_leveling`, see
+//!   [`super::policy::wear_leveling`]): which free block a unit opens
+//!   (oldest erased, or fewest erases), and, for `static`, moving cold data
+//!   off the least-worn block of a unit when its wear spread exceeds a
+//!   threshold (cause `wear_leveling`, onto the most-worn free block, on a
+//!   stream of its own). The FTL counts erases per block and keeps the
+//!   counts in its checkpoint.
 //! - **Persistence.** Each programmed page's OOB holds `kind`, the logical
-//!   page and a 56-bit program sequence number. A clean shutdown writes a
-//!   checkpoint of the whole map (metadata pages in dedicated blocks,
+//!   page and a 40-bit program sequence number; the high nibble of `kind`
+//!   is the page's stream. A clean shutdown writes a checkpoint of the
+//!   whole map and the erase counts (metadata pages in dedicated blocks,
 //!   superseding the previous one). Mount scans the OOB of every written
 //!   page, takes the newest complete checkpoint, and replays data pages
 //!   newer than it (newest sequence number wins), so a mount after a clean
@@ -39,6 +53,8 @@
 //! [`Guarantee::Baseline`]: writes are durable when they complete (no
 //! write cache). Trims are persisted only by the shutdown checkpoint.
 
+use super::policy::hot_cold::{HotColdKind, HotColdSeparator};
+use super::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
 use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
@@ -53,9 +69,14 @@ use std::collections::{BTreeMap, VecDeque};
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "page",
     summary:
-        "page-level mapping, striping over planes, per-plane GC (greedy / cost-benefit / FIFO), checkpoint on shutdown",
+        "page-level mapping, striping over planes, per-plane GC, hot/cold streams, wear leveling, checkpoint on shutdown",
     options: &[
-        OptionDoc { name: "gc_policy", default: "greedy", help: "victim selection: greedy, cost-benefit or fifo" },
+        OptionDoc {
+            name: "gc_policy",
+            default: "greedy",
+            help: "victim selection: greedy, cost-benefit, fifo, random, d-choices[:d] (d = 10), \
+                   windowed-greedy[:window] (window = 16 blocks)",
+        },
         OptionDoc {
             name: "gc_foreground_free_blocks",
             default: "2",
@@ -82,6 +103,18 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
             help: "GC copies go to their own frontier (separate) or the host's (shared)",
         },
         OptionDoc { name: "copyback", default: "true", help: "move GC pages by copyback instead of read + program" },
+        OptionDoc {
+            name: "hot_cold",
+            default: "none",
+            help: "hot/cold streams: none, dac[:regions] (DAC, 2-8 regions, default 4), \
+                   two-stream[:threshold] (decayed write counter, default 2)",
+        },
+        OptionDoc {
+            name: "wear_leveling",
+            default: "none",
+            help: "none (reuse the block erased longest ago), dynamic (fewest erases first), \
+                   static[:threshold=N] (dynamic + move cold data when a plane's erase spread exceeds N, default 16)",
+        },
     ],
     build: build_page,
 };
@@ -118,6 +151,10 @@ pub struct PageOptions {
     pub gc_stream: GcStream,
     #[serde(default = "default_true")]
     pub copyback: bool,
+    #[serde(default)]
+    pub hot_cold: HotColdKind,
+    #[serde(default)]
+    pub wear_leveling: WearLevelingKind,
 }
 
 fn default_fg_blocks() -> u32 {
@@ -139,12 +176,14 @@ impl Default for PageOptions {
 const NONE: u32 = u32::MAX;
 const UNMAPPED: u32 = u32::MAX;
 
-/// OOB layout: kind (1 byte), lpn or checkpoint page index (4), program
-/// sequence number (5 bytes: 2^40 programs before it would wrap).
+/// OOB layout: kind (low nibble) and stream (high nibble) (1 byte), lpn or
+/// checkpoint page index (4), program sequence number (5 bytes: 2^40
+/// programs before it would wrap).
 pub const OOB_BYTES: usize = 10;
 const OOB_DATA: u8 = 1;
 const OOB_CHECKPOINT: u8 = 2;
 const OOB_ERASED: u8 = 0xff;
+const OOB_KIND_MASK: u8 = 0x0f;
 const CHECKPOINT_MAGIC: u32 = 0x4b43_4c4e; // "NLCK"
 const CHECKPOINT_HEADER_BYTES: usize = 16;
 
@@ -179,15 +218,26 @@ struct Frontier {
 
 const NO_FRONTIER: Frontier = Frontier { block: NONE, next_page: 0 };
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Stream {
-    Host = 0,
-    Gc = 1,
-}
+/// Write streams a unit may have open: the hot/cold policy's (up to 8)
+/// and wear leveling's.
+const MAX_STREAMS: usize = 9;
 
 struct Unit {
     free: VecDeque<u32>,
-    frontier: [Frontier; 2],
+    frontier: [Frontier; MAX_STREAMS],
+}
+
+/// Deliberate bugs, for proving that the checkers catch them (tests and
+/// demonstrations only; not reachable from a configuration).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum PageBug {
+    #[default]
+    None,
+    /// The OpenSSD DAC bug class: the open block of every hot region
+    /// (stream 1 and up) is also registered as a GC candidate, so GC can
+    /// choose and erase a block a region is still writing, and the region
+    /// keeps programming it at its old write offset. Needs hot/cold streams.
+    GcErasesActiveBlock,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -198,6 +248,10 @@ struct Counters {
     trimmed_pages: u64,
     checkpoint_pages: u64,
     mount_scanned_pages: u64,
+    wl_relocations: u64,
+    wl_pages_moved: u64,
+    /// Pages programmed per stream (host writes and copies).
+    stream_pages: [u64; MAX_STREAMS],
 }
 
 /// The page-mapped FTL. See the module docs.
@@ -221,6 +275,14 @@ pub struct PageFtl {
     /// Blocks of the checkpoint a mount would use now.
     checkpoint_blocks: Vec<u32>,
     policy: VictimSelector,
+    hot_cold: HotColdSeparator,
+    wear: WearLeveler,
+    /// The stream each block was opened for.
+    block_stream: Vec<u8>,
+    /// The stream wear-leveling copies go to (one past the hot/cold streams).
+    wl_stream: u8,
+    seed: u64,
+    bug: PageBug,
     fg_threshold: u32,
     bg_threshold: u32,
     next_unit: u32,
@@ -233,6 +295,11 @@ pub struct PageFtl {
 
 impl PageFtl {
     pub fn new(env: &FtlEnv, opts: PageOptions) -> Result<PageFtl, String> {
+        Self::with_bug(env, opts, PageBug::None)
+    }
+
+    /// The FTL with a deliberate bug (for checker tests; see [`PageBug`]).
+    pub fn with_bug(env: &FtlEnv, opts: PageOptions, bug: PageBug) -> Result<PageFtl, String> {
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -250,10 +317,22 @@ impl PageFtl {
         let units = g.planes();
         let per_unit = g.blocks_per_plane();
         let pct = |p: f64| (p / 100.0 * f64::from(per_unit)).ceil() as u32;
-        let fg_threshold = opts.gc_foreground_free_blocks.max(pct(opts.gc_foreground_free_percent));
-        if fg_threshold == 0 {
+        if opts.gc_foreground_free_blocks == 0 {
             return Err("page: gc_foreground_free_blocks must be at least 1 (GC needs a block to copy into)".into());
         }
+        if opts.hot_cold != HotColdKind::None && opts.gc_stream == GcStream::Shared {
+            return Err(format!(
+                "page: gc_stream = \"shared\" conflicts with hot_cold = \"{}\" (the hot/cold policy chooses the streams of GC copies)",
+                opts.hot_cold
+            ));
+        }
+        let hot_cold = HotColdSeparator::new(opts.hot_cold, lpns, opts.gc_stream == GcStream::Shared);
+        // A GC cycle may open one block on every stream it copies into:
+        // start collecting while that many blocks are still free.
+        let fg_threshold = opts
+            .gc_foreground_free_blocks
+            .max(pct(opts.gc_foreground_free_percent))
+            .max(u32::from(hot_cold.gc_streams()) + 1);
         if fg_threshold >= per_unit {
             return Err(format!(
                 "page: the foreground GC threshold ({fg_threshold} blocks) leaves no blocks per plane"
@@ -263,7 +342,7 @@ impl PageFtl {
             return Err("page: gc_background_min_invalid_fraction must be within 0..1".into());
         }
         let bg_threshold = pct(opts.gc_background_free_percent);
-        let dram = Self::dram_needed(&g, lpns);
+        let dram = Self::dram_needed(&g, lpns) + hot_cold.dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!(
                 "page: the map needs {} MiB of device DRAM but the device has {} MiB (use a larger dram budget)",
@@ -277,11 +356,13 @@ impl PageFtl {
             valid: vec![0; blocks],
             sealed_at: vec![0; blocks],
             unit: (0..blocks).map(|b| unit_of_plane[g.plane_of_block(BlockAddr(b as u64)) as usize]).collect(),
+            erase_count: vec![0; blocks],
             pages_per_block: ppb,
             units,
             now: 0,
         };
-        let policy = VictimSelector::new(opts.gc_policy, blocks, &table);
+        let policy = VictimSelector::new(opts.gc_policy, blocks, &table, crate::seed::derive_seed(env.seed, "victim"));
+        let wl_stream = hot_cold.streams();
         Ok(PageFtl {
             spp,
             ppb,
@@ -295,6 +376,12 @@ impl PageFtl {
             units: Vec::new(),
             checkpoint_blocks: Vec::new(),
             policy,
+            wear: WearLeveler::new(opts.wear_leveling, units),
+            hot_cold,
+            block_stream: vec![0; blocks],
+            wl_stream,
+            seed: env.seed,
+            bug,
             table,
             fg_threshold,
             bg_threshold,
@@ -320,9 +407,15 @@ impl PageFtl {
         self.valid_bits = vec![0; g.pages().div_ceil(64) as usize];
         self.table.valid.fill(0);
         self.table.sealed_at.fill(0);
-        self.units =
-            (0..self.table.units).map(|_| Unit { free: VecDeque::new(), frontier: [NO_FRONTIER; 2] }).collect();
-        self.policy = VictimSelector::new(self.opts.gc_policy, g.blocks() as usize, &self.table);
+        self.table.erase_count.fill(0);
+        self.block_stream.fill(0);
+        self.units = (0..self.table.units)
+            .map(|_| Unit { free: VecDeque::new(), frontier: [NO_FRONTIER; MAX_STREAMS] })
+            .collect();
+        let victim_seed = crate::seed::derive_seed(self.seed, "victim");
+        self.policy = VictimSelector::new(self.opts.gc_policy, g.blocks() as usize, &self.table, victim_seed);
+        self.hot_cold = HotColdSeparator::new(self.opts.hot_cold, self.lpns, self.opts.gc_stream == GcStream::Shared);
+        self.wear = WearLeveler::new(self.opts.wear_leveling, self.table.units);
         self.checkpoint_blocks.clear();
         self.next_unit = 0;
         self.seq = 1;
@@ -350,11 +443,13 @@ impl PageFtl {
 
     /// The next page to program on `unit` for `stream`, collecting garbage
     /// first if the unit is short of free blocks.
-    fn alloc_page(&mut self, flash: &mut dyn Flash, unit: usize, stream: Stream) -> Result<u32, FtlError> {
+    #[inline]
+    fn alloc_page(&mut self, flash: &mut dyn Flash, unit: usize, stream: u8) -> Result<u32, FtlError> {
         loop {
             let f = self.units[unit].frontier[stream as usize];
             if f.block != NONE && f.next_page < self.ppb {
                 self.units[unit].frontier[stream as usize].next_page += 1;
+                self.counters.stream_pages[stream as usize] += 1;
                 return Ok(f.block * self.ppb + f.next_page);
             }
             if !self.in_gc && self.units[unit].free.len() as u32 <= self.fg_threshold {
@@ -364,12 +459,27 @@ impl PageFtl {
                     continue; // GC opened a frontier block with room (shared stream)
                 }
             }
-            let block = self.units[unit].free.pop_front().ok_or_else(|| {
-                FtlError::NoSpace(format!("plane unit {unit} has no free block and nothing to collect"))
-            })?;
-            self.state[block as usize] = BlockState::Open;
-            self.units[unit].frontier[stream as usize] = Frontier { block, next_page: 0 };
+            self.open_block(unit, stream)?;
         }
+    }
+
+    /// Open a free block of `unit` (the one wear leveling chooses) as the
+    /// frontier of `stream`.
+    fn open_block(&mut self, unit: usize, stream: u8) -> Result<(), FtlError> {
+        let use_ = if stream == self.wl_stream { FreeBlockUse::ColdData } else { FreeBlockUse::Data };
+        let at = self.wear.choose_free(&self.units[unit].free, &self.table, use_);
+        let block = self.units[unit]
+            .free
+            .remove(at)
+            .ok_or_else(|| FtlError::NoSpace(format!("plane unit {unit} has no free block and nothing to collect")))?;
+        self.state[block as usize] = BlockState::Open;
+        self.block_stream[block as usize] = stream;
+        self.units[unit].frontier[stream as usize] = Frontier { block, next_page: 0 };
+        if self.bug == PageBug::GcErasesActiveBlock && stream >= 1 && !self.hot_cold.is_none() {
+            // BUG (deliberate): a hot region's open block becomes a GC candidate.
+            self.policy.insert(block, &self.table);
+        }
+        Ok(())
     }
 
     /// Collect victims on `unit` until its free blocks are above the
@@ -388,7 +498,7 @@ impl PageFtl {
                 break;
             }
         }
-        Ok(())
+        self.maybe_level_wear(flash, unit)
     }
 
     /// Record that `ppn` now holds valid data; seal its block when it is full.
@@ -402,6 +512,9 @@ impl PageFtl {
     }
 
     fn seal(&mut self, block: u32) {
+        if self.bug == PageBug::GcErasesActiveBlock {
+            self.policy.remove(block, &self.table); // it may be a candidate already
+        }
         self.state[block as usize] = BlockState::Sealed;
         self.table.sealed_at[block as usize] = self.seq;
         let unit = self.unit_of(block);
@@ -440,8 +553,13 @@ impl PageFtl {
     fn program_lpn(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
         let unit = self.next_unit as usize;
         self.next_unit = (self.next_unit + 1) % self.table.units;
-        let ppn = self.alloc_page(flash, unit, Stream::Host)?;
-        let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
+        let (l2p, block_stream, ppb) = (&self.l2p, &self.block_stream, self.ppb);
+        let stream = self.hot_cold.host_stream(lpn, || match l2p[lpn as usize] {
+            UNMAPPED => None,
+            old => Some(block_stream[(old / ppb) as usize]),
+        });
+        let ppn = self.alloc_page(flash, unit, stream)?;
+        let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
         flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
         // Read the old location only now: GC during allocation may have moved it.
         let old = self.l2p[lpn as usize];
@@ -491,20 +609,65 @@ impl PageFtl {
             self.counters.gc_background_runs += 1;
         }
         let was_in_gc = std::mem::replace(&mut self.in_gc, true);
-        let result = self.move_valid_pages(flash, unit, victim);
+        let result = self.move_valid_pages(flash, unit, victim, Cause::Gc);
         self.in_gc = was_in_gc;
         result?;
-        flash.erase(Cause::Gc, self.block_addr(victim))?;
-        self.state[victim as usize] = BlockState::Free;
-        self.units[unit].free.push_back(victim);
+        self.erase_to_free(flash, unit, victim, Cause::Gc)?;
         Ok(true)
     }
 
-    fn move_valid_pages(&mut self, flash: &mut dyn Flash, unit: usize, victim: u32) -> Result<(), FtlError> {
-        let stream = match self.opts.gc_stream {
-            GcStream::Separate => Stream::Gc,
-            GcStream::Shared => Stream::Host,
+    /// Erase an emptied block and return it to its unit's free blocks.
+    fn erase_to_free(&mut self, flash: &mut dyn Flash, unit: usize, block: u32, cause: Cause) -> Result<(), FtlError> {
+        flash.erase(cause, self.block_addr(block))?;
+        self.table.erase_count[block as usize] += 1;
+        self.wear.erased(block, &self.table);
+        self.state[block as usize] = BlockState::Free;
+        self.units[unit].free.push_back(block);
+        Ok(())
+    }
+
+    /// Static wear leveling: after GC on `unit`, move the data of the block
+    /// the policy names (if any) onto a worn free block. Runs only when the
+    /// unit is above its GC threshold, so the block it opens for the moved
+    /// data still leaves GC the blocks it needs.
+    fn maybe_level_wear(&mut self, flash: &mut dyn Flash, unit: usize) -> Result<(), FtlError> {
+        if !self.wear.relocates() || self.in_gc || self.units[unit].free.len() as u32 <= self.fg_threshold {
+            return Ok(());
+        }
+        let plane = self.plane_of_unit(unit);
+        let bpp = self.geometry.blocks_per_plane();
+        let blocks = plane * bpp..(plane + 1) * bpp;
+        let state = &self.state;
+        let movable = |b: u32| state[b as usize] == BlockState::Sealed;
+        let Some(block) = self.wear.relocation(unit as u32, blocks, &self.table, &movable) else {
+            return Ok(());
         };
+        self.policy.remove(block, &self.table);
+        self.counters.wl_relocations += 1;
+        self.counters.wl_pages_moved += u64::from(self.table.valid[block as usize]);
+        self.in_gc = true;
+        let result = self.move_valid_pages(flash, unit, block, Cause::WearLeveling);
+        self.in_gc = false;
+        result?;
+        self.erase_to_free(flash, unit, block, Cause::WearLeveling)
+    }
+
+    /// The linear plane index of `unit`.
+    fn plane_of_unit(&self, unit: usize) -> u32 {
+        let bpp = self.geometry.blocks_per_plane() as usize;
+        (0..self.geometry.planes())
+            .find(|&p| self.table.unit[p as usize * bpp] as usize == unit)
+            .expect("every unit is a plane")
+    }
+
+    /// Copy the valid pages of `victim` (GC or wear leveling) and remap them.
+    fn move_valid_pages(
+        &mut self,
+        flash: &mut dyn Flash,
+        unit: usize,
+        victim: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
         // Gather the victim's valid pages first, reading each one's logical
         // page from its OOB (no reverse map is kept in DRAM), and prefetch
         // the map entries they will update: independent loads the CPU
@@ -516,7 +679,7 @@ impl PageFtl {
         let mut result = Ok(());
         for src in first..first + self.ppb {
             if self.is_valid(src) {
-                if let Err(e) = flash.read_oob(Cause::Gc, self.page_addr(src), &mut oob) {
+                if let Err(e) = flash.read_oob(cause, self.page_addr(src), &mut oob) {
                     result = Err(e.into());
                     break;
                 }
@@ -526,7 +689,7 @@ impl PageFtl {
             }
         }
         if result.is_ok() {
-            result = self.copy_batch(flash, unit, victim, stream, &batch);
+            result = self.copy_batch(flash, unit, victim, cause, &batch);
         }
         self.gc_batch = batch;
         result
@@ -537,19 +700,21 @@ impl PageFtl {
         flash: &mut dyn Flash,
         unit: usize,
         victim: u32,
-        stream: Stream,
+        cause: Cause,
         batch: &[(u32, u32)],
     ) -> Result<(), FtlError> {
+        let from = self.block_stream[victim as usize];
         for &(src, lpn) in batch {
             debug_assert_eq!(self.l2p.get(lpn as usize), Some(&src), "valid page {src} is not mapped by its OOB's lpn");
+            let stream = if cause == Cause::WearLeveling { self.wl_stream } else { self.hot_cold.gc_stream(lpn, from) };
             let dst = self.alloc_page(flash, unit, stream)?;
-            let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
+            let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
             if self.opts.copyback {
-                flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
+                flash.copyback(cause, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
             } else {
                 let buf = self.gc_buf.expect("gc buffer allocated at power-on");
-                flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
-                flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
+                flash.read(cause, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
+                flash.program(cause, self.page_addr(dst), buf, 0, &oob)?;
             }
             self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
             self.table.valid[victim as usize] -= 1;
@@ -583,9 +748,15 @@ impl PageFtl {
         (self.geometry.page_size_bytes() as usize - CHECKPOINT_HEADER_BYTES) / 4
     }
 
+    /// Checkpoint pages holding the map; the erase counts follow them.
+    fn checkpoint_map_pages(&self) -> usize {
+        (self.lpns as usize).div_ceil(self.entries_per_checkpoint_page()).max(1)
+    }
+
     fn write_checkpoint(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let per_page = self.entries_per_checkpoint_page();
-        let pages = (self.lpns as usize).div_ceil(per_page).max(1);
+        let map_pages = self.checkpoint_map_pages();
+        let pages = map_pages + self.table.erase_count.len().div_ceil(per_page);
         let blocks = pages.div_ceil(self.ppb as usize);
         // Keep one free block per unit beyond the checkpoint so GC can still run.
         self.make_free_blocks(flash, blocks + self.units.len())?;
@@ -600,9 +771,15 @@ impl PageFtl {
             unit = (unit + 1) % self.units.len();
         }
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
+        // The old checkpoint's blocks are erased once this one is complete:
+        // record them with that erase.
+        let mut erase_counts = self.table.erase_count.clone();
+        for &b in &self.checkpoint_blocks {
+            erase_counts[b as usize] += 1;
+        }
         for index in 0..pages {
-            let entries =
-                &self.l2p[(index * per_page).min(self.l2p.len())..((index + 1) * per_page).min(self.l2p.len())];
+            let (table, i) = if index < map_pages { (&self.l2p, index) } else { (&erase_counts, index - map_pages) };
+            let entries = &table[(i * per_page).min(table.len())..((i + 1) * per_page).min(table.len())];
             data.fill(0xff);
             data[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
             data[4..8].copy_from_slice(&(index as u32).to_le_bytes());
@@ -620,10 +797,8 @@ impl PageFtl {
         }
         // The new checkpoint is complete: the old one can go.
         for b in std::mem::replace(&mut self.checkpoint_blocks, new_blocks) {
-            flash.erase(Cause::Metadata, self.block_addr(b))?;
-            self.state[b as usize] = BlockState::Free;
             let unit = self.unit_of(b);
-            self.units[unit].free.push_back(b);
+            self.erase_to_free(flash, unit, b, Cause::Metadata)?;
         }
         Ok(())
     }
@@ -657,8 +832,9 @@ impl PageFtl {
                 }
                 written_pages[block as usize] = page + 1;
                 max_seq = max_seq.max(seq);
-                match kind {
+                match kind & OOB_KIND_MASK {
                     OOB_DATA if index < self.lpns => {
+                        self.block_stream[block as usize] = kind >> 4;
                         if seq > best_seq[index as usize] {
                             best_seq[index as usize] = seq;
                             data_l2p[index as usize] = ppn;
@@ -698,23 +874,37 @@ impl PageFtl {
             }
             None => self.l2p = data_l2p,
         }
+        if !self.hot_cold.is_none() {
+            for lpn in 0..self.lpns {
+                let ppn = self.l2p[lpn as usize];
+                if ppn != UNMAPPED {
+                    self.hot_cold.restore(lpn, self.block_stream[(ppn / self.ppb) as usize]);
+                }
+            }
+        }
         self.rebuild_blocks(&written_pages);
         Ok(())
     }
 
     fn load_checkpoint(&mut self, flash: &mut dyn Flash, pages: &[(u32, u32)]) -> Result<(), FtlError> {
         let per_page = self.entries_per_checkpoint_page();
+        let map_pages = self.checkpoint_map_pages();
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         for &(index, ppn) in pages {
             flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut [])?;
             let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
-            let base = index as usize * per_page;
-            if count > per_page || base + count > self.l2p.len() {
+            let (table, i) = if (index as usize) < map_pages {
+                (&mut self.l2p, index as usize)
+            } else {
+                (&mut self.table.erase_count, index as usize - map_pages)
+            };
+            let base = i * per_page;
+            if count > per_page || base + count > table.len() {
                 return Err(FtlError::Mount(format!("checkpoint page {index} at page {ppn} is inconsistent")));
             }
             for k in 0..count {
                 let at = CHECKPOINT_HEADER_BYTES + 4 * k;
-                self.l2p[base + k] = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                table[base + k] = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
             }
         }
         Ok(())
@@ -756,7 +946,7 @@ impl PageFtl {
 
 /// Unit index of each linear plane: units run channel → chip → die → plane,
 /// so unit `i` is on channel `i % channels`.
-fn unit_order(g: &Geometry) -> Vec<u32> {
+pub(crate) fn unit_order(g: &Geometry) -> Vec<u32> {
     let mut unit_of_plane = vec![0; g.planes() as usize];
     let mut unit = 0;
     for plane in 0..g.planes_per_die() {
@@ -787,6 +977,7 @@ impl Ftl for PageFtl {
             }
             match flash.erase(Cause::Format, addr) {
                 Ok(()) => {
+                    self.table.erase_count[block as usize] += 1;
                     self.state[block as usize] = BlockState::Free;
                     let unit = self.unit_of(block);
                     self.units[unit].free.push_back(block);
@@ -856,6 +1047,7 @@ impl Ftl for PageFtl {
                 if n == self.spp {
                     self.invalidate(old);
                     self.l2p[lpn as usize] = UNMAPPED;
+                    self.hot_cold.trimmed(lpn);
                     self.counters.trimmed_pages += 1;
                 } else {
                     // Sectors of a page trimmed alone must still read as zeros.
@@ -885,7 +1077,11 @@ impl Ftl for PageFtl {
         if free as u32 >= self.bg_threshold {
             return Ok(IdleOutcome::Nothing);
         }
-        Ok(if self.collect(flash, unit, true)? { IdleOutcome::Worked } else { IdleOutcome::Nothing })
+        if !self.collect(flash, unit, true)? {
+            return Ok(IdleOutcome::Nothing);
+        }
+        self.maybe_level_wear(flash, unit)?;
+        Ok(IdleOutcome::Worked)
     }
 
     fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
@@ -928,11 +1124,18 @@ impl Ftl for PageFtl {
             ("checkpoint_pages", c.checkpoint_pages),
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("free_blocks", self.units.iter().map(|u| u.free.len() as u64).sum()),
+            ("wl_relocations", c.wl_relocations),
+            ("wl_pages_moved", c.wl_pages_moved),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
-        extra.insert("gc_policy".into(), serde_json::json!(self.opts.gc_policy.name()));
-        FtlStats { gc_runs: c.gc_runs, dram_bytes: Self::dram_needed(&self.geometry, self.lpns), extra }
+        extra.insert("gc_policy".into(), serde_json::json!(self.opts.gc_policy.to_string()));
+        extra.insert("hot_cold".into(), serde_json::json!(self.opts.hot_cold.to_string()));
+        extra.insert("wear_leveling".into(), serde_json::json!(self.opts.wear_leveling.to_string()));
+        let streams = usize::from(self.wl_stream) + usize::from(self.wear.relocates());
+        extra.insert("stream_pages".into(), serde_json::json!(c.stream_pages[..streams]));
+        let dram = Self::dram_needed(&self.geometry, self.lpns) + self.hot_cold.dram_bytes();
+        FtlStats { gc_runs: c.gc_runs, dram_bytes: dram, extra }
     }
 }
 

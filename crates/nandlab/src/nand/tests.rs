@@ -186,6 +186,29 @@ fn metadata_pages_keep_their_bytes() {
     assert_eq!(r.read(0).unwrap(), vec![Run::filler(RunKind::Metadata, 4)]);
 }
 
+#[test]
+fn fast_division_is_exact() {
+    for d in [1u32, 2, 3, 7, 256, 4152, 65_521, u32::MAX] {
+        let f = FastDiv::new(d);
+        for n in [0u32, 1, d - 1, d, d.wrapping_add(1), 123_456_789, u32::MAX - 1, u32::MAX] {
+            assert_eq!(f.quotient(n), n / d, "{n} / {d}");
+        }
+    }
+}
+
+#[test]
+fn a_metadata_range_read_transfers_only_that_range() {
+    let mut r = Rig::new(1);
+    r.op(|n, ck| n.program_meta(ck, PageAddr(0), &[1, 2, 3, 4, 5, 6], &[])).unwrap();
+    let mut out = [0u8; 4];
+    r.op(|n, ck| n.read_meta_at(ck, PageAddr(0), 4, &mut out)).unwrap();
+    assert_eq!(out, [5, 6, 0xff, 0xff], "bytes past the programmed ones read as erased");
+    r.op(|n, ck| n.read_meta_at(ck, PageAddr(0), 1, &mut out)).unwrap();
+    assert_eq!(out, [2, 3, 4, 5]);
+    let past_the_page = r.op(|n, ck| n.read_meta_at(ck, PageAddr(0), 2047, &mut out));
+    assert_eq!(past_the_page, Err(FlashError::InvalidArgument));
+}
+
 proptest! {
     /// Any sequence of in-order programs, erases and reads reads back what
     /// was last programmed since the last erase, and breaks no rule.

@@ -74,12 +74,27 @@ pub struct WearSummary {
     pub erase_count_max: u32,
     pub erase_count_mean: f64,
     pub erase_count_stddev: f64,
+    /// Blocks per erase-count range, from `erase_count_min` to
+    /// `erase_count_max` in at most [`WearSummary::HISTOGRAM_BINS`]
+    /// bins of equal width.
+    pub erase_count_histogram: Vec<HistogramBin>,
+}
+
+/// Blocks whose erase count is within `erase_count_from ..= erase_count_to`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistogramBin {
+    pub erase_count_from: u32,
+    pub erase_count_to: u32,
+    pub blocks: u64,
 }
 
 impl WearSummary {
-    pub fn from_counts(counts: impl Iterator<Item = u32>) -> Self {
+    /// Bins of the erase-count histogram at most.
+    pub const HISTOGRAM_BINS: u32 = 16;
+
+    pub fn from_counts(counts: impl Iterator<Item = u32> + Clone) -> Self {
         let (mut n, mut sum, mut sq, mut min, mut max) = (0u64, 0f64, 0f64, u32::MAX, 0u32);
-        for c in counts {
+        for c in counts.clone() {
             n += 1;
             sum += f64::from(c);
             sq += f64::from(c) * f64::from(c);
@@ -88,12 +103,46 @@ impl WearSummary {
         }
         let mean = if n == 0 { 0.0 } else { sum / n as f64 };
         let var = if n == 0 { 0.0 } else { (sq / n as f64 - mean * mean).max(0.0) };
+        let min = if n == 0 { 0 } else { min };
         WearSummary {
-            erase_count_min: if n == 0 { 0 } else { min },
+            erase_count_min: min,
             erase_count_max: max,
             erase_count_mean: mean,
             erase_count_stddev: var.sqrt(),
+            erase_count_histogram: if n == 0 { Vec::new() } else { histogram(counts, min, max) },
         }
+    }
+
+    /// `max - min`: how unevenly the blocks are worn.
+    pub fn spread(&self) -> u32 {
+        self.erase_count_max - self.erase_count_min
+    }
+}
+
+/// Equal-width bins covering `min ..= max` (one per count when they fit).
+fn histogram(counts: impl Iterator<Item = u32>, min: u32, max: u32) -> Vec<HistogramBin> {
+    let span = u64::from(max - min) + 1;
+    let width = span.div_ceil(u64::from(WearSummary::HISTOGRAM_BINS));
+    let bins = span.div_ceil(width);
+    let mut out: Vec<HistogramBin> = (0..bins)
+        .map(|i| HistogramBin {
+            erase_count_from: min + (i * width) as u32,
+            erase_count_to: (u64::from(min) + (i + 1) * width - 1).min(u64::from(max)) as u32,
+            blocks: 0,
+        })
+        .collect();
+    for c in counts {
+        out[(u64::from(c - min) / width) as usize].blocks += 1;
+    }
+    out
+}
+
+/// A metric value for the summary: floats with 3 decimals, strings bare.
+fn show(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+        other => other.to_string(),
     }
 }
 
@@ -202,6 +251,22 @@ impl StressReport {
             "  wear       erase counts min {} max {} mean {:.1} sd {:.2}",
             w.erase_count_min, w.erase_count_max, w.erase_count_mean, w.erase_count_stddev
         );
+        let bins: Vec<String> = w
+            .erase_count_histogram
+            .iter()
+            .map(|b| {
+                if b.erase_count_from == b.erase_count_to {
+                    format!("{}:{}", b.erase_count_from, b.blocks)
+                } else {
+                    format!("{}-{}:{}", b.erase_count_from, b.erase_count_to, b.blocks)
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "             histogram (erases:blocks) {}", bins.join(" "));
+        if !self.ftl_stats.extra.is_empty() {
+            let metrics: Vec<String> = self.ftl_stats.extra.iter().map(|(k, v)| format!("{k} {}", show(v))).collect();
+            let _ = writeln!(s, "  ftl        {}", metrics.join(", "));
+        }
         if let Some(r) = &self.remount {
             match &r.error {
                 None => {
@@ -243,5 +308,31 @@ impl StressReport {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wear_summary_has_moments_and_a_histogram_covering_every_block() {
+        let w = WearSummary::from_counts([1u32, 1, 2, 4].into_iter());
+        assert_eq!((w.erase_count_min, w.erase_count_max, w.spread()), (1, 4, 3));
+        assert!((w.erase_count_mean - 2.0).abs() < 1e-9);
+        assert!((w.erase_count_stddev - 1.224_744_871).abs() < 1e-6);
+        let bins: Vec<_> =
+            w.erase_count_histogram.iter().map(|b| (b.erase_count_from, b.erase_count_to, b.blocks)).collect();
+        assert_eq!(bins, vec![(1, 1, 2), (2, 2, 1), (3, 3, 0), (4, 4, 1)]);
+    }
+
+    #[test]
+    fn a_wide_histogram_uses_equal_width_bins() {
+        let w = WearSummary::from_counts((0u32..100).chain([0, 0]));
+        assert_eq!(w.erase_count_histogram.len(), 15, "width 7 over 0..=99");
+        assert_eq!(w.erase_count_histogram[0].erase_count_to, 6);
+        assert_eq!(w.erase_count_histogram[0].blocks, 9);
+        assert_eq!(w.erase_count_histogram.last().unwrap().erase_count_to, 99);
+        assert_eq!(w.erase_count_histogram.iter().map(|b| b.blocks).sum::<u64>(), 102);
     }
 }

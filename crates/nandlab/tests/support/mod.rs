@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+pub mod model;
+
 use nandlab::config::Config;
 use nandlab::report::StressReport;
 use nandlab::run::stress::{self, StressOptions};

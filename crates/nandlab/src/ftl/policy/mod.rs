@@ -1,6 +1,7 @@
-//! Garbage-collection victim selection: one policy per file, a small trait
-//! with default hooks, and an enum that dispatches to the policy chosen in
-//! the configuration.
+//! FTL policies: one per file, each a small trait with default hooks and an
+//! enum that dispatches to the policy chosen in the configuration.
+//!
+//! # Victim selection (garbage collection)
 //!
 //! A *candidate* is a sealed block (every page written) that may be
 //! collected. The FTL tells the policy when a block becomes a candidate,
@@ -12,12 +13,32 @@
 //! - [`cost_benefit`]: highest `(1 - u) · age / 2u` (LFS, Rosenblum &
 //!   Ousterhout 1992; for flash, Kawaguchi et al. 1995).
 //! - [`fifo`]: oldest sealed block first (Desnoyers' FIFO model).
+//! - [`random`]: a uniformly random candidate (the baseline of the
+//!   d-choices analysis: an average block, WAF α/(α−1) under uniform traffic).
+//! - [`d_choices`]: the fewest valid pages among `d` random candidates
+//!   (Van Houdt, SIGMETRICS 2013).
+//! - [`windowed_greedy`]: the fewest valid pages among the `w` oldest
+//!   candidates (Hu et al., SYSTOR 2009).
+//!
+//! # Hot/cold separation and wear leveling
+//!
+//! - [`hot_cold`]: which write stream (open block) a page goes to: none,
+//!   DAC's update-frequency regions, or a two-stream counter scheme.
+//! - [`wear_leveling`]: which free block to open next, and when to move
+//!   cold data off little-worn blocks: none, dynamic, static.
 
+mod candidates;
 pub mod cost_benefit;
+pub mod d_choices;
 pub mod fifo;
 pub mod greedy;
+pub mod hot_cold;
+pub mod random;
+pub mod wear_leveling;
+pub mod windowed_greedy;
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// What a policy may look at about blocks: shared with the FTL.
 #[derive(Clone, Debug)]
@@ -28,6 +49,8 @@ pub struct BlockTable {
     pub sealed_at: Vec<u64>,
     /// The parallel unit (write-allocation unit) of each block.
     pub unit: Vec<u32>,
+    /// Erases of each block as the FTL counted them (its wear record).
+    pub erase_count: Vec<u32>,
     pub pages_per_block: u32,
     pub units: u32,
     /// The FTL's current program sequence number (its clock).
@@ -47,23 +70,102 @@ pub trait VictimPolicy {
     fn select(&mut self, unit: u32, table: &BlockTable) -> Option<u32>;
 }
 
-/// The policies a configuration can name.
+/// The victim policies a configuration can name: `greedy`,
+/// `cost-benefit`, `fifo`, `random`, `d-choices[:d]`, `windowed-greedy[:w]`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 pub enum VictimPolicyKind {
     #[default]
     Greedy,
     CostBenefit,
     Fifo,
+    Random,
+    /// The best of `d` random candidates.
+    DChoices {
+        d: u32,
+    },
+    /// The best of the `window` oldest candidates.
+    WindowedGreedy {
+        window: u32,
+    },
 }
 
 impl VictimPolicyKind {
+    /// Default `d` of `d-choices` (Van Houdt finds d = 10 within a few
+    /// percent of greedy).
+    pub const DEFAULT_D: u32 = 10;
+    /// Default window of `windowed-greedy`, in blocks per unit.
+    pub const DEFAULT_WINDOW: u32 = 16;
+    /// Every spelling accepted, for error messages and `nandlab ftls`.
+    pub const CHOICES: &'static str = "greedy, cost-benefit, fifo, random, d-choices[:d], windowed-greedy[:window]";
+
+    /// The policy's name without its parameter.
     pub fn name(self) -> &'static str {
         match self {
             VictimPolicyKind::Greedy => "greedy",
             VictimPolicyKind::CostBenefit => "cost-benefit",
             VictimPolicyKind::Fifo => "fifo",
+            VictimPolicyKind::Random => "random",
+            VictimPolicyKind::DChoices { .. } => "d-choices",
+            VictimPolicyKind::WindowedGreedy { .. } => "windowed-greedy",
         }
+    }
+}
+
+impl fmt::Display for VictimPolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VictimPolicyKind::DChoices { d } => write!(f, "d-choices:{d}"),
+            VictimPolicyKind::WindowedGreedy { window } => write!(f, "windowed-greedy:{window}"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+impl std::str::FromStr for VictimPolicyKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (s.trim(), None),
+        };
+        let count = |what: &str, default: u32| -> Result<u32, String> {
+            match arg {
+                None => Ok(default),
+                Some(a) => match a.parse::<u32>() {
+                    Ok(v) if v >= 1 => Ok(v),
+                    _ => Err(format!("`{s}`: {what} must be a whole number of at least 1")),
+                },
+            }
+        };
+        let plain = |kind: VictimPolicyKind| match arg {
+            None => Ok(kind),
+            Some(_) => Err(format!("`{s}`: `{name}` takes no parameter")),
+        };
+        match name {
+            "greedy" => plain(VictimPolicyKind::Greedy),
+            "cost-benefit" => plain(VictimPolicyKind::CostBenefit),
+            "fifo" => plain(VictimPolicyKind::Fifo),
+            "random" => plain(VictimPolicyKind::Random),
+            "d-choices" => Ok(VictimPolicyKind::DChoices { d: count("d", Self::DEFAULT_D)? }),
+            "windowed-greedy" => {
+                Ok(VictimPolicyKind::WindowedGreedy { window: count("the window", Self::DEFAULT_WINDOW)? })
+            }
+            other => Err(format!("unknown victim policy `{other}` (choose from {})", Self::CHOICES)),
+        }
+    }
+}
+
+impl TryFrom<String> for VictimPolicyKind {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<VictimPolicyKind> for String {
+    fn from(k: VictimPolicyKind) -> String {
+        k.to_string()
     }
 }
 
@@ -72,14 +174,25 @@ pub enum VictimSelector {
     Greedy(greedy::Greedy),
     CostBenefit(cost_benefit::CostBenefit),
     Fifo(fifo::Fifo),
+    Random(random::Random),
+    DChoices(d_choices::DChoices),
+    WindowedGreedy(windowed_greedy::WindowedGreedy),
 }
 
 impl VictimSelector {
-    pub fn new(kind: VictimPolicyKind, blocks: usize, table: &BlockTable) -> Self {
+    /// A selector for `blocks` blocks; `seed` seeds the random policies.
+    pub fn new(kind: VictimPolicyKind, blocks: usize, table: &BlockTable, seed: u64) -> Self {
         match kind {
             VictimPolicyKind::Greedy => VictimSelector::Greedy(greedy::Greedy::new(blocks, table)),
             VictimPolicyKind::CostBenefit => VictimSelector::CostBenefit(cost_benefit::CostBenefit::new(blocks, table)),
             VictimPolicyKind::Fifo => VictimSelector::Fifo(fifo::Fifo::new(table)),
+            VictimPolicyKind::Random => VictimSelector::Random(random::Random::new(blocks, table, seed)),
+            VictimPolicyKind::DChoices { d } => {
+                VictimSelector::DChoices(d_choices::DChoices::new(blocks, table, d, seed))
+            }
+            VictimPolicyKind::WindowedGreedy { window } => {
+                VictimSelector::WindowedGreedy(windowed_greedy::WindowedGreedy::new(table, window))
+            }
         }
     }
 
@@ -88,6 +201,9 @@ impl VictimSelector {
             VictimSelector::Greedy(p) => p,
             VictimSelector::CostBenefit(p) => p,
             VictimSelector::Fifo(p) => p,
+            VictimSelector::Random(p) => p,
+            VictimSelector::DChoices(p) => p,
+            VictimSelector::WindowedGreedy(p) => p,
         }
     }
 
@@ -120,6 +236,7 @@ pub(crate) fn table_for_tests(valid: &[u32], sealed_at: &[u64]) -> BlockTable {
         valid: valid.to_vec(),
         sealed_at: sealed_at.to_vec(),
         unit: vec![0; valid.len()],
+        erase_count: vec![0; valid.len()],
         pages_per_block: 8,
         units: 1,
         now: 100,

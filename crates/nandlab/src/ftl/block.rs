@@ -1,0 +1,615 @@
+//! `block`: block-level mapping, the simplest FTL and the baseline the
+//! others improve on (the scheme of early flash cards and of Ban's
+//! "Flash file system", US patent 5,404,485, 1995, without its
+//! replacement-block chains).
+//!
+//! # Algorithm
+//!
+//! - **Mapping.** Logical block `lbn` (the `pages_per_block` logical pages
+//!   from `lbn · pages_per_block`) maps to one physical block; logical page
+//!   `i` of it is always page `i` of that block. DRAM: a block number and a
+//!   write pointer per logical block — nothing per page.
+//! - **Writes.** A page at or beyond its block's write pointer is
+//!   programmed in place (pages in between are padded with zero pages, as
+//!   pages must be programmed in order; a logical block written for the
+//!   first time gets a fresh block). A page *below* the write pointer
+//!   cannot be rewritten in place: the logical block is rewritten whole —
+//!   **read-modify-write** into a fresh block, copying every other page
+//!   from the old one (copyback when on one plane), and the old block is
+//!   erased. The copy of the pages after the written one is deferred while
+//!   the host keeps writing that logical block in order (one replacement
+//!   in progress at a time), so rewriting a logical block sequentially
+//!   copies nothing; any other write completes the replacement first.
+//!   Partial-page writes first read the page (page-level read-modify-write).
+//! - **Trims.** A trim of a whole logical block erases its block(s); other
+//!   trims are written as zero pages, so they are as durable as writes.
+//!
+//! Random writes of one page therefore cost a whole block of copies: the
+//! write amplification block mapping is known for.
+//!
+//! # Persistence and crash guarantee
+//!
+//! Every page's OOB holds its kind (data or pad), its logical block and the
+//! sequence number of the block's creation. Mount reads each block's OOB
+//! (its first page for the logical block and generation, then up to its
+//! write pointer): the newest block of a logical block is current, the one
+//! before it (if any) is the old block of an unfinished replacement, and
+//! older ones are erased. Writes are durable when they complete
+//! ([`Guarantee::Baseline`]).
+
+use super::{
+    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
+    Guarantee, IdleOutcome, IoRequest, OptionDoc,
+};
+use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
+use serde::Deserialize;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
+    name: "block",
+    summary: "block-level mapping: in-place appends, read-modify-write of whole blocks otherwise",
+    options: &[OptionDoc {
+        name: "copyback",
+        default: "true",
+        help: "read-modify-write copies within a plane use copyback",
+    }],
+    build: build_block,
+};
+
+fn build_block(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    let opts: BlockOptions = parse_options("block", options)?;
+    Ok(Box::new(BlockFtl::new(env, opts)?))
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Options of the `block` FTL (see [`DESCRIPTOR`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockOptions {
+    #[serde(default = "default_true")]
+    pub copyback: bool,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// OOB layout: kind (1 byte), logical block (4), the block's creation
+/// sequence number (5 bytes).
+pub const OOB_BYTES: usize = 10;
+const OOB_DATA: u8 = 1;
+const OOB_PAD: u8 = 3;
+const OOB_ERASED: u8 = 0xff;
+
+fn encode_oob(kind: u8, lbn: u32, seq: u64) -> [u8; OOB_BYTES] {
+    let mut o = [0u8; OOB_BYTES];
+    o[0] = kind;
+    o[1..5].copy_from_slice(&lbn.to_le_bytes());
+    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
+    o
+}
+
+fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
+    let mut seq = [0u8; 8];
+    seq[..5].copy_from_slice(&o[5..10]);
+    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
+}
+
+/// A physical block of a logical block: where, how far written, and its
+/// creation sequence number (in every page's OOB).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Mapped {
+    block: u32,
+    written: u32,
+    seq: u64,
+}
+
+const UNMAPPED: Mapped = Mapped { block: NONE, written: 0, seq: 0 };
+
+/// A replacement in progress: `lbn`'s new block holds its pages below
+/// `new.written`, the old block the rest.
+#[derive(Copy, Clone, Debug)]
+struct Replacement {
+    lbn: u32,
+    old: Mapped,
+}
+
+#[derive(Default, Clone, Debug)]
+struct Counters {
+    rmw_merges: u64,
+    rmw_copies: u64,
+    appends: u64,
+    fresh_blocks: u64,
+    pad_pages: u64,
+    page_rmw_reads: u64,
+    trim_block_erases: u64,
+    trim_zero_pages: u64,
+    mount_scanned_pages: u64,
+}
+
+/// The block-mapped FTL. See the module docs.
+pub struct BlockFtl {
+    opts: BlockOptions,
+    geometry: Geometry,
+    spp: u32,
+    ppb: u32,
+    logical_sectors: u64,
+    lpns: u32,
+    lbns: u32,
+    map: Vec<Mapped>,
+    replacing: Option<Replacement>,
+    free: Vec<VecDeque<u32>>,
+    plane_order: Vec<u32>,
+    plane_div: FastDiv,
+    next_plane: u32,
+    seq: u64,
+    tmp_buf: Option<BufId>,
+    copy_buf: Option<BufId>,
+    zero_buf: Option<BufId>,
+    counters: Counters,
+}
+
+impl BlockFtl {
+    pub fn new(env: &FtlEnv, opts: BlockOptions) -> Result<BlockFtl, String> {
+        let g = env.geometry.clone();
+        let spp = g.sectors_per_page();
+        let ppb = g.pages_per_block();
+        let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
+        if lpns_u64 >= u64::from(NONE) {
+            return Err(format!("block: {lpns_u64} logical pages do not fit a 32-bit map"));
+        }
+        let lpns = lpns_u64 as u32;
+        let lbns = lpns.div_ceil(ppb);
+        if lbns >= g.blocks() {
+            return Err(format!(
+                "block: {lbns} logical blocks need at least one spare among the {} physical blocks",
+                g.blocks()
+            ));
+        }
+        let dram = u64::from(lbns) * 16 + u64::from(g.blocks()) * 4;
+        if dram > env.dram_budget_bytes {
+            return Err(format!(
+                "block: the block map needs {} KiB of device DRAM but the device has {} KiB",
+                dram >> 10,
+                env.dram_budget_bytes >> 10
+            ));
+        }
+        let unit_of_plane = super::page::unit_order(&g);
+        let mut plane_order: Vec<u32> = (0..g.planes()).collect();
+        plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
+        Ok(BlockFtl {
+            spp,
+            ppb,
+            logical_sectors: env.logical_sectors,
+            lpns,
+            lbns,
+            map: Vec::new(),
+            replacing: None,
+            free: Vec::new(),
+            plane_order,
+            plane_div: FastDiv::new(g.blocks_per_plane()),
+            next_plane: 0,
+            seq: 1,
+            tmp_buf: None,
+            copy_buf: None,
+            zero_buf: None,
+            counters: Counters::default(),
+            geometry: g,
+            opts,
+        })
+    }
+
+    fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.map = vec![UNMAPPED; self.lbns as usize];
+        self.replacing = None;
+        self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
+        self.next_plane = 0;
+        self.seq = 1;
+        if self.tmp_buf.is_none() {
+            self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
+            self.copy_buf = Some(flash.buf_alloc(self.spp)?);
+            let zero = flash.buf_alloc(self.spp)?;
+            flash.buf_zero(zero, 0, self.spp)?;
+            self.zero_buf = Some(zero);
+        }
+        Ok(())
+    }
+
+    fn check_spare(&self, good: u32) -> Result<(), FtlError> {
+        if good <= self.lbns {
+            return Err(FtlError::NoSpace(format!(
+                "block: {good} good blocks cannot hold {} logical blocks and a spare",
+                self.lbns
+            )));
+        }
+        Ok(())
+    }
+
+    fn page_addr(&self, ppn: u32) -> PageAddr {
+        PageAddr(u64::from(ppn))
+    }
+
+    #[inline]
+    fn plane_of(&self, block: u32) -> u32 {
+        self.plane_div.quotient(block)
+    }
+
+    fn lbn_pages(&self, lbn: u32) -> u32 {
+        (self.lpns - lbn * self.ppb).min(self.ppb)
+    }
+
+    /// Where logical page `lpn` is on flash (NONE: never written).
+    #[inline]
+    fn location(&self, lpn: u32) -> u32 {
+        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
+        let m = self.map[lbn as usize];
+        if off < m.written {
+            return m.block * self.ppb + off;
+        }
+        match self.replacing {
+            Some(r) if r.lbn == lbn && off < r.old.written => r.old.block * self.ppb + off,
+            _ => NONE,
+        }
+    }
+
+    fn pop_free(&mut self, plane: Option<u32>) -> Result<u32, FtlError> {
+        if let Some(p) = plane {
+            if let Some(b) = self.free[p as usize].pop_front() {
+                return Ok(b);
+            }
+        }
+        for _ in 0..self.plane_order.len() {
+            self.next_plane = (self.next_plane + 1) % self.plane_order.len() as u32;
+            let p = self.plane_order[self.next_plane as usize] as usize;
+            if let Some(b) = self.free[p].pop_front() {
+                return Ok(b);
+            }
+        }
+        Err(FtlError::NoSpace("block: no free block".into()))
+    }
+
+    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
+        flash.erase(cause, BlockAddr(u64::from(block)))?;
+        let plane = self.plane_of(block) as usize;
+        self.free[plane].push_back(block);
+        Ok(())
+    }
+
+    /// A free block for `lbn` (on `plane` when possible), with its creation sequence number.
+    fn open_block(&mut self, flash: &mut dyn Flash, plane: Option<u32>) -> Result<Mapped, FtlError> {
+        let block = match self.pop_free(plane) {
+            Ok(b) => b,
+            // The old block of the replacement in progress is one to spare.
+            Err(_) if self.replacing.is_some() => {
+                self.finish_replacement(flash)?;
+                self.pop_free(plane)?
+            }
+            Err(e) => return Err(e),
+        };
+        let seq = self.seq;
+        self.seq += 1;
+        Ok(Mapped { block, written: 0, seq })
+    }
+
+    // ----- writes -----
+
+    /// Store one full logical page from `buf` at `sector`.
+    fn write_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
+        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
+        if self.replacing.is_some_and(|r| r.lbn != lbn || off < self.map[lbn as usize].written) {
+            self.finish_replacement(flash)?;
+        }
+        let m = self.map[lbn as usize];
+        if m.block == NONE {
+            self.map[lbn as usize] = self.open_block(flash, None)?;
+            self.counters.fresh_blocks += 1;
+        } else if off < m.written {
+            self.start_replacement(flash, lbn)?;
+        } else {
+            self.counters.appends += 1;
+        }
+        self.fill_to(flash, lbn, off)?;
+        let m = self.map[lbn as usize];
+        let oob = encode_oob(OOB_DATA, lbn, m.seq);
+        flash.program(Cause::Host, self.page_addr(m.block * self.ppb + off), buf, sector, &oob)?;
+        self.map[lbn as usize].written = off + 1;
+        Ok(())
+    }
+
+    /// Rewrite `lbn` into a new block: its pages now come from the new
+    /// block below its write pointer, from the old one above.
+    fn start_replacement(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        let old = self.map[lbn as usize];
+        let new = self.open_block(flash, Some(self.plane_of(old.block)))?;
+        self.map[lbn as usize] = new;
+        self.replacing = Some(Replacement { lbn, old });
+        self.counters.rmw_merges += 1;
+        Ok(())
+    }
+
+    /// Copy the rest of the logical block being replaced and erase its old block.
+    fn finish_replacement(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let Some(r) = self.replacing else { return Ok(()) };
+        if r.old.written > 0 {
+            self.fill_to(flash, r.lbn, r.old.written)?;
+        }
+        self.replacing = None;
+        self.erase_to_free(flash, r.old.block, Cause::Gc)
+    }
+
+    /// Program `lbn`'s block up to (not including) offset `off`: pages of
+    /// the old block of a replacement are copied, others padded with zeros.
+    fn fill_to(&mut self, flash: &mut dyn Flash, lbn: u32, off: u32) -> Result<(), FtlError> {
+        let m = self.map[lbn as usize];
+        let same_plane = self.replacing.is_some_and(|r| self.plane_of(r.old.block) == self.plane_of(m.block));
+        for o in m.written..off {
+            let dst = m.block * self.ppb + o;
+            let oob_kind;
+            match self.replacing {
+                Some(r) if r.lbn == lbn && o < r.old.written => {
+                    let src = r.old.block * self.ppb + o;
+                    oob_kind = OOB_DATA;
+                    let oob = encode_oob(oob_kind, lbn, m.seq);
+                    if self.opts.copyback && same_plane {
+                        flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
+                    } else {
+                        let buf = self.copy_buf.expect("buffers allocated at power-on");
+                        flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
+                        flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
+                    }
+                    self.counters.rmw_copies += 1;
+                }
+                _ => {
+                    let oob = encode_oob(OOB_PAD, lbn, m.seq);
+                    let zero = self.zero_buf.expect("buffers allocated at power-on");
+                    flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob)?;
+                    self.counters.pad_pages += 1;
+                }
+            }
+            self.map[lbn as usize].written = o + 1;
+        }
+        Ok(())
+    }
+
+    /// Load logical page `lpn` into `buf` (zeros if never written).
+    fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
+        match self.location(lpn) {
+            NONE => flash.buf_zero(buf, 0, self.spp)?,
+            ppn => {
+                self.counters.page_rmw_reads += 1;
+                flash.read(Cause::Host, self.page_addr(ppn), 0, self.spp, buf, 0, &mut [])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Trim a whole logical block: erase what holds it.
+    fn trim_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        if let Some(r) = self.replacing.filter(|r| r.lbn == lbn) {
+            self.replacing = None;
+            self.erase_to_free(flash, r.old.block, Cause::Gc)?;
+        }
+        let m = std::mem::replace(&mut self.map[lbn as usize], UNMAPPED);
+        if m.block != NONE {
+            self.erase_to_free(flash, m.block, Cause::Gc)?;
+            self.counters.trim_block_erases += 1;
+        }
+        Ok(())
+    }
+
+    // ----- mount -----
+
+    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let g = self.geometry.clone();
+        // Per logical block: its two newest blocks.
+        let mut newest = vec![[UNMAPPED; 2]; self.lbns as usize];
+        let mut garbage = Vec::new();
+        let mut good = 0;
+        let mut oob = [0u8; OOB_BYTES];
+        for block in 0..g.blocks() {
+            if flash.is_factory_bad(BlockAddr(u64::from(block))) {
+                continue;
+            }
+            good += 1;
+            let mut found: Option<(u32, u64)> = None;
+            let mut written = 0;
+            for page in 0..self.ppb {
+                flash.read_oob(Cause::Recovery, self.page_addr(block * self.ppb + page), &mut oob)?;
+                self.counters.mount_scanned_pages += 1;
+                let (kind, lbn, seq) = decode_oob(&oob);
+                if kind == OOB_ERASED {
+                    break;
+                }
+                written = page + 1;
+                found.get_or_insert((lbn, seq));
+            }
+            let Some((lbn, seq)) = found.filter(|&(lbn, _)| lbn < self.lbns) else {
+                if written == 0 {
+                    let plane = self.plane_of(block) as usize;
+                    self.free[plane].push_back(block);
+                } else {
+                    garbage.push(block);
+                }
+                continue;
+            };
+            self.seq = self.seq.max(seq + 1);
+            let m = Mapped { block, written, seq };
+            let n = &mut newest[lbn as usize];
+            if seq > n[0].seq {
+                if n[1].block != NONE {
+                    garbage.push(n[1].block);
+                }
+                *n = [m, n[0]];
+            } else if seq > n[1].seq {
+                if n[1].block != NONE {
+                    garbage.push(n[1].block);
+                }
+                n[1] = m;
+            } else {
+                garbage.push(block);
+            }
+        }
+        self.check_spare(good)?;
+        let mut pairs = Vec::new();
+        for (lbn, [current, older]) in newest.into_iter().enumerate() {
+            self.map[lbn] = current;
+            if older.block != NONE {
+                pairs.push(Replacement { lbn: lbn as u32, old: older });
+            }
+        }
+        for block in garbage {
+            self.erase_to_free(flash, block, Cause::Recovery)?;
+        }
+        // Unfinished replacements (a power cut) are finished now.
+        for r in pairs {
+            self.replacing = Some(r);
+            self.finish_replacement(flash)?;
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for BlockFtl {
+    fn info(&self) -> FtlInfo {
+        FtlInfo { name: "block", guarantee: Guarantee::Baseline, oob_bytes: OOB_BYTES as u32 }
+    }
+
+    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        let mut good = 0;
+        for block in 0..self.geometry.blocks() {
+            let addr = BlockAddr(u64::from(block));
+            if flash.is_factory_bad(addr) {
+                continue;
+            }
+            match flash.erase(Cause::Format, addr) {
+                Ok(()) => {
+                    let plane = self.plane_of(block) as usize;
+                    self.free[plane].push_back(block);
+                    good += 1;
+                }
+                Err(FlashError::EraseFailed | FlashError::BadBlock) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.check_spare(good)
+    }
+
+    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        self.scan_and_rebuild(flash)
+    }
+
+    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            match self.location(lpn) {
+                NONE => flash.buf_zero(req.buf, at, n)?,
+                ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            if n == self.spp {
+                self.write_page(flash, lpn, req.buf, at)?;
+            } else {
+                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                self.load_page(flash, lpn, tmp)?;
+                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
+                self.write_page(flash, lpn, tmp, 0)?;
+            }
+            lba += u64::from(n);
+        }
+        Ok(Durability::Durable)
+    }
+
+    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
+        check_range(lba, sectors, self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let block_sectors = spp * u64::from(self.ppb);
+        let (mut lba, end) = (lba, lba + sectors);
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let lbn = lpn / self.ppb;
+            let lbn_end = (u64::from(lbn) * block_sectors + u64::from(self.lbn_pages(lbn)) * spp).min(end);
+            if lba % block_sectors == 0
+                && lbn_end == u64::from(lbn) * block_sectors + u64::from(self.lbn_pages(lbn)) * spp
+            {
+                self.trim_block(flash, lbn)?;
+                lba = lbn_end;
+                continue;
+            }
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            // Never-written pages already read as zeros.
+            if self.location(lpn) != NONE {
+                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                if n == self.spp {
+                    flash.buf_zero(tmp, 0, self.spp)?;
+                } else {
+                    self.load_page(flash, lpn, tmp)?;
+                    flash.buf_zero(tmp, in_page, n)?;
+                }
+                self.write_page(flash, lpn, tmp, 0)?;
+                self.counters.trim_zero_pages += 1;
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(()) // no write cache
+    }
+
+    fn idle(&mut self, _flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
+        Ok(IdleOutcome::Nothing)
+    }
+
+    fn shutdown(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(()) // everything a mount needs is in the OOB
+    }
+
+    fn stats(&self) -> FtlStats {
+        let c = &self.counters;
+        let mut extra = BTreeMap::new();
+        for (k, v) in [
+            ("rmw_merges", c.rmw_merges),
+            ("rmw_copies", c.rmw_copies),
+            ("appends", c.appends),
+            ("fresh_blocks", c.fresh_blocks),
+            ("pad_pages", c.pad_pages),
+            ("page_rmw_reads", c.page_rmw_reads),
+            ("trim_block_erases", c.trim_block_erases),
+            ("trim_zero_pages", c.trim_zero_pages),
+            ("free_blocks", self.free.iter().map(|f| f.len() as u64).sum()),
+            ("mount_scanned_pages", c.mount_scanned_pages),
+        ] {
+            extra.insert(k.to_string(), serde_json::json!(v));
+        }
+        FtlStats {
+            gc_runs: c.rmw_merges,
+            dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,
+            extra,
+        }
+    }
+}

@@ -1,0 +1,964 @@
+//! `hybrid`: a log-block FTL after FAST (Lee, Park, Chung, Lee, Park &
+//! Song, "A log buffer-based flash translation layer using
+//! fully-associative sector translation", ACM TECS 6(3), 2007) — the
+//! design of OpenSSD's FASTer FTL without its isolation area.
+//!
+//! # Algorithm
+//!
+//! - **Data blocks** are block-mapped: logical block `lbn` (the
+//!   `pages_per_block` logical pages from `lbn · pages_per_block`) lives in
+//!   one physical block, logical page `i` of it at page `i`. Data blocks
+//!   are only ever written by merges.
+//! - **Host writes go to log blocks**, mapped page by page:
+//!   - one **sequential log block**: a write at offset 0 of a logical
+//!     block starts it (merging the previous one); a write at its next
+//!     offset extends it;
+//!   - a pool of `random_log_blocks` **random log blocks**, fully
+//!     associative: every other write is appended to the newest one.
+//! - **Merges** turn log pages back into data blocks:
+//!   - *switch*: the sequential log block holds every page of its logical
+//!     block in order: it becomes the data block and the old data block is
+//!     erased. Done as soon as it fills;
+//!   - *partial*: a new sequential log starts before the current one is
+//!     full: the rest of its logical block is copied into it (in order),
+//!     then it switches;
+//!   - *full*: when the random pool is full, its oldest block is reclaimed:
+//!     every logical block with a valid page in it is merged — the current
+//!     version of each of its pages (from the data block or any log block)
+//!     is copied into a fresh block, which becomes the data block — and the
+//!     emptied log block is erased and reused. A victim with no valid page
+//!     left is simply erased and reused.
+//!
+//!   Logical pages never written inside a merged range are padded with
+//!   zero pages (pages of a block must be programmed in order); they read
+//!   as zeros, as never-written sectors may.
+//! - Partial-page writes are read-modify-write; **trims** are written as
+//!   zero pages (a block-mapped FTL has nowhere to record a hole), so they
+//!   are as durable as writes.
+//!
+//! Sequential writes therefore cost one program per page plus an erase per
+//! block; random writes cost full merges, `pages_per_block` copies per
+//! logical block touched, which is why a hybrid FTL's write amplification
+//! under random writes is far above a page-mapped FTL's.
+//!
+//! # Persistence and crash guarantee
+//!
+//! Every page's OOB holds its kind (data, log, pad), its logical page and a
+//! 40-bit program sequence number. Mount scans every OOB: the newest
+//! version of each logical page is current; a block whose current pages all
+//! belong to one logical block at their own offsets is that logical
+//! block's data block (the oldest such, if several); the other blocks with
+//! current pages are adopted as random log blocks, oldest first (merged
+//! down to the pool size if there are more); blocks with no current page
+//! are erased. No checkpoint is needed, and writes are durable when they
+//! complete ([`Guarantee::Baseline`]).
+
+use super::{
+    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
+    Guarantee, IdleOutcome, IoRequest, OptionDoc,
+};
+use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
+use serde::Deserialize;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
+    name: "hybrid",
+    summary: "FAST hybrid log-block FTL (Lee et al. 2007): block-mapped data blocks, one sequential and a pool of \
+              random log blocks, switch / partial / full merges",
+    options: &[
+        OptionDoc {
+            name: "random_log_blocks",
+            default: "all spare",
+            help: "random log blocks: a count, a share of the spare blocks (50%), or \"all\" (every block \
+                   not needed for data, the sequential log and one merge block)",
+        },
+        OptionDoc { name: "copyback", default: "true", help: "merge copies within a plane use copyback" },
+    ],
+    build: build_hybrid,
+};
+
+fn build_hybrid(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    let opts: HybridOptions = parse_options("hybrid", options)?;
+    Ok(Box::new(HybridFtl::new(env, opts)?))
+}
+
+/// How many random log blocks.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum LogBlocks {
+    All,
+    Count(u32),
+    PercentOfSpare(f64),
+}
+
+impl<'de> Deserialize<'de> for LogBlocks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(i64),
+            S(String),
+        }
+        let bad = || serde::de::Error::custom("expected a count of at least 1, a share such as 50%, or \"all\"");
+        match Raw::deserialize(d)? {
+            Raw::N(n) if n >= 1 && n <= i64::from(u32::MAX) => Ok(LogBlocks::Count(n as u32)),
+            Raw::N(_) => Err(bad()),
+            Raw::S(s) if s.trim() == "all" => Ok(LogBlocks::All),
+            Raw::S(s) => match s.trim().strip_suffix('%').map(|p| p.trim().parse::<f64>()) {
+                Some(Ok(p)) if p > 0.0 && p <= 100.0 => Ok(LogBlocks::PercentOfSpare(p)),
+                _ => s.trim().parse::<u32>().ok().filter(|&n| n >= 1).map(LogBlocks::Count).ok_or_else(bad),
+            },
+        }
+    }
+}
+
+fn default_log_blocks() -> LogBlocks {
+    LogBlocks::All
+}
+fn default_true() -> bool {
+    true
+}
+
+/// Options of the `hybrid` FTL (see [`DESCRIPTOR`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HybridOptions {
+    #[serde(default = "default_log_blocks")]
+    pub random_log_blocks: LogBlocks,
+    #[serde(default = "default_true")]
+    pub copyback: bool,
+}
+
+impl Default for HybridOptions {
+    fn default() -> Self {
+        parse_options("hybrid", &FtlOptions::new()).expect("defaults parse")
+    }
+}
+
+/// Deliberate bugs, for proving that the checkers catch them (tests and
+/// demonstrations only; not reachable from a configuration).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum HybridBug {
+    #[default]
+    None,
+    /// The OpenSSD FASTer bug class: reclaiming a random log block that
+    /// holds no valid page returns early, erasing it but not installing a
+    /// new log block, so the next random write goes to the page after the
+    /// full log block — the first page of the next block on the device.
+    MergeReturnsEarlyWithoutLogBlock,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// OOB layout: kind (1 byte), logical page (4), sequence number (5 bytes).
+pub const OOB_BYTES: usize = 10;
+/// A page of a merged data block (or a switched sequential log).
+const OOB_DATA: u8 = 1;
+/// A host page in a log block.
+const OOB_LOG: u8 = 2;
+/// A zero page padding a hole in a merged block.
+const OOB_PAD: u8 = 3;
+const OOB_ERASED: u8 = 0xff;
+
+fn encode_oob(kind: u8, lpn: u32, seq: u64) -> [u8; OOB_BYTES] {
+    let mut o = [0u8; OOB_BYTES];
+    o[0] = kind;
+    o[1..5].copy_from_slice(&lpn.to_le_bytes());
+    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
+    o
+}
+
+fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
+    let mut seq = [0u8; 8];
+    seq[..5].copy_from_slice(&o[5..10]);
+    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Role {
+    Free,
+    Data,
+    SeqLog,
+    RandLog,
+    Bad,
+}
+
+/// The sequential log block: which logical block it holds, and the next offset.
+#[derive(Copy, Clone, Debug)]
+struct SeqLog {
+    block: u32,
+    lbn: u32,
+    next: u32,
+}
+
+#[derive(Default, Clone, Debug)]
+struct Counters {
+    switch_merges: u64,
+    partial_merges: u64,
+    full_merges: u64,
+    merge_copies: u64,
+    pad_pages: u64,
+    empty_log_reclaims: u64,
+    seq_log_pages: u64,
+    rand_log_pages: u64,
+    rmw_reads: u64,
+    trim_zero_pages: u64,
+    mount_scanned_pages: u64,
+    mount_merged_logs: u64,
+}
+
+/// The FAST hybrid FTL. See the module docs.
+pub struct HybridFtl {
+    opts: HybridOptions,
+    geometry: Geometry,
+    spp: u32,
+    ppb: u32,
+    logical_sectors: u64,
+    lpns: u32,
+    lbns: u32,
+    /// Random log blocks allowed (resolved at format/mount).
+    max_rand_logs: u32,
+    data_block: Vec<u32>,
+    /// Per logical page: its current version is in its data block.
+    in_data: Vec<u64>,
+    /// Per logical page: the log page holding its current version.
+    log_ppn: Vec<u32>,
+    role: Vec<Role>,
+    /// Free blocks per plane (oldest erased first).
+    free: Vec<VecDeque<u32>>,
+    free_total: u32,
+    /// Planes in striping order (channel first), and the next to allocate on.
+    plane_order: Vec<u32>,
+    plane_div: FastDiv,
+    next_plane: u32,
+    seq_log: Option<SeqLog>,
+    /// Random log blocks, oldest first; the last one is being filled.
+    rand_logs: VecDeque<u32>,
+    /// The random log block being filled and its next page.
+    cursor: (u32, u32),
+    seq: u64,
+    tmp_buf: Option<BufId>,
+    copy_buf: Option<BufId>,
+    zero_buf: Option<BufId>,
+    /// Reused by merges: logical blocks with a valid page in the victim.
+    victim_lbns: Vec<u32>,
+    bug: HybridBug,
+    counters: Counters,
+}
+
+impl HybridFtl {
+    pub fn new(env: &FtlEnv, opts: HybridOptions) -> Result<HybridFtl, String> {
+        Self::with_bug(env, opts, HybridBug::None)
+    }
+
+    /// The FTL with a deliberate bug (for checker tests; see [`HybridBug`]).
+    pub fn with_bug(env: &FtlEnv, opts: HybridOptions, bug: HybridBug) -> Result<HybridFtl, String> {
+        let g = env.geometry.clone();
+        let spp = g.sectors_per_page();
+        let ppb = g.pages_per_block();
+        let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
+        if lpns_u64 >= u64::from(NONE) {
+            return Err(format!("hybrid: {lpns_u64} logical pages do not fit a 32-bit map"));
+        }
+        let lpns = lpns_u64 as u32;
+        let lbns = lpns.div_ceil(ppb);
+        let spare = i64::from(g.blocks()) - i64::from(lbns) - 2;
+        if spare < 1 {
+            return Err(format!(
+                "hybrid: {lbns} logical blocks on {} physical blocks leave no block for a random log \
+                 (one is the sequential log, one is kept for merges): lower the logical capacity",
+                g.blocks()
+            ));
+        }
+        let max_rand_logs = Self::resolve_log_blocks(opts.random_log_blocks, spare as u32)?;
+        let dram = Self::dram_needed(&g, lpns, lbns, max_rand_logs);
+        if dram > env.dram_budget_bytes {
+            return Err(format!(
+                "hybrid option `random_log_blocks`: the maps need {} KiB of device DRAM but the device has {} KiB",
+                dram >> 10,
+                env.dram_budget_bytes >> 10
+            ));
+        }
+        Ok(HybridFtl {
+            spp,
+            ppb,
+            logical_sectors: env.logical_sectors,
+            lpns,
+            lbns,
+            max_rand_logs,
+            data_block: Vec::new(),
+            in_data: Vec::new(),
+            log_ppn: Vec::new(),
+            role: vec![Role::Free; g.blocks() as usize],
+            free: Vec::new(),
+            free_total: 0,
+            plane_order: {
+                let unit_of_plane = super::page::unit_order(&g);
+                let mut order: Vec<u32> = (0..g.planes()).collect();
+                order.sort_by_key(|&p| unit_of_plane[p as usize]);
+                order
+            },
+            plane_div: FastDiv::new(g.blocks_per_plane()),
+            next_plane: 0,
+            seq_log: None,
+            rand_logs: VecDeque::new(),
+            cursor: (NONE, ppb),
+            seq: 1,
+            tmp_buf: None,
+            copy_buf: None,
+            zero_buf: None,
+            victim_lbns: Vec::with_capacity(ppb as usize),
+            bug,
+            counters: Counters::default(),
+            geometry: g,
+            opts,
+        })
+    }
+
+    /// Random log blocks for `spare` blocks beyond data, sequential log and merge reserve.
+    fn resolve_log_blocks(setting: LogBlocks, spare: u32) -> Result<u32, String> {
+        match setting {
+            LogBlocks::All => Ok(spare),
+            LogBlocks::PercentOfSpare(p) => Ok(((f64::from(spare) * p / 100.0).round() as u32).max(1)),
+            LogBlocks::Count(n) if n <= spare => Ok(n),
+            LogBlocks::Count(n) => Err(format!(
+                "hybrid option `random_log_blocks`: {n} exceeds the {spare} blocks left beyond the data blocks, \
+                 the sequential log and the merge reserve"
+            )),
+        }
+    }
+
+    /// Device DRAM: block map, page-in-data-block bits, the page map of the
+    /// log blocks (8 bytes per log page) and the block roles.
+    fn dram_needed(g: &Geometry, lpns: u32, lbns: u32, logs: u32) -> u64 {
+        u64::from(lbns) * 4
+            + u64::from(lpns).div_ceil(8)
+            + u64::from(logs + 1) * u64::from(g.pages_per_block()) * 8
+            + u64::from(g.blocks()) * 4
+    }
+
+    fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.data_block = vec![NONE; self.lbns as usize];
+        self.in_data = vec![0; (self.lpns as usize).div_ceil(64)];
+        self.log_ppn = crate::prefetch::large_vec(self.lpns as usize, NONE);
+        self.role.fill(Role::Free);
+        self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
+        self.free_total = 0;
+        self.next_plane = 0;
+        self.seq_log = None;
+        self.rand_logs.clear();
+        self.cursor = (NONE, self.ppb);
+        self.seq = 1;
+        if self.tmp_buf.is_none() {
+            self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
+            self.copy_buf = Some(flash.buf_alloc(self.spp)?);
+            let zero = flash.buf_alloc(self.spp)?;
+            flash.buf_zero(zero, 0, self.spp)?;
+            self.zero_buf = Some(zero);
+        }
+        Ok(())
+    }
+
+    /// Random log blocks allowed now that the good blocks are known.
+    fn settle_log_blocks(&mut self, good_blocks: u32) -> Result<(), FtlError> {
+        let spare = i64::from(good_blocks) - i64::from(self.lbns) - 2;
+        if spare < 1 {
+            return Err(FtlError::NoSpace(format!(
+                "hybrid: {} good blocks cannot hold {} logical blocks, a sequential log, a random log and a merge block",
+                good_blocks, self.lbns
+            )));
+        }
+        self.max_rand_logs = Self::resolve_log_blocks(self.opts.random_log_blocks, spare as u32)
+            .map_err(FtlError::NoSpace)?
+            .min(spare as u32);
+        Ok(())
+    }
+
+    fn page_addr(&self, ppn: u32) -> PageAddr {
+        PageAddr(u64::from(ppn))
+    }
+
+    #[inline]
+    fn plane_of(&self, block: u32) -> u32 {
+        self.plane_div.quotient(block)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    /// Logical pages of logical block `lbn` (the last one may be short).
+    fn lbn_pages(&self, lbn: u32) -> u32 {
+        (self.lpns - lbn * self.ppb).min(self.ppb)
+    }
+
+    #[inline]
+    fn is_in_data(&self, lpn: u32) -> bool {
+        self.in_data[(lpn / 64) as usize] & (1 << (lpn % 64)) != 0
+    }
+
+    #[inline]
+    fn set_in_data(&mut self, lpn: u32, on: bool) {
+        let bit = 1u64 << (lpn % 64);
+        let w = &mut self.in_data[(lpn / 64) as usize];
+        *w = if on { *w | bit } else { *w & !bit };
+    }
+
+    /// Where the current version of `lpn` is (NONE: never written).
+    #[inline]
+    fn location(&self, lpn: u32) -> u32 {
+        match self.log_ppn[lpn as usize] {
+            NONE if self.is_in_data(lpn) => self.data_block[(lpn / self.ppb) as usize] * self.ppb + lpn % self.ppb,
+            NONE => NONE,
+            ppn => ppn,
+        }
+    }
+
+    // ----- free blocks -----
+
+    fn push_free(&mut self, block: u32) {
+        self.role[block as usize] = Role::Free;
+        let plane = self.plane_of(block) as usize;
+        self.free[plane].push_back(block);
+        self.free_total += 1;
+    }
+
+    /// A free block, on `plane` if it has one (so merges can use copyback),
+    /// else on the next plane in turn that has one.
+    fn pop_free(&mut self, plane: Option<u32>) -> Result<u32, FtlError> {
+        if let Some(p) = plane {
+            if let Some(b) = self.free[p as usize].pop_front() {
+                self.free_total -= 1;
+                return Ok(b);
+            }
+        }
+        let planes = self.plane_order.len() as u32;
+        for _ in 0..planes {
+            self.next_plane = (self.next_plane + 1) % planes;
+            let p = self.plane_order[self.next_plane as usize] as usize;
+            if let Some(b) = self.free[p].pop_front() {
+                self.free_total -= 1;
+                return Ok(b);
+            }
+        }
+        Err(FtlError::NoSpace("hybrid: no free block for a log or a merge".into()))
+    }
+
+    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
+        flash.erase(cause, BlockAddr(u64::from(block)))?;
+        self.push_free(block);
+        Ok(())
+    }
+
+    // ----- writes -----
+
+    /// Store one full logical page from `buf` at `sector`.
+    fn write_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
+        let (lbn, off) = (lpn / self.ppb, lpn % self.ppb);
+        if off == 0 {
+            self.close_seq_log(flash)?;
+            let block = self.pop_free(None)?;
+            self.role[block as usize] = Role::SeqLog;
+            self.seq_log = Some(SeqLog { block, lbn, next: 0 });
+        }
+        match self.seq_log {
+            Some(s) if s.lbn == lbn && s.next == off => {
+                let ppn = s.block * self.ppb + off;
+                self.program_log(flash, lpn, ppn, buf, sector)?;
+                self.counters.seq_log_pages += 1;
+                let next = off + 1;
+                self.seq_log = Some(SeqLog { next, ..s });
+                if next == self.lbn_pages(lbn) {
+                    self.switch_merge(flash)?;
+                }
+                Ok(())
+            }
+            _ => self.append_random(flash, lpn, buf, sector),
+        }
+    }
+
+    /// Program a host page into a log page and make it current.
+    fn program_log(
+        &mut self,
+        flash: &mut dyn Flash,
+        lpn: u32,
+        ppn: u32,
+        buf: BufId,
+        sector: u32,
+    ) -> Result<(), FtlError> {
+        let oob = encode_oob(OOB_LOG, lpn, self.next_seq());
+        flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
+        self.set_in_data(lpn, false);
+        self.log_ppn[lpn as usize] = ppn;
+        Ok(())
+    }
+
+    fn append_random(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
+        if self.cursor.1 == self.ppb {
+            self.new_random_log(flash)?;
+        }
+        let ppn = self.cursor.0 * self.ppb + self.cursor.1;
+        self.cursor.1 += 1;
+        self.counters.rand_log_pages += 1;
+        self.program_log(flash, lpn, ppn, buf, sector)
+    }
+
+    /// Install a fresh random log block: a free one while the pool has
+    /// room, else the oldest one after merging what it holds.
+    fn new_random_log(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        if (self.rand_logs.len() as u32) < self.max_rand_logs {
+            let block = self.pop_free(None)?;
+            self.install_random_log(block);
+            return Ok(());
+        }
+        let victim = self.rand_logs.pop_front().expect("a full pool has blocks");
+        self.collect_victim_lbns(flash, victim)?;
+        if self.victim_lbns.is_empty() {
+            self.counters.empty_log_reclaims += 1;
+            if self.bug == HybridBug::MergeReturnsEarlyWithoutLogBlock {
+                // BUG (deliberate): nothing to merge, so erase and return —
+                // without installing a log block.
+                return self.erase_to_free(flash, victim, Cause::Gc);
+            }
+        }
+        let lbns = std::mem::take(&mut self.victim_lbns);
+        let mut result = Ok(());
+        for &lbn in &lbns {
+            result = self.full_merge(flash, lbn);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.victim_lbns = lbns;
+        result?;
+        flash.erase(Cause::Gc, BlockAddr(u64::from(victim)))?;
+        self.install_random_log(victim);
+        Ok(())
+    }
+
+    fn install_random_log(&mut self, block: u32) {
+        self.role[block as usize] = Role::RandLog;
+        self.rand_logs.push_back(block);
+        self.cursor = (block, 0);
+    }
+
+    /// The logical blocks with a valid page in log block `victim` (from the
+    /// pages' OOB), into `self.victim_lbns`.
+    fn collect_victim_lbns(&mut self, flash: &mut dyn Flash, victim: u32) -> Result<(), FtlError> {
+        self.victim_lbns.clear();
+        let mut oob = [0u8; OOB_BYTES];
+        for ppn in victim * self.ppb..(victim + 1) * self.ppb {
+            flash.read_oob(Cause::Gc, self.page_addr(ppn), &mut oob)?;
+            let (kind, lpn, _) = decode_oob(&oob);
+            if kind == OOB_ERASED {
+                break;
+            }
+            if lpn < self.lpns && self.log_ppn[lpn as usize] == ppn {
+                let lbn = lpn / self.ppb;
+                if !self.victim_lbns.contains(&lbn) {
+                    self.victim_lbns.push(lbn);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----- merges -----
+
+    /// End the sequential log: a partial merge (copy the rest of its
+    /// logical block into it, then switch).
+    fn close_seq_log(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let Some(s) = self.seq_log else { return Ok(()) };
+        let last = self.last_current_offset(s.lbn, s.next);
+        if let Some(last) = last {
+            for off in s.next..=last {
+                let dst = s.block * self.ppb + off;
+                self.fill_page(flash, s.lbn * self.ppb + off, dst)?;
+            }
+        }
+        self.counters.partial_merges += 1;
+        self.adopt_seq_log(flash)
+    }
+
+    /// Switch merge: the full sequential log becomes the data block.
+    fn switch_merge(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.counters.switch_merges += 1;
+        self.adopt_seq_log(flash)
+    }
+
+    /// The sequential log becomes its logical block's data block.
+    fn adopt_seq_log(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let s = self.seq_log.take().expect("a sequential log to adopt");
+        let first = s.lbn * self.ppb;
+        for off in 0..self.lbn_pages(s.lbn) {
+            let lpn = first + off;
+            if self.log_ppn[lpn as usize] == s.block * self.ppb + off {
+                self.log_ppn[lpn as usize] = NONE;
+                self.set_in_data(lpn, true);
+            }
+        }
+        self.replace_data_block(flash, s.lbn, s.block)
+    }
+
+    /// Merge logical block `lbn` into a fresh data block.
+    fn full_merge(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        let old = self.data_block[lbn as usize];
+        let plane = (old != NONE).then(|| self.plane_of(old));
+        let block = self.pop_free(plane)?;
+        self.role[block as usize] = Role::Data;
+        if let Some(last) = self.last_current_offset(lbn, 0) {
+            for off in 0..=last {
+                self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off)?;
+            }
+        }
+        self.counters.full_merges += 1;
+        // The sequential log of this logical block holds nothing current now.
+        if let Some(s) = self.seq_log.filter(|s| s.lbn == lbn) {
+            self.seq_log = None;
+            self.erase_to_free(flash, s.block, Cause::Gc)?;
+        }
+        self.replace_data_block(flash, lbn, block)
+    }
+
+    /// The highest offset (from `from`) of `lbn` whose page holds data.
+    fn last_current_offset(&self, lbn: u32, from: u32) -> Option<u32> {
+        let first = lbn * self.ppb;
+        (from..self.lbn_pages(lbn)).rev().find(|&off| self.location(first + off) != NONE)
+    }
+
+    /// Program page `dst` of a block being merged with the current version
+    /// of `lpn` (a copy), or a zero page if it has none; `lpn` is then in
+    /// the data block being built.
+    fn fill_page(&mut self, flash: &mut dyn Flash, lpn: u32, dst: u32) -> Result<(), FtlError> {
+        let src = self.location(lpn);
+        if src == NONE {
+            let oob = encode_oob(OOB_PAD, lpn, self.next_seq());
+            let zero = self.zero_buf.expect("buffers allocated at power-on");
+            flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob)?;
+            self.counters.pad_pages += 1;
+            self.set_in_data(lpn, false);
+            return Ok(());
+        }
+        let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
+        if self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb) {
+            flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
+        } else {
+            let buf = self.copy_buf.expect("buffers allocated at power-on");
+            flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
+            flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
+        }
+        self.counters.merge_copies += 1;
+        self.log_ppn[lpn as usize] = NONE;
+        self.set_in_data(lpn, true);
+        Ok(())
+    }
+
+    /// `block` is now `lbn`'s data block; the old one holds nothing current.
+    fn replace_data_block(&mut self, flash: &mut dyn Flash, lbn: u32, block: u32) -> Result<(), FtlError> {
+        self.role[block as usize] = Role::Data;
+        let old = std::mem::replace(&mut self.data_block[lbn as usize], block);
+        if old != NONE {
+            self.erase_to_free(flash, old, Cause::Gc)?;
+        }
+        Ok(())
+    }
+
+    /// Load the current version of `lpn` into `buf` (zeros if never written).
+    fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
+        match self.location(lpn) {
+            NONE => flash.buf_zero(buf, 0, self.spp)?,
+            ppn => {
+                self.counters.rmw_reads += 1;
+                flash.read(Cause::Host, self.page_addr(ppn), 0, self.spp, buf, 0, &mut [])?;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- mount -----
+
+    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let g = self.geometry.clone();
+        let lpns = self.lpns as usize;
+        let mut best_seq = vec![0u64; lpns];
+        let mut best_ppn = vec![NONE; lpns];
+        let mut written = vec![0u32; g.blocks() as usize];
+        let mut first_seq = vec![u64::MAX; g.blocks() as usize];
+        let mut max_seq = 0;
+        let mut good = 0;
+        let mut oob = [0u8; OOB_BYTES];
+        for block in 0..g.blocks() {
+            if flash.is_factory_bad(BlockAddr(u64::from(block))) {
+                self.role[block as usize] = Role::Bad;
+                continue;
+            }
+            good += 1;
+            for page in 0..self.ppb {
+                let ppn = block * self.ppb + page;
+                flash.read_oob(Cause::Recovery, self.page_addr(ppn), &mut oob)?;
+                self.counters.mount_scanned_pages += 1;
+                let (kind, lpn, seq) = decode_oob(&oob);
+                if kind == OOB_ERASED {
+                    break;
+                }
+                written[block as usize] = page + 1;
+                max_seq = max_seq.max(seq);
+                first_seq[block as usize] = first_seq[block as usize].min(seq);
+                if matches!(kind, OOB_DATA | OOB_LOG) && lpn < self.lpns && seq > best_seq[lpn as usize] {
+                    best_seq[lpn as usize] = seq;
+                    best_ppn[lpn as usize] = ppn;
+                }
+            }
+        }
+        self.seq = max_seq + 1;
+        self.settle_log_blocks(good)?;
+        // Per block: the single logical block all its current pages belong
+        // to at their own offsets (NONE: none yet; MIXED: not data-shaped).
+        const MIXED: u32 = u32::MAX - 1;
+        let mut shape = vec![NONE; g.blocks() as usize];
+        let mut current = vec![0u32; g.blocks() as usize];
+        for (lpn, &ppn) in best_ppn.iter().enumerate() {
+            if ppn == NONE {
+                continue;
+            }
+            let (block, lpn) = (ppn / self.ppb, lpn as u32);
+            current[block as usize] += 1;
+            let lbn = lpn / self.ppb;
+            let aligned = ppn % self.ppb == lpn % self.ppb;
+            shape[block as usize] = match shape[block as usize] {
+                NONE if aligned => lbn,
+                s if s == lbn && aligned => lbn,
+                _ => MIXED,
+            };
+        }
+        // Data blocks: the oldest data-shaped block of each logical block.
+        for block in 0..g.blocks() {
+            let lbn = shape[block as usize];
+            if current[block as usize] > 0 && lbn < MIXED {
+                let d = self.data_block[lbn as usize];
+                if d == NONE || first_seq[block as usize] < first_seq[d as usize] {
+                    self.data_block[lbn as usize] = block;
+                }
+            }
+        }
+        for (lpn, &ppn) in best_ppn.iter().enumerate() {
+            if ppn == NONE {
+                continue;
+            }
+            let lpn = lpn as u32;
+            if self.data_block[(lpn / self.ppb) as usize] == ppn / self.ppb {
+                self.set_in_data(lpn, true);
+            } else {
+                self.log_ppn[lpn as usize] = ppn;
+            }
+        }
+        // Roles: data blocks, logs (oldest first), and garbage to erase.
+        for &d in &self.data_block {
+            if d != NONE {
+                self.role[d as usize] = Role::Data;
+            }
+        }
+        let mut logs = Vec::new();
+        for block in 0..g.blocks() {
+            match (self.role[block as usize], written[block as usize], current[block as usize]) {
+                (Role::Bad | Role::Data, _, _) => {}
+                (_, 0, _) => self.push_free(block),
+                (_, _, 0) => self.erase_to_free(flash, block, Cause::Recovery)?,
+                _ => logs.push(block),
+            }
+        }
+        logs.sort_unstable_by_key(|&b| first_seq[b as usize]);
+        for block in logs {
+            self.role[block as usize] = Role::RandLog;
+            self.rand_logs.push_back(block);
+        }
+        // More logs than the pool holds: merge the oldest.
+        while self.rand_logs.len() as u32 > self.max_rand_logs {
+            let victim = self.rand_logs.pop_front().expect("logs");
+            self.collect_victim_lbns(flash, victim)?;
+            let lbns = std::mem::take(&mut self.victim_lbns);
+            for &lbn in &lbns {
+                self.full_merge(flash, lbn)?;
+            }
+            self.victim_lbns = lbns;
+            self.erase_to_free(flash, victim, Cause::Recovery)?;
+            self.counters.mount_merged_logs += 1;
+        }
+        // Adopted logs are not appended to: the next random write opens one.
+        self.cursor = (NONE, self.ppb);
+        Ok(())
+    }
+}
+
+impl Ftl for HybridFtl {
+    fn info(&self) -> FtlInfo {
+        FtlInfo { name: "hybrid", guarantee: Guarantee::Baseline, oob_bytes: OOB_BYTES as u32 }
+    }
+
+    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        let mut good = 0;
+        for block in 0..self.geometry.blocks() {
+            let addr = BlockAddr(u64::from(block));
+            if flash.is_factory_bad(addr) {
+                self.role[block as usize] = Role::Bad;
+                continue;
+            }
+            match flash.erase(Cause::Format, addr) {
+                Ok(()) => {
+                    self.push_free(block);
+                    good += 1;
+                }
+                Err(FlashError::EraseFailed | FlashError::BadBlock) => self.role[block as usize] = Role::Bad,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.settle_log_blocks(good)
+    }
+
+    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.reset_state(flash)?;
+        self.scan_and_rebuild(flash)
+    }
+
+    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            match self.location(lpn) {
+                NONE => flash.buf_zero(req.buf, at, n)?,
+                ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
+        check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            let at = (lba - req.lba) as u32;
+            if n == self.spp {
+                self.write_page(flash, lpn, req.buf, at)?;
+            } else {
+                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                self.load_page(flash, lpn, tmp)?;
+                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
+                self.write_page(flash, lpn, tmp, 0)?;
+            }
+            lba += u64::from(n);
+        }
+        Ok(Durability::Durable)
+    }
+
+    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
+        check_range(lba, sectors, self.logical_sectors)?;
+        let spp = u64::from(self.spp);
+        let (mut lba, end) = (lba, lba + sectors);
+        while lba < end {
+            let lpn = (lba / spp) as u32;
+            let in_page = (lba % spp) as u32;
+            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
+            // Never-written pages already read as zeros.
+            if self.location(lpn) != NONE {
+                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
+                if n == self.spp {
+                    flash.buf_zero(tmp, 0, self.spp)?;
+                } else {
+                    self.load_page(flash, lpn, tmp)?;
+                    flash.buf_zero(tmp, in_page, n)?;
+                }
+                self.write_page(flash, lpn, tmp, 0)?;
+                self.counters.trim_zero_pages += 1;
+            }
+            lba += u64::from(n);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(()) // no write cache
+    }
+
+    fn idle(&mut self, _flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
+        Ok(IdleOutcome::Nothing)
+    }
+
+    fn shutdown(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(()) // everything a mount needs is in the OOB
+    }
+
+    fn prefetch(&mut self, _flash: &dyn Flash, lba: u64, _sectors: u32) {
+        if !self.log_ppn.is_empty() {
+            let lpn = (lba / u64::from(self.spp)) as usize;
+            crate::prefetch::prefetch(&self.log_ppn, lpn);
+            crate::prefetch::prefetch(&self.data_block, lpn / self.ppb as usize);
+        }
+    }
+
+    fn stats(&self) -> FtlStats {
+        let c = &self.counters;
+        let mut extra = BTreeMap::new();
+        for (k, v) in [
+            ("switch_merges", c.switch_merges),
+            ("partial_merges", c.partial_merges),
+            ("full_merges", c.full_merges),
+            ("merge_copies", c.merge_copies),
+            ("pad_pages", c.pad_pages),
+            ("empty_log_reclaims", c.empty_log_reclaims),
+            ("seq_log_pages", c.seq_log_pages),
+            ("rand_log_pages", c.rand_log_pages),
+            ("random_log_blocks", u64::from(self.max_rand_logs)),
+            ("rmw_reads", c.rmw_reads),
+            ("trim_zero_pages", c.trim_zero_pages),
+            ("free_blocks", u64::from(self.free_total)),
+            ("mount_scanned_pages", c.mount_scanned_pages),
+            ("mount_merged_logs", c.mount_merged_logs),
+        ] {
+            extra.insert(k.to_string(), serde_json::json!(v));
+        }
+        let runs = c.switch_merges + c.partial_merges + c.full_merges;
+        FtlStats {
+            gc_runs: runs,
+            dram_bytes: Self::dram_needed(&self.geometry, self.lpns, self.lbns, self.max_rand_logs),
+            extra,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: toml::Value) -> Result<LogBlocks, String> {
+        let mut t = FtlOptions::new();
+        t.insert("random_log_blocks".into(), v);
+        parse_options::<HybridOptions>("hybrid", &t).map(|o| o.random_log_blocks)
+    }
+
+    #[test]
+    fn log_block_counts_parse_as_numbers_shares_or_all() {
+        assert_eq!(parse(toml::Value::Integer(8)), Ok(LogBlocks::Count(8)));
+        assert_eq!(parse(toml::Value::String("8".into())), Ok(LogBlocks::Count(8)));
+        assert_eq!(parse(toml::Value::String("25%".into())), Ok(LogBlocks::PercentOfSpare(25.0)));
+        assert_eq!(parse(toml::Value::String("all".into())), Ok(LogBlocks::All));
+        for bad in [toml::Value::Integer(0), toml::Value::String("lots".into())] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("`random_log_blocks`"), "{e}");
+        }
+        assert_eq!(HybridFtl::resolve_log_blocks(LogBlocks::PercentOfSpare(50.0), 10), Ok(5));
+        assert!(HybridFtl::resolve_log_blocks(LogBlocks::Count(11), 10).unwrap_err().contains("exceeds"));
+    }
+}
