@@ -584,9 +584,13 @@ impl FlashController {
 
     /// The device DRAM loses the FTL's buffers (when the effect is on).
     fn lose_dram(&mut self) {
-        if !self.power.effects.write_cache_lost {
-            return;
+        if self.power.effects.write_cache_lost {
+            self.release_ftl_buffers();
         }
+    }
+
+    /// Free every buffer the FTL holds (its DRAM is gone: a power cycle).
+    pub fn release_ftl_buffers(&mut self) {
         for (i, owned) in self.ftl_owned.iter_mut().enumerate() {
             if std::mem::take(owned) {
                 self.bufs.free(BufId(i as u32));
@@ -639,6 +643,11 @@ impl FlashController {
         self.stats = image.stats;
         self.log = image.log;
         (self.bufs, self.ftl_owned, self.ftl_buffer_bytes) = image.dram;
+    }
+
+    /// Set the index of the next operation (a crash test rewinding a recovery it rolled back).
+    pub fn reset_op_index(&mut self, op_index: u64) {
+        self.op_index = op_index;
     }
 
     /// Take the violation log (leaving an empty one).

@@ -16,6 +16,7 @@
 //! integers and byte slices.
 
 pub mod buggy;
+pub mod crash_bugs;
 pub mod page;
 pub mod policy;
 

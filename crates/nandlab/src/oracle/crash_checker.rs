@@ -133,10 +133,26 @@ impl CrashHistory {
     /// Everything issued so far is durable (a completed flush).
     pub fn make_durable(&mut self) {
         for op in &self.ops {
-            if op.trim {
-                self.floor.record_trim(op.lba, u64::from(op.sectors));
-            } else {
-                self.floor.record_write(op.lba, u64::from(op.sectors), op.write);
+            // A write acknowledged as durable after `op` already set the
+            // floor of its sectors: `op` must not go over it.
+            let newer = |v: u32| v != NEVER && v != TRIMMED && v > op.write;
+            let end = op.lba + u64::from(op.sectors);
+            let mut s = op.lba;
+            while s < end {
+                if newer(self.floor.raw(s)) {
+                    s += 1;
+                    continue;
+                }
+                let mut e = s + 1;
+                while e < end && !newer(self.floor.raw(e)) {
+                    e += 1;
+                }
+                if op.trim {
+                    self.floor.record_trim(s, e - s);
+                } else {
+                    self.floor.record_write(s, e - s, op.write);
+                }
+                s = e;
             }
         }
         self.ops.clear();

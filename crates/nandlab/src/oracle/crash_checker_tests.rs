@@ -128,3 +128,13 @@ fn optr_zeros_may_match_the_floor_or_a_trim() {
     // Write 1 kept, trim lost, write 2 landed: not a prefix.
     only(&check(&h, None, Guarantee::Optr, &[Run::data(0, 1, 8), Run::data(8, 2, 8)]), Rule::NotAPrefix);
 }
+
+#[test]
+fn a_flush_does_not_put_an_older_trim_over_a_durable_write() {
+    let mut h = CrashHistory::new(8, 4);
+    h.record(Some(t(0, 0, 8, 0)), false, None);
+    h.record(Some(w(1, 0, 8, 1)), false, Some(Durability::Durable));
+    h.record(None, true, None);
+    assert!(check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8)]).is_clean());
+    only(&check(&h, None, Guarantee::Baseline, &[Run::filler(RunKind::Zero, 8)]), Rule::LostDurableWrite);
+}

@@ -10,6 +10,7 @@
 //!
 //! Modes build on it: [`stress`] runs a workload untimed and reports.
 
+pub mod crash;
 pub mod stress;
 
 use crate::config::Config;
@@ -71,6 +72,8 @@ pub struct Session {
     next_request_id: u64,
     sector_bytes: u64,
     ftl_failed: bool,
+    /// How the FTL acknowledged the last write request (crash checking).
+    last_durability: Option<Durability>,
 }
 
 impl Session {
@@ -113,6 +116,7 @@ impl Session {
             next_request_id: 0,
             sector_bytes: u64::from(config.geometry.sector_size_bytes()),
             ftl_failed: false,
+            last_durability: None,
         })
     }
 
@@ -159,6 +163,7 @@ impl Session {
     pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {
         let id = self.next_request_id;
         self.next_request_id += 1;
+        self.last_durability = None;
         self.flash.set_request(Some(id));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         match req.op {
@@ -172,6 +177,7 @@ impl Session {
                 let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
                 match self.ftl.write(&mut self.flash, &io) {
                     Ok(d) => {
+                        self.last_durability = Some(d);
                         self.oracle.record_write(req.lba, u64::from(req.sectors), write);
                         if d == Durability::Volatile {
                             self.host.volatile_writes += 1;
