@@ -21,6 +21,8 @@ pub enum CrashBug {
     /// `page`: recovery erases the blocks of the checkpoint it loaded before
     /// it has written a new one, so a cut during recovery loses the map.
     RecoveryNotCrashSafe,
+    /// `page`: a flush does not make trims durable (no trim records).
+    ForgetsTrimsOnFlush,
     /// `optr`: a flush drops the dirty pages of the write cache instead of
     /// writing them.
     LosesCacheOnFlush,

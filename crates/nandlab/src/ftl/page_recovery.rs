@@ -47,7 +47,8 @@ struct BlockScan {
 impl PageFtl {
     /// Make the trims since the last flush durable (see the module docs).
     pub(super) fn persist_trims(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.pending_trims.is_empty() {
+        if self.pending_trims.is_empty() || self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
+            self.pending_trims.clear();
             return Ok(());
         }
         let per_page = (self.geometry.page_size_bytes() as usize - TRIM_HEADER_BYTES) / TRIM_ENTRY_BYTES;
