@@ -5,6 +5,7 @@ mod support;
 
 use nandlab::config::Config;
 use nandlab::ftl::crash_bugs::CrashBug;
+use nandlab::ftl::optr::{OptrFtl, OptrOptions};
 use nandlab::ftl::page::{PageFtl, PageOptions};
 use nandlab::ftl::Guarantee;
 use nandlab::run::crash::SharedFactory;
@@ -158,4 +159,77 @@ fn a_flushed_trim_that_recovery_undoes_is_caught() {
     });
     let r = crash::run_with_factory(&config, page_with(CrashBug::ForgetsTrimsOnFlush), &w, &options(7, 40)).unwrap();
     caught_by(&r, &[Rule::LostDurableWrite]);
+}
+
+/// A factory for `optr` with a deliberate crash bug.
+fn optr_with(bug: CrashBug) -> SharedFactory {
+    Arc::new(move |env| {
+        let ftl = OptrFtl::new(env, OptrOptions::default())?.with_crash_bug(bug);
+        Ok(Box::new(ftl) as Box<dyn nandlab::ftl::Ftl>)
+    })
+}
+
+fn optr_config() -> Config {
+    let mut c = tiny();
+    c.ftl_name = "optr".into();
+    c.ftl_options.clear();
+    c
+}
+
+#[test]
+fn optr_passes_optr_strong_through_gc_checkpoints_trims_and_flushes() {
+    let config = optr_config();
+    let r = campaign(&config, &mixed(), &options(11, 160));
+    eprintln!("{}", r.summary());
+    assert_eq!(r.guarantee, Guarantee::Optr);
+    assert_passes(&r);
+    assert!(r.points.iter().any(|p| p.torn_pages > 0), "some cut tore a program");
+}
+
+#[test]
+fn optr_passes_optr_strong_on_striped_multi_page_writes_without_flushes() {
+    let config = optr_config();
+    let r = campaign(&config, &striped_writes(), &options(12, 80));
+    assert_passes(&r);
+}
+
+#[test]
+fn a_flush_that_loses_the_write_cache_is_caught() {
+    let config = optr_config();
+    let r =
+        crash::run_with_factory(&config, optr_with(CrashBug::LosesCacheOnFlush), &mixed(), &options(13, 60)).unwrap();
+    caught_by(&r, &[Rule::LostDurableWrite]);
+}
+
+#[test]
+fn writes_reordered_across_a_flush_are_caught() {
+    let config = optr_config();
+    let w = spec(|s| {
+        s.rw = RwMode::RandWrite;
+        s.bsrange = Some("4k-16k".into());
+        s.fsync = 2;
+        s.write_size = Some(SizeSpec::TimesCapacity(0.2));
+    });
+    let mut o = options(14, 150);
+    o.phase = Phase::Between;
+    let r = crash::run_with_factory(&config, optr_with(CrashBug::ReordersAcrossFlush), &w, &o).unwrap();
+    caught_by(&r, &[Rule::LostDurableWrite, Rule::NotAPrefix]);
+}
+
+#[test]
+fn a_half_durable_multi_page_request_is_caught_by_atomicity_only_in_optr_mode() {
+    let config = optr_config();
+    let w = spec(|s| {
+        s.rw = RwMode::RandWrite;
+        s.bs = SizeSpec::Bytes(32 << 10);
+        s.fsync = 64;
+        s.write_size = Some(SizeSpec::TimesCapacity(0.6));
+    });
+    let mut o = options(15, 150);
+    o.guarantee = Some(Guarantee::Baseline);
+    let baseline = crash::run_with_factory(&config, optr_with(CrashBug::HalfDurableRequests), &w, &o).unwrap();
+    assert_passes(&baseline);
+    o.guarantee = Some(Guarantee::Optr);
+    let strong = crash::run_with_factory(&config, optr_with(CrashBug::HalfDurableRequests), &w, &o).unwrap();
+    caught_by(&strong, &[Rule::TornWriteRequest]);
 }

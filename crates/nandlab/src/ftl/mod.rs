@@ -17,6 +17,7 @@
 
 pub mod buggy;
 pub mod crash_bugs;
+pub mod optr;
 pub mod page;
 pub mod policy;
 
@@ -170,7 +171,7 @@ pub struct FtlDescriptor {
 
 /// Every FTL nandlab ships.
 pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 2] = [page::DESCRIPTOR, buggy::DESCRIPTOR];
+    static REGISTRY: [FtlDescriptor; 3] = [page::DESCRIPTOR, optr::DESCRIPTOR, buggy::DESCRIPTOR];
     &REGISTRY
 }
 
