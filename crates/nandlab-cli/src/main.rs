@@ -4,6 +4,7 @@
 //! input (configuration, options, files).
 
 mod bench;
+mod crash_cmd;
 mod options;
 
 use clap::{Parser, Subcommand};
@@ -39,13 +40,23 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Power-loss testing: cut the power at chosen flash operations, recover
+    /// with a fresh FTL, check the guarantee the FTL claims.
+    Crash {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        crash: crash_cmd::CrashArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
     Ftls,
     /// List the rules nandlab checks.
     Rules,
-    /// Benchmarks: `nandlab bench stress`.
+    /// Benchmarks: `nandlab bench stress`, `nandlab bench crash`.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
@@ -55,12 +66,13 @@ enum Command {
 /// Exit code for bad input.
 const EXIT_INPUT: u8 = 2;
 /// Exit code when violations were found.
-const EXIT_VIOLATIONS: u8 = 1;
+pub(crate) const EXIT_VIOLATIONS: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Stress { device, workload, run } => stress_command(&device, &workload, &run),
+        Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {
@@ -97,7 +109,7 @@ fn main() -> ExitCode {
 }
 
 /// Print an input error and return exit code 2.
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn input_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(EXIT_INPUT)
 }

@@ -517,6 +517,8 @@ impl PageFtl {
         let result = self.move_valid_pages(flash, unit, victim);
         self.in_gc = was_in_gc;
         result?;
+        // The victim may hold the newest copy of a trimmed page (see page_recovery.rs).
+        self.persist_trims(flash)?;
         flash.erase(Cause::Gc, self.block_addr(victim))?;
         self.state[victim as usize] = BlockState::Free;
         self.units[unit].free.push_back(victim);

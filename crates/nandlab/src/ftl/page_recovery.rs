@@ -17,7 +17,10 @@
 //!   block). A record entry unmaps its logical page unless a newer data
 //!   page exists. Trim-log blocks live until the next checkpoint (which
 //!   holds the trims) supersedes them; when the log grows past a few
-//!   blocks, a flush writes a checkpoint.
+//!   blocks, a flush writes a checkpoint. GC makes pending trims durable
+//!   before it erases a victim: the victim may hold the newest copy of a
+//!   trimmed page, and without the record an older copy elsewhere would
+//!   come back after a cut.
 //! - **Checkpoints** (a clean shutdown, or a long trim log) hold the whole
 //!   map. Entries are trusted only where the scan finds that logical page
 //!   still at that physical page: an unflushed trim may have let GC reuse
