@@ -137,6 +137,13 @@ impl PageFtl {
                 continue;
             }
             written_pages[block as usize] = scan.oobs.len() as u32;
+            // The block's logical pages are scattered over the maps: load
+            // their entries together rather than one miss at a time.
+            for oob in &scan.oobs {
+                let lpn = u32::from_le_bytes(oob[1..5].try_into().unwrap()) as usize;
+                crate::prefetch::prefetch(&best_seq, lpn);
+                crate::prefetch::prefetch(&data_l2p, lpn);
+            }
             for (page, oob) in scan.oobs.iter().enumerate() {
                 let (kind, index, seq) = decode_oob(oob);
                 max_seq = max_seq.max(seq);

@@ -220,6 +220,15 @@ impl CrashChecker<'_> {
         });
         listed.iter().map(|&p| p as usize).chain(flight.map(|_| self.h.ops.len()))
     }
+    /// Whether any pending operation touches the index units of `s0 .. s0+len`.
+    fn touches_range(&self, s0: u64, len: u32) -> bool {
+        let (first, last) = (s0 >> INDEX_SHIFT, (s0 + u64::from(len) - 1) >> INDEX_SHIFT);
+        let flight = self.in_flight.as_ref().is_some_and(|f| {
+            f.lba >> INDEX_SHIFT <= last && (f.lba + u64::from(f.sectors) - 1) >> INDEX_SHIFT >= first
+        });
+        flight || (!self.h.by_unit.is_empty() && (first..=last).any(|u| self.h.by_unit.contains_key(&u)))
+    }
+
     fn touched(&self, s: u64) -> bool {
         self.positions_near(s).any(|p| self.op(p).covers(s))
     }
@@ -245,6 +254,12 @@ impl CrashChecker<'_> {
         match run.kind {
             RunKind::Data => self.check_data(ck, s0, run),
             RunKind::Zero => {
+                // Fast path: nothing durable was written here and no pending
+                // operation touches these sectors (most of a fresh disk).
+                let durable_data = self.h.floor.first_sector(s0, len, |v| v != NEVER && v != TRIMMED).is_some();
+                if !durable_data && !self.touches_range(s0, len) {
+                    return;
+                }
                 for s in s0..s0 + u64::from(len) {
                     if !self.check_zero_sector(ck, s) {
                         return;
