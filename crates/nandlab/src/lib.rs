@@ -19,18 +19,23 @@
 //!   recorded traces later. Requests stream; nothing is held in memory.
 //! - [`run`] is the host side: a [`run::Session`] hands each request to the
 //!   FTL in a buffer, records writes in the oracle and checks reads. The
-//!   modes (`stress` now; `perf`, `crash` next) are built on it.
+//!   modes (`stress`, `crash`; `perf` next) are built on it.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
-//!   (`page`), with pluggable GC policies in [`ftl::policy`].
+//!   (`page`, `optr`), with pluggable GC policies in [`ftl::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
 //!   data buffers. Every operation carries its cause; timing and fault
 //!   injection attach as observers, never inside FTL code.
 //! - [`nand`] is the virtual NAND: geometry, page and block state, the rules
 //!   checked on every operation, and payload stamps — host data as compact
-//!   (LBA, write id) runs the FTL moves but never reads.
+//!   (LBA, write id) runs the FTL moves but never reads. [`nand::power`]
+//!   says what a power cut does to an operation in flight; an undo journal
+//!   lets `crash` test a cut without copying the drive.
 //! - [`oracle`] is the shadow disk beside the data path: a version per
-//!   sector, against which every read is checked.
+//!   sector, against which every read is checked; after a power cut,
+//!   [`oracle::crash_checker`] decides whether the recovered disk is legal
+//!   for the guarantee the FTL claims (baseline, or OPTR's prefix,
+//!   atomicity and flush semantics).
 //! - [`violation`] names the rules and records what broke them; [`report`]
 //!   turns a run into JSON and a summary; [`config`] loads devices and
 //!   presets; [`seed`] derives one random stream per component from the run

@@ -37,7 +37,12 @@
 //! # Crash guarantee
 //!
 //! [`Guarantee::Baseline`]: writes are durable when they complete (no
-//! write cache). Trims are persisted only by the shutdown checkpoint.
+//! write cache); trims are durable once a flush completes after them.
+//! Torn programs and interrupted erases are survived (see
+//! `page_recovery.rs`); the paired-page problem is not (with paired-page
+//! corruption on, a torn upper page can destroy a completed lower-page
+//! write). Multi-page writes are not atomic: a cut between the programs
+//! of one request can leave it half written.
 
 use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
 use super::{

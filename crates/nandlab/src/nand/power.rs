@@ -158,3 +158,119 @@ impl Nand {
         self.slots.get(page.0 as usize).is_some_and(|s| s.state & KIND_MASK >= K_GARBAGE)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flash::FlashError;
+    use crate::nand::payload::Run;
+    use crate::nand::{BlockAddr, CellType, GeometryConfig, PageAddr, PageContent, PagePairing};
+    use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
+
+    fn mlc() -> Nand {
+        let g = GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 8,
+            page_size_bytes: 2048,
+            oob_size_bytes: 16,
+            sector_size_bytes: 512,
+            cell_type: CellType::Mlc,
+            page_pairing: PagePairing::Consecutive,
+            partial_programs_per_page: 1,
+        }
+        .validate()
+        .unwrap();
+        Nand::new(g, 4, &[])
+    }
+
+    fn with_ck<T>(log: &mut ViolationLog, f: impl FnOnce(&mut Checker) -> T) -> T {
+        let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
+        let mut ck = Checker { severities: &sev, log, op_index: 0, request_id: None };
+        f(&mut ck)
+    }
+
+    fn program(n: &mut Nand, log: &mut ViolationLog, op: u64, page: u64, w: u32) {
+        n.journal_set_op(op);
+        with_ck(log, |ck| n.program(ck, PageAddr(page), &[Run::data(w * 4, w, 4)], &[w as u8; 4])).unwrap();
+    }
+
+    #[test]
+    fn the_journal_rolls_back_and_replays_exactly() {
+        let (mut n, mut log) = (mlc(), ViolationLog::new(10));
+        n.journal_start();
+        for p in 0..5 {
+            program(&mut n, &mut log, p, p, p as u32 + 1);
+        }
+        n.journal_set_op(5);
+        with_ck(&mut log, |ck| n.erase(ck, BlockAddr(0))).unwrap();
+        let after: Vec<_> = (0..8).map(|p| n.page_content(PageAddr(p))).collect();
+        let end = n.journal_len();
+        let cut = n.journal_first_at_or_after(3, end);
+        n.journal_undo(cut, end);
+        assert!(matches!(n.page_content(PageAddr(2)), PageContent::Data(_)));
+        assert_eq!(n.page_content(PageAddr(3)), PageContent::Erased, "ops from 3 on are rolled back");
+        assert_eq!(n.write_pointer(BlockAddr(0)), 3);
+        assert_eq!(n.erase_count(BlockAddr(0)), 0);
+        n.journal_redo(cut, end);
+        assert_eq!((0..8).map(|p| n.page_content(PageAddr(p))).collect::<Vec<_>>(), after);
+        assert_eq!(n.erase_count(BlockAddr(0)), 1);
+    }
+
+    #[test]
+    fn a_torn_program_leaves_unreadable_data_and_a_readable_oob() {
+        let (mut n, mut log) = (mlc(), ViolationLog::new(10));
+        n.journal_start();
+        program(&mut n, &mut log, 0, 0, 1);
+        program(&mut n, &mut log, 1, 1, 2);
+        let entries = n.journal_tail_of(1);
+        assert_eq!(n.tear_operation(entries, &PowerCutEffects::default()), (1, 0));
+        let mut out = Vec::new();
+        assert_eq!(with_ck(&mut log, |ck| n.read(ck, PageAddr(1), 0, 4, &mut out)), Err(FlashError::Uncorrectable));
+        let mut oob = [0u8; 4];
+        with_ck(&mut log, |ck| n.read_oob(ck, PageAddr(1), &mut oob)).unwrap();
+        assert_eq!(oob, [2; 4], "the spare area vouches for the torn page");
+        assert!(!n.is_damaged(PageAddr(0)), "paired pages are off by default");
+    }
+
+    #[test]
+    fn a_torn_upper_page_tears_its_lower_page_when_paired_pages_are_on() {
+        let (mut n, mut log) = (mlc(), ViolationLog::new(10));
+        n.journal_start();
+        program(&mut n, &mut log, 0, 0, 1);
+        program(&mut n, &mut log, 1, 1, 2);
+        let effects = PowerCutEffects { paired_pages: true, ..PowerCutEffects::default() };
+        assert_eq!(n.tear_operation(n.journal_tail_of(1), &effects), (2, 0));
+        assert!(n.is_damaged(PageAddr(0)), "word line 0's lower page is gone too");
+    }
+
+    #[test]
+    fn an_interrupted_erase_leaves_an_undefined_block_until_erased_again() {
+        let (mut n, mut log) = (mlc(), ViolationLog::new(10));
+        n.journal_start();
+        program(&mut n, &mut log, 0, 0, 1);
+        n.journal_set_op(1);
+        with_ck(&mut log, |ck| n.erase(ck, BlockAddr(0))).unwrap();
+        assert_eq!(n.tear_operation(n.journal_tail_of(1), &PowerCutEffects::default()), (0, 1));
+        let mut oob = [0u8; 4];
+        assert_eq!(with_ck(&mut log, |ck| n.read_oob(ck, PageAddr(3), &mut oob)), Err(FlashError::Uncorrectable));
+        program(&mut n, &mut log, 2, 0, 5);
+        assert_eq!(log.count(Rule::ProgramNotErased), 1, "an undefined block is not erased");
+        with_ck(&mut log, |ck| n.erase(ck, BlockAddr(0))).unwrap();
+        with_ck(&mut log, |ck| n.read_oob(ck, PageAddr(3), &mut oob)).unwrap();
+        assert_eq!(oob, [0xff; 4]);
+    }
+
+    #[test]
+    fn effects_parse_by_name_and_reject_unknown_ones() {
+        let mut e = PowerCutEffects::default();
+        e.set("paired_pages=on").unwrap();
+        e.set("torn-erases=off").unwrap();
+        assert!(e.paired_pages && !e.torn_erases);
+        assert!(e.set("sparks=on").unwrap_err().contains("unknown power-cut effect"));
+        assert!(e.set("torn_programs=maybe").is_err());
+    }
+}
