@@ -139,7 +139,7 @@ impl CrashArgs {
             max_requests: self.max_requests,
             shrink: !self.no_shrink,
             oracle_unit_sectors: self.oracle_unit,
-            verify_chunk_sectors: 64,
+            verify_chunk_sectors: 128,
         })
     }
 }

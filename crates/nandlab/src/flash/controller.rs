@@ -369,6 +369,9 @@ impl Flash for FlashController {
     fn is_factory_bad(&self, block: BlockAddr) -> bool {
         self.nand.is_bad(block)
     }
+    fn prefetch_page(&self, page: PageAddr) {
+        self.nand.prefetch_page(page);
+    }
 
     fn read(
         &mut self,

@@ -257,6 +257,10 @@ pub struct OptrFtl {
     lru_tail: u32,
     free_entries: Vec<u32>,
     tmp: Option<BufId>,
+    /// One bit per logical page: in the write cache (spares a hash lookup).
+    cached: Vec<u64>,
+    /// The logical pages of the last prefetch hint.
+    hinted: (u32, u32),
     /// An internal flush and GC batch is running (no nested one).
     in_gc: bool,
     /// A host request is being served: no checkpoint may cut it in two.
@@ -340,6 +344,8 @@ impl OptrFtl {
             lru_tail: NONE,
             free_entries: Vec::new(),
             tmp: None,
+            cached: Vec::new(),
+            hinted: (0, 0),
             in_gc: false,
             in_request: false,
             deferred_flush: false,
@@ -387,6 +393,8 @@ impl OptrFtl {
         self.epoch = 1;
         self.state.fill(State::Free { dirty: true });
         self.dirty_map = vec![0; (self.lpns as usize).div_ceil(64)];
+        self.cached = vec![0; (self.lpns as usize).div_ceil(64)];
+        self.hinted = (0, 0);
         self.dirty_count = 0;
         self.records.clear();
         self.deferred_flush = false;
@@ -608,13 +616,16 @@ impl OptrFtl {
                     self.write_back(flash, victim)?;
                 }
                 self.lru_unlink(victim);
-                self.index.remove(&self.entries[victim as usize].lpn);
+                let old = self.entries[victim as usize].lpn;
+                self.index.remove(&old);
+                self.cached[(old / 64) as usize] &= !(1 << (old % 64));
                 victim
             }
         };
         self.entries[e as usize].lpn = lpn;
         self.entries[e as usize].dirty = false;
         self.index.insert(lpn, e);
+        self.cached[(lpn / 64) as usize] |= 1 << (lpn % 64);
         self.lru_push_front(e);
         Ok((e, false))
     }
@@ -651,6 +662,7 @@ impl OptrFtl {
     /// Drop a logical page from the cache (a trim).
     fn uncache(&mut self, lpn: u32, wid: u64) {
         if let Some(e) = self.index.remove(&lpn) {
+            self.cached[(lpn / 64) as usize] &= !(1 << (lpn % 64));
             let ent = self.entries[e as usize];
             if ent.dirty {
                 self.records.push(Record::Coalesce { src: ent.wid, dst: wid, src_size: ent.size });
@@ -1297,7 +1309,8 @@ impl Ftl for OptrFtl {
     fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
         for (lpn, in_page, n, at) in self.request_pages(req.lba, u64::from(req.sectors)) {
-            if let Some(&e) = self.index.get(&lpn) {
+            if self.cached[(lpn / 64) as usize] & (1 << (lpn % 64)) != 0 {
+                let e = self.index[&lpn];
                 flash.buf_copy(req.buf, at, self.entries[e as usize].buf, in_page, n)?;
                 continue;
             }
@@ -1379,6 +1392,27 @@ impl Ftl for OptrFtl {
             return Ok(());
         }
         self.flush_all(flash)
+    }
+
+    fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
+        if self.l2p.is_empty() {
+            return;
+        }
+        // Stage 2: the previous hint's map entries are cached by now: warm
+        // the flash pages they point to. Stage 1: this hint's map entries.
+        for lpn in self.hinted.0..self.hinted.1 {
+            let ppn = self.l2p[lpn as usize];
+            if ppn != UNMAPPED {
+                flash.prefetch_page(self.pa(ppn));
+            }
+        }
+        let spp = u64::from(self.spp);
+        let first = (lba / spp) as u32;
+        let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(self.lpns);
+        for lpn in (first..last).step_by(16) {
+            crate::prefetch::prefetch(&self.l2p, lpn as usize);
+        }
+        self.hinted = (first, last);
     }
 
     fn idle(&mut self, _flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {

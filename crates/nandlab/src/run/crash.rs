@@ -124,7 +124,7 @@ impl Default for CrashOptions {
             max_requests: None,
             shrink: true,
             oracle_unit_sectors: None,
-            verify_chunk_sectors: 256,
+            verify_chunk_sectors: 128,
         }
     }
 }
@@ -703,14 +703,18 @@ fn mount_fresh(session: &mut Session) -> Result<(), FtlError> {
 fn verify_disk(session: &mut Session, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
     let mut lba = 0;
     let chunk = u64::from(chunk.max(1));
-    session.ftl.prefetch(&session.flash, 0, chunk.min(total) as u32);
+    // Hints two chunks ahead: the FTL warms its map for the later one and
+    // the flash pages of the nearer one (a speed hint; it changes nothing).
+    let hint = |session: &mut Session, at: u64| {
+        if at < total {
+            session.ftl.prefetch(&session.flash, at, (total - at).min(chunk) as u32);
+        }
+    };
+    hint(session, 0);
+    hint(session, chunk);
     while lba < total {
         let n = (total - lba).min(chunk) as u32;
-        // Hint the next chunk: the FTL warms its map for it and the flash
-        // pages of this one (a speed hint; it changes nothing).
-        if lba + chunk < total {
-            session.ftl.prefetch(&session.flash, lba + chunk, (total - lba - chunk).min(chunk) as u32);
-        }
+        hint(session, lba + 2 * chunk);
         let buf = session.flash.alloc_host_read(n);
         let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
         match session.ftl.read(&mut session.flash, &io) {
