@@ -240,6 +240,9 @@ pub struct PageFtl {
     /// Logical pages fully trimmed since the last flush, with the sequence
     /// number the trim happened at (see page_recovery.rs).
     pending_trims: Vec<(u32, u64)>,
+    /// Blocks holding pages those trims invalidated, and a reused record page.
+    pending_trim_blocks: Vec<u32>,
+    trim_buf: Vec<u8>,
     /// Blocks of trim records written since the last checkpoint, and the next page of the last.
     trim_log: Vec<u32>,
     trim_log_next: u32,
@@ -320,6 +323,8 @@ impl PageFtl {
             gc_buf: None,
             counters: Counters::default(),
             pending_trims: Vec::new(),
+            pending_trim_blocks: Vec::new(),
+            trim_buf: Vec::new(),
             trim_log: Vec::new(),
             trim_log_next: 0,
             crash_bug: Default::default(),
@@ -350,6 +355,7 @@ impl PageFtl {
         self.policy = VictimSelector::new(self.opts.gc_policy, g.blocks() as usize, &self.table);
         self.checkpoint_blocks.clear();
         self.pending_trims.clear();
+        self.pending_trim_blocks.clear();
         self.trim_log.clear();
         self.trim_log_next = 0;
         self.next_unit = 0;
@@ -523,7 +529,9 @@ impl PageFtl {
         self.in_gc = was_in_gc;
         result?;
         // The victim may hold the newest copy of a trimmed page (see page_recovery.rs).
-        self.persist_trims(flash)?;
+        if self.pending_trim_blocks.contains(&victim) {
+            self.persist_trims(flash)?;
+        }
         flash.erase(Cause::Gc, self.block_addr(victim))?;
         self.state[victim as usize] = BlockState::Free;
         self.units[unit].free.push_back(victim);
@@ -650,6 +658,7 @@ impl PageFtl {
         }
         // The new checkpoint is complete: the old one and the trim log can go.
         self.pending_trims.clear();
+        self.pending_trim_blocks.clear();
         for b in std::mem::replace(&mut self.checkpoint_blocks, new_blocks) {
             flash.erase(Cause::Metadata, self.block_addr(b))?;
             self.state[b as usize] = BlockState::Free;
@@ -770,6 +779,7 @@ impl Ftl for PageFtl {
                     self.l2p[lpn as usize] = UNMAPPED;
                     self.counters.trimmed_pages += 1;
                     self.pending_trims.push((lpn, self.seq));
+                    self.pending_trim_blocks.push(old / self.ppb);
                 } else {
                     // Sectors of a page trimmed alone must still read as zeros.
                     let tmp = self.tmp_buf.expect("buffers allocated at power-on");

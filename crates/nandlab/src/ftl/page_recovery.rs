@@ -50,13 +50,35 @@ struct BlockScan {
 impl PageFtl {
     /// Make the trims since the last flush durable (see the module docs).
     pub(super) fn persist_trims(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.pending_trim_blocks.clear();
         if self.pending_trims.is_empty() || self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
             self.pending_trims.clear();
             return Ok(());
         }
         let per_page = (self.geometry.page_size_bytes() as usize - TRIM_HEADER_BYTES) / TRIM_ENTRY_BYTES;
-        let trims = std::mem::take(&mut self.pending_trims);
-        let mut data = vec![0xffu8; self.geometry.page_size_bytes() as usize];
+        let mut trims = std::mem::take(&mut self.pending_trims);
+        let mut data = std::mem::take(&mut self.trim_buf);
+        data.resize(self.geometry.page_size_bytes() as usize, 0xff);
+        let r = self.write_trim_records(flash, &trims, per_page, &mut data);
+        self.trim_buf = data;
+        trims.clear();
+        if self.pending_trims.is_empty() {
+            self.pending_trims = trims; // keep the capacity
+        }
+        r?;
+        if self.trim_log.len() > TRIM_LOG_MAX_BLOCKS {
+            self.write_checkpoint(flash)?;
+        }
+        Ok(())
+    }
+
+    fn write_trim_records(
+        &mut self,
+        flash: &mut dyn Flash,
+        trims: &[(u32, u64)],
+        per_page: usize,
+        data: &mut [u8],
+    ) -> Result<(), FtlError> {
         for chunk in trims.chunks(per_page) {
             let ppn = self.trim_log_page(flash)?;
             data.fill(0xff);
@@ -68,11 +90,8 @@ impl PageFtl {
                 data[at + 4..at + 12].copy_from_slice(&seq.to_le_bytes());
             }
             let oob = encode_oob(OOB_TRIM, chunk.len() as u32, self.next_seq());
-            flash.program_meta(Cause::Metadata, self.page_addr(ppn), &data, &oob)?;
+            flash.program_meta(Cause::Metadata, self.page_addr(ppn), data, &oob)?;
             self.counters.checkpoint_pages += 1;
-        }
-        if self.trim_log.len() > TRIM_LOG_MAX_BLOCKS {
-            self.write_checkpoint(flash)?;
         }
         Ok(())
     }
