@@ -40,6 +40,26 @@ pub enum BenchCommand {
     /// MQSim's scenarios and a GC-heavy run on mqsim-default, timed:
     /// simulated requests per CPU-second, host MB per CPU-second, peak RSS.
     Perf(crate::perf_cmd::BenchPerfArgs),
+    /// Crash points checked per wall-second and per CPU-second for `page` and
+    /// `optr` on vst-jasmine after 1x capacity of random writes, each point
+    /// verifying every logical sector.
+    Crash {
+        /// Crash points per run.
+        #[arg(long, default_value_t = 20)]
+        points: u64,
+        /// Runs per FTL (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// FTL to measure (repeatable; default page and optr).
+        #[arg(long = "ftl")]
+        ftls: Vec<String>,
+        /// Device preset.
+        #[arg(long, default_value = "vst-jasmine")]
+        preset: String,
+        /// Extra arguments passed to each `nandlab crash` run (e.g. --no-nested).
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -138,6 +158,9 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         }
         BenchCommand::Trace(args) => crate::trace_bench::run(args),
         BenchCommand::Perf(args) => crate::perf_cmd::bench_perf(&args),
+        BenchCommand::Crash { points, runs, ftls, preset, extra } => {
+            crate::crash_cmd::bench(points, runs.max(1), ftls, &preset, &extra)
+        }
     }
 }
 
@@ -301,7 +324,7 @@ fn figures_of(r: &Value) -> Figures {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {

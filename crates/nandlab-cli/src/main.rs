@@ -4,6 +4,7 @@
 //! input (configuration, options, files).
 
 mod bench;
+mod crash_cmd;
 mod options;
 mod perf_cmd;
 mod trace_bench;
@@ -63,13 +64,23 @@ enum Command {
         #[command(flatten)]
         perf: perf_cmd::PerfArgs,
     },
+    /// Power-loss testing: cut the power at chosen flash operations, recover
+    /// with a fresh FTL, check the guarantee the FTL claims.
+    Crash {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        crash: crash_cmd::CrashArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
     Ftls,
     /// List the rules nandlab checks.
     Rules,
-    /// Benchmarks: `nandlab bench stress`, `nandlab bench trace`, `nandlab bench perf`.
+    /// Benchmarks: `nandlab bench stress|trace|perf|crash`.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
@@ -79,7 +90,7 @@ enum Command {
 /// Exit code for bad input.
 const EXIT_INPUT: u8 = 2;
 /// Exit code when violations were found.
-const EXIT_VIOLATIONS: u8 = 1;
+pub(crate) const EXIT_VIOLATIONS: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -89,6 +100,7 @@ fn main() -> ExitCode {
         Command::Perf { device, workload, trace, run, perf } => {
             perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
         }
+        Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
         Command::Presets => {
             for (name, _) in PRESETS {
                 match Config::preset(name) {
@@ -125,7 +137,7 @@ fn main() -> ExitCode {
 }
 
 /// Print an input error and return exit code 2.
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn input_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(EXIT_INPUT)
 }

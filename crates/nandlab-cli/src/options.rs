@@ -249,7 +249,7 @@ pub fn reproduce_command(seed: u64) -> String {
     out.join(" ")
 }
 
-fn quote(a: &str) -> String {
+pub fn quote(a: &str) -> String {
     if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=.:/%,+".contains(c)) {
         a.to_string()
     } else {

@@ -144,3 +144,60 @@ fn every_ftl_and_policy_runs_from_the_command_line() {
         assert!(out.contains("PASS") && out.contains("  ftl "), "{extra:?}: per-FTL metrics are printed: {out}");
     }
 }
+
+#[test]
+fn crash_exits_0_when_clean_and_prints_the_seed() {
+    let (code, out, err) =
+        nandlab(&["crash", "--preset", "tiny", "--write_size", "0.3x", "--crash-points", "20", "--seed", "4"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PASS") && out.contains("points/s"), "{out}");
+    assert!(err.contains("seed 4"), "{err}");
+}
+
+#[test]
+fn crash_findings_exit_1_with_a_shrunk_reproducer_that_reproduces() {
+    let args = [
+        "crash",
+        "--preset",
+        "tiny",
+        "--guarantee",
+        "optr",
+        "--rw",
+        "randwrite",
+        "--bs",
+        "32k",
+        "--write_size",
+        "0.3x",
+        "--crash-phase",
+        "between",
+        "--crash-points",
+        "30",
+        "--seed",
+        "5",
+    ];
+    let (code, out, _) = nandlab(&args);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("torn_write_request"), "{out}");
+    let cmd = out.lines().skip_while(|l| !l.starts_with("Reproduce")).nth(1).expect("a reproducer").trim().to_string();
+    assert!(cmd.contains("--crash-at") && cmd.contains("--seed 5"), "{cmd}");
+    let again: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    let (code, out, _) = nandlab(&again);
+    assert_eq!(code, 1, "the reproducer reproduces: {out}");
+}
+
+#[test]
+fn crash_bad_input_exits_2_naming_the_option() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["crash", "--preset", "tiny", "--power-cut", "sparks=on"], "--power-cut"),
+        (&["crash", "--preset", "tiny", "--crash-at", "12:sideways"], "--crash-at"),
+        (&["crash", "--preset", "tiny", "--crash-every", "0"], "--crash-every"),
+        (&["crash", "--preset", "tiny", "--warmup", "lots"], "--warmup"),
+        (&["crash", "--preset", "tiny", "--ftl", "optr", "--ftl-opt", "cache_pages=many"], "cache_pages"),
+    ];
+    for (args, needle) in cases {
+        let (code, out, err) = nandlab(args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -24,14 +24,14 @@
 //!   how requests arrive (closed loop, trace timestamps, fixed rate).
 //! - [`run`] is the host side: a [`run::Session`] hands each request to the
 //!   FTL in a buffer, records writes in the oracle and checks reads. The
-//!   modes are built on it: `stress` (untimed) and `perf` (the same session
-//!   with timing attached; `crash` next).
+//!   modes are built on it: `stress` (untimed), `perf` (the same session
+//!   with timing attached) and `crash` (power cuts, recovery, guarantees).
 //! - [`timing`] times what the FTL does without the FTL knowing: resource
 //!   timelines for every channel, die and plane, the flash timing model (an
 //!   observer of every flash operation), the device DRAM write cache, and
 //!   the per-request latency breakdown that names the bottleneck.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
-//!   (`page`, `dftl`, `hybrid`, `block`), with pluggable victim selection,
+//!   (`page`, `dftl`, `hybrid`, `block`, `optr`), with pluggable victim selection,
 //!   hot/cold separation and wear leveling in [`ftl::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
@@ -39,9 +39,14 @@
 //!   injection attach as observers, never inside FTL code.
 //! - [`nand`] is the virtual NAND: geometry, page and block state, the rules
 //!   checked on every operation, and payload stamps — host data as compact
-//!   (LBA, write id) runs the FTL moves but never reads.
+//!   (LBA, write id) runs the FTL moves but never reads. [`nand::power`]
+//!   says what a power cut does to an operation in flight; an undo journal
+//!   lets `crash` test a cut without copying the drive.
 //! - [`oracle`] is the shadow disk beside the data path: a version per
-//!   sector, against which every read is checked.
+//!   sector, against which every read is checked; after a power cut,
+//!   [`oracle::crash_checker`] decides whether the recovered disk is legal
+//!   for the guarantee the FTL claims (baseline, or OPTR's prefix,
+//!   atomicity and flush semantics).
 //! - [`violation`] names the rules and records what broke them; [`report`]
 //!   turns a run into JSON and a summary; [`config`] loads devices and
 //!   presets; [`seed`] derives one random stream per component from the run

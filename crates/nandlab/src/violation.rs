@@ -60,10 +60,24 @@ pub enum Rule {
     MissingData,
     /// A write request failed with an FTL error.
     FtlError,
+
+    // --- Crash rules (checked on the recovered disk after a power cut) ---
+    /// After a power cut a sector lost a version made durable before it (by
+    /// a completed flush, or by a write acknowledged as durable).
+    LostDurableWrite,
+    /// OPTR prefix semantics: the recovered disk is not the disk after any
+    /// prefix of the write requests in submission order (a later request
+    /// survived an earlier one).
+    NotAPrefix,
+    /// OPTR request atomicity: a write request survived on some of its
+    /// sectors and not on others.
+    TornWriteRequest,
+    /// The FTL failed to mount after a power cut.
+    RecoveryFailed,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 20] = [
         Rule::ProgramNotErased,
         Rule::ProgramOutOfOrder,
         Rule::BadBlock,
@@ -80,6 +94,10 @@ impl Rule {
         Rule::CorruptRead,
         Rule::MissingData,
         Rule::FtlError,
+        Rule::LostDurableWrite,
+        Rule::NotAPrefix,
+        Rule::TornWriteRequest,
+        Rule::RecoveryFailed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +118,10 @@ impl Rule {
             Rule::CorruptRead => "corrupt_read",
             Rule::MissingData => "missing_data",
             Rule::FtlError => "ftl_error",
+            Rule::LostDurableWrite => "lost_durable_write",
+            Rule::NotAPrefix => "not_a_prefix",
+            Rule::TornWriteRequest => "torn_write_request",
+            Rule::RecoveryFailed => "recovery_failed",
         }
     }
 
@@ -146,6 +168,10 @@ impl Rule {
             Rule::CorruptRead => "sector returned torn or corrupted data",
             Rule::MissingData => "FTL completed a read without filling every sector",
             Rule::FtlError => "the FTL returned an error for a host request",
+            Rule::LostDurableWrite => "after a power cut, a sector lost a version that was durable (flushed)",
+            Rule::NotAPrefix => "after a power cut, a later write request survived an earlier one (OPTR prefix)",
+            Rule::TornWriteRequest => "after a power cut, a write request survived in part (OPTR atomicity)",
+            Rule::RecoveryFailed => "the FTL failed to mount after a power cut",
         }
     }
 }

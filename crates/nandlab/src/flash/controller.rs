@@ -8,6 +8,7 @@
 use super::buffers::BufferPool;
 use super::{BufId, Cause, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
+use crate::nand::power::PowerCutEffects;
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
 use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
 use serde::Serialize;
@@ -87,6 +88,43 @@ pub struct FlashController {
     ftl_buffer_bytes: u64,
     observers: Vec<Box<dyn FlashObserver>>,
     runs: Vec<Run>,
+    power: PowerState,
+}
+
+/// A scheduled power cut: at flash operation `op_index`, before it takes
+/// effect (`during: false`) or while it runs (`during: true`, tearing it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PowerCut {
+    pub op_index: u64,
+    pub during: bool,
+}
+
+/// The power-cut injector's state (see [`crate::nand::power`]).
+#[derive(Clone, Debug)]
+struct PowerState {
+    /// Operations from this index on find the power cut (u64::MAX: none scheduled).
+    cut_at: u64,
+    during: bool,
+    effects: PowerCutEffects,
+    /// The operation at `cut_at` ran and must be torn when it finishes.
+    tear_pending: bool,
+    /// The journal was started for a live cut (stopped when power returns).
+    journal_started: bool,
+}
+
+/// The controller's state outside the NAND, saved while a crash image is
+/// tested on the drive (see [`FlashController::enter_crash_image`]).
+pub struct CrashImage {
+    op_index: u64,
+    stats: FlashStats,
+    log: ViolationLog,
+    dram: (BufferPool, Vec<bool>, u64),
+    /// Journal entries of the base run: `undone .. end` were rolled back.
+    undone: usize,
+    end: usize,
+    /// Pages and blocks the cut damaged.
+    pub torn_pages: u32,
+    pub torn_blocks: u32,
 }
 
 /// A checker for the operation `$op`, borrowing only the fields it needs.
@@ -112,6 +150,13 @@ impl FlashController {
             ftl_buffer_bytes: 0,
             observers: Vec::new(),
             runs: Vec::with_capacity(spp + 2),
+            power: PowerState {
+                cut_at: u64::MAX,
+                during: false,
+                effects: PowerCutEffects::default(),
+                tear_pending: false,
+                journal_started: false,
+            },
         }
     }
 
@@ -226,6 +271,10 @@ impl FlashController {
             buffer,
         };
         self.op_index += 1;
+        if op.op_index >= self.power.cut_at {
+            self.power_gate(op.op_index)?;
+        }
+        self.nand.journal_set_op(op.op_index);
         for o in &mut self.observers {
             o.before_op(&op)?;
         }
@@ -233,11 +282,15 @@ impl FlashController {
     }
 
     #[inline]
-    fn finish(&mut self, op: &FlashOp) {
+    fn finish(&mut self, op: &FlashOp) -> Result<(), FlashError> {
         self.stats.by_cause[op.cause as usize].add(op.kind, u64::from(op.planes));
         for o in &mut self.observers {
             o.after_op(op);
         }
+        if self.power.tear_pending {
+            return self.tear_and_power_off(op.op_index);
+        }
+        Ok(())
     }
 
     fn sector_bytes(&self, sectors: u32) -> u32 {
@@ -316,6 +369,9 @@ impl Flash for FlashController {
     fn is_factory_bad(&self, block: BlockAddr) -> bool {
         self.nand.is_bad(block)
     }
+    fn prefetch_page(&self, page: PageAddr) {
+        self.nand.prefetch_page(page);
+    }
 
     fn read(
         &mut self,
@@ -330,16 +386,14 @@ impl Flash for FlashController {
         let bytes = self.sector_bytes(sectors);
         let op = self.begin(OpKind::Read, cause, page.0, None, 1, bytes, Some(dst))?;
         self.read_page(&op, page, first_sector, sectors, dst, dst_sector, oob)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn read_oob(&mut self, cause: Cause, page: PageAddr, oob: &mut [u8]) -> Result<(), FlashError> {
         let op = self.begin(OpKind::ReadOob, cause, page.0, None, 1, oob.len() as u32, None)?;
         let mut ck = checker!(self, op);
         self.nand.read_oob(&mut ck, page, oob)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn read_meta(&mut self, cause: Cause, page: PageAddr, data: &mut [u8], oob: &mut [u8]) -> Result<(), FlashError> {
@@ -349,8 +403,7 @@ impl Flash for FlashController {
         if !oob.is_empty() {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn read_meta_at(
@@ -363,8 +416,7 @@ impl Flash for FlashController {
         let op = self.begin(OpKind::ReadMeta, cause, page.0, None, 1, data.len() as u32, None)?;
         let mut ck = checker!(self, op);
         self.nand.read_meta_at(&mut ck, page, offset_bytes as usize, data)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn program(
@@ -378,8 +430,7 @@ impl Flash for FlashController {
         let bytes = self.page_bytes();
         let op = self.begin(OpKind::Program, cause, page.0, None, 1, bytes, Some(src))?;
         self.program_page(&op, page, src, src_sector, oob)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn program_meta(&mut self, cause: Cause, page: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
@@ -387,24 +438,21 @@ impl Flash for FlashController {
         let op = self.begin(OpKind::ProgramMeta, cause, page.0, None, 1, bytes, None)?;
         let mut ck = checker!(self, op);
         self.nand.program_meta(&mut ck, page, data, oob)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn copyback(&mut self, cause: Cause, src: PageAddr, dst: PageAddr, oob: Option<&[u8]>) -> Result<(), FlashError> {
         let op = self.begin(OpKind::Copyback, cause, dst.0, Some(src.0), 1, 0, None)?;
         let mut ck = checker!(self, op);
         self.nand.copyback(&mut ck, src, dst, oob)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn erase(&mut self, cause: Cause, block: BlockAddr) -> Result<(), FlashError> {
         let op = self.begin(OpKind::Erase, cause, block.0, None, 1, 0, None)?;
         let mut ck = checker!(self, op);
         self.nand.erase(&mut ck, block)?;
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn program_multi(&mut self, cause: Cause, ops: &[ProgramOp]) -> Result<(), FlashError> {
@@ -417,8 +465,7 @@ impl Flash for FlashController {
         for o in ops {
             self.program_page(&op, o.page, o.src, o.src_sector, o.oob)?;
         }
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn read_multi(&mut self, cause: Cause, ops: &[ReadOp]) -> Result<(), FlashError> {
@@ -432,8 +479,7 @@ impl Flash for FlashController {
         for o in ops {
             self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut [])?;
         }
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn erase_multi(&mut self, cause: Cause, blocks: &[BlockAddr]) -> Result<(), FlashError> {
@@ -447,8 +493,7 @@ impl Flash for FlashController {
             let mut ck = checker!(self, op);
             self.nand.erase(&mut ck, *b)?;
         }
-        self.finish(&op);
-        Ok(())
+        self.finish(&op)
     }
 
     fn buf_alloc(&mut self, sectors: u32) -> Result<BufId, FlashError> {
@@ -488,11 +533,145 @@ impl Flash for FlashController {
         self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)
     }
 
-    fn prefetch_page(&self, page: PageAddr) {
-        self.nand.prefetch_page(page);
-    }
-
     fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
         self.nand.prefetch_meta(page, offset_bytes as usize);
+    }
+}
+
+/// Violations a crash test keeps in full.
+const CRASH_LOG_KEEP: usize = 20;
+
+/// Power cuts (see [`crate::nand::power`] for what a cut does to flash).
+impl FlashController {
+    /// Set which effects a power cut has.
+    pub fn set_power_cut_effects(&mut self, effects: PowerCutEffects) {
+        self.power.effects = effects;
+    }
+    pub fn power_cut_effects(&self) -> PowerCutEffects {
+        self.power.effects
+    }
+
+    /// Cut the power at a future operation: from then on every operation
+    /// fails with [`FlashError::PowerLoss`] until [`FlashController::restore_power`].
+    pub fn schedule_power_cut(&mut self, cut: PowerCut) {
+        self.power.cut_at = cut.op_index;
+        self.power.during = cut.during;
+        if cut.during && !self.nand.journal_active() {
+            // A torn operation is found from the entries it journals.
+            self.nand.journal_start();
+            self.power.journal_started = true;
+        }
+    }
+
+    /// Whether the power is off (a scheduled cut happened).
+    pub fn power_is_off(&self) -> bool {
+        self.op_index > self.power.cut_at
+    }
+
+    /// Power back on: no cut scheduled, operations succeed again.
+    pub fn restore_power(&mut self) {
+        self.power.cut_at = u64::MAX;
+        self.power.tear_pending = false;
+        if std::mem::take(&mut self.power.journal_started) {
+            self.nand.journal_stop();
+        }
+    }
+
+    /// An operation at or after the scheduled cut: let the cut operation run
+    /// (to be torn when it finishes) or fail it.
+    #[cold]
+    fn power_gate(&mut self, index: u64) -> Result<(), FlashError> {
+        if index == self.power.cut_at && self.power.during {
+            self.power.tear_pending = true;
+            return Ok(());
+        }
+        self.power.tear_pending = false;
+        if index == self.power.cut_at {
+            self.lose_dram();
+        }
+        Err(FlashError::PowerLoss)
+    }
+
+    #[cold]
+    fn tear_and_power_off(&mut self, index: u64) -> Result<(), FlashError> {
+        self.power.tear_pending = false;
+        let entries = self.nand.journal_tail_of(index);
+        let effects = self.power.effects;
+        self.nand.tear_operation(entries, &effects);
+        self.lose_dram();
+        Err(FlashError::PowerLoss)
+    }
+
+    /// The device DRAM loses the FTL's buffers (when the effect is on).
+    fn lose_dram(&mut self) {
+        if self.power.effects.write_cache_lost {
+            self.release_ftl_buffers();
+        }
+    }
+
+    /// Free every buffer the FTL holds (its DRAM is gone: a power cycle).
+    pub fn release_ftl_buffers(&mut self) {
+        for (i, owned) in self.ftl_owned.iter_mut().enumerate() {
+            if std::mem::take(owned) {
+                self.bufs.free(BufId(i as u32));
+            }
+        }
+        self.ftl_buffer_bytes = 0;
+    }
+
+    /// Turn the drive into the image a power cut at `cut` leaves, for a
+    /// crash test, and save what the base run needs to carry on
+    /// ([`FlashController::leave_crash_image`]). The cut must fall in the
+    /// operations journaled since the NAND journal was last committed (the
+    /// last host request): those after it are rolled back, the cut one is
+    /// torn if the cut is `during` it. The device DRAM is lost (or, without
+    /// `write_cache_lost`, kept for the caller's emergency flush). The
+    /// violation log starts empty; [`FlashController::take_log`] hands it over.
+    pub fn enter_crash_image(&mut self, cut: PowerCut) -> CrashImage {
+        let end = self.nand.journal_len();
+        let keep_through = cut.op_index + u64::from(cut.during);
+        let undone = self.nand.journal_first_at_or_after(keep_through, end);
+        self.nand.journal_undo(undone, end);
+        let (mut torn_pages, mut torn_blocks) = (0, 0);
+        if cut.during {
+            let first = self.nand.journal_first_at_or_after(cut.op_index, undone);
+            self.nand.journal_set_op(cut.op_index);
+            (torn_pages, torn_blocks) = self.nand.tear_operation(first..undone, &self.power.effects.clone());
+        }
+        let image = CrashImage {
+            op_index: self.op_index,
+            stats: self.stats.clone(),
+            log: std::mem::replace(&mut self.log, ViolationLog::new(CRASH_LOG_KEEP)),
+            dram: (self.bufs.clone(), self.ftl_owned.clone(), self.ftl_buffer_bytes),
+            undone,
+            end,
+            torn_pages,
+            torn_blocks,
+        };
+        self.op_index = keep_through;
+        self.lose_dram();
+        image
+    }
+
+    /// Undo everything since [`FlashController::enter_crash_image`] and put
+    /// the base run's state back.
+    pub fn leave_crash_image(&mut self, image: CrashImage) {
+        self.restore_power();
+        self.nand.journal_rollback(image.end);
+        self.nand.journal_redo(image.undone, image.end);
+        self.op_index = image.op_index;
+        self.stats = image.stats;
+        self.log = image.log;
+        (self.bufs, self.ftl_owned, self.ftl_buffer_bytes) = image.dram;
+    }
+
+    /// Set the index of the next operation (a crash test rewinding a recovery it rolled back).
+    pub fn reset_op_index(&mut self, op_index: u64) {
+        self.op_index = op_index;
+    }
+
+    /// Take the violation log (leaving an empty one).
+    pub fn take_log(&mut self) -> ViolationLog {
+        std::mem::replace(&mut self.log, ViolationLog::new(CRASH_LOG_KEEP))
     }
 }

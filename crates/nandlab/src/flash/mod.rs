@@ -25,7 +25,7 @@ pub mod buffers;
 mod controller;
 
 pub use buffers::BufId;
-pub use controller::{FlashController, FlashStats, OpCounts};
+pub use controller::{CrashImage, FlashController, FlashStats, OpCounts, PowerCut};
 
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 use serde::{Deserialize, Serialize};

@@ -17,8 +17,10 @@
 
 pub mod block;
 pub mod buggy;
+pub mod crash_bugs;
 pub mod dftl;
 pub mod hybrid;
+pub mod optr;
 pub mod page;
 pub mod policy;
 
@@ -172,8 +174,14 @@ pub struct FtlDescriptor {
 
 /// Every FTL nandlab ships.
 pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 5] =
-        [page::DESCRIPTOR, dftl::DESCRIPTOR, hybrid::DESCRIPTOR, block::DESCRIPTOR, buggy::DESCRIPTOR];
+    static REGISTRY: [FtlDescriptor; 6] = [
+        page::DESCRIPTOR,
+        dftl::DESCRIPTOR,
+        hybrid::DESCRIPTOR,
+        block::DESCRIPTOR,
+        optr::DESCRIPTOR,
+        buggy::DESCRIPTOR,
+    ];
     &REGISTRY
 }
 

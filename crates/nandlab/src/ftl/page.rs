@@ -51,7 +51,12 @@
 //! # Crash guarantee
 //!
 //! [`Guarantee::Baseline`]: writes are durable when they complete (no
-//! write cache). Trims are persisted only by the shutdown checkpoint.
+//! write cache); trims are durable once a flush completes after them.
+//! Torn programs and interrupted erases are survived (see
+//! `page_recovery.rs`); the paired-page problem is not (with paired-page
+//! corruption on, a torn upper page can destroy a completed lower-page
+//! write). Multi-page writes are not atomic: a cut between the programs
+//! of one request can leave it half written.
 
 use super::policy::hot_cold::{HotColdKind, HotColdSeparator};
 use super::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
@@ -65,6 +70,9 @@ use crate::nand::{BlockAddr, Geometry, PageAddr};
 use crate::prefetch::{large_vec, prefetch};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
+
+#[path = "page_recovery.rs"]
+mod recovery;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "page",
@@ -291,6 +299,16 @@ pub struct PageFtl {
     tmp_buf: Option<BufId>,
     gc_buf: Option<BufId>,
     counters: Counters,
+    /// Logical pages fully trimmed since the last flush, with the sequence
+    /// number the trim happened at (see page_recovery.rs).
+    pending_trims: Vec<(u32, u64)>,
+    /// Blocks holding pages those trims invalidated, and a reused record page.
+    pending_trim_blocks: Vec<u32>,
+    trim_buf: Vec<u8>,
+    /// Blocks of trim records written since the last checkpoint, and the next page of the last.
+    trim_log: Vec<u32>,
+    trim_log_next: u32,
+    crash_bug: super::crash_bugs::CrashBug,
 }
 
 impl PageFtl {
@@ -391,9 +409,21 @@ impl PageFtl {
             tmp_buf: None,
             gc_buf: None,
             counters: Counters::default(),
+            pending_trims: Vec::new(),
+            pending_trim_blocks: Vec::new(),
+            trim_buf: Vec::new(),
+            trim_log: Vec::new(),
+            trim_log_next: 0,
+            crash_bug: Default::default(),
             geometry: g,
             opts,
         })
+    }
+
+    /// A deliberately broken variant for crash-checker tests (see [`super::crash_bugs`]).
+    pub fn with_crash_bug(mut self, bug: super::crash_bugs::CrashBug) -> PageFtl {
+        self.crash_bug = bug;
+        self
     }
 
     /// Bytes of device DRAM the maps and block table take.
@@ -417,6 +447,10 @@ impl PageFtl {
         self.hot_cold = HotColdSeparator::new(self.opts.hot_cold, self.lpns, self.opts.gc_stream == GcStream::Shared);
         self.wear = WearLeveler::new(self.opts.wear_leveling, self.table.units);
         self.checkpoint_blocks.clear();
+        self.pending_trims.clear();
+        self.pending_trim_blocks.clear();
+        self.trim_log.clear();
+        self.trim_log_next = 0;
         self.next_unit = 0;
         self.seq = 1;
         self.in_gc = false;
@@ -612,6 +646,10 @@ impl PageFtl {
         let result = self.move_valid_pages(flash, unit, victim, Cause::Gc);
         self.in_gc = was_in_gc;
         result?;
+        // The victim may hold the newest copy of a trimmed page (see page_recovery.rs).
+        if self.pending_trim_blocks.contains(&victim) {
+            self.persist_trims(flash)?;
+        }
         self.erase_to_free(flash, unit, victim, Cause::Gc)?;
         Ok(true)
     }
@@ -771,10 +809,10 @@ impl PageFtl {
             unit = (unit + 1) % self.units.len();
         }
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
-        // The old checkpoint's blocks are erased once this one is complete:
-        // record them with that erase.
+        // The old checkpoint's and the trim log's blocks are erased once this
+        // one is complete: record them with that erase.
         let mut erase_counts = self.table.erase_count.clone();
-        for &b in &self.checkpoint_blocks {
+        for &b in self.checkpoint_blocks.iter().chain(&self.trim_log) {
             erase_counts[b as usize] += 1;
         }
         for index in 0..pages {
@@ -795,149 +833,17 @@ impl PageFtl {
             flash.program_meta(Cause::Metadata, page, &data, &oob)?;
             self.counters.checkpoint_pages += 1;
         }
-        // The new checkpoint is complete: the old one can go.
+        // The new checkpoint is complete: the old one and the trim log can go.
+        self.pending_trims.clear();
+        self.pending_trim_blocks.clear();
         for b in std::mem::replace(&mut self.checkpoint_blocks, new_blocks) {
             let unit = self.unit_of(b);
             self.erase_to_free(flash, unit, b, Cause::Metadata)?;
         }
-        Ok(())
+        self.release_trim_log(flash)
     }
 
-    // ----- mount -----
-
-    /// Scan every block's OOB; rebuild the map from the newest complete
-    /// checkpoint plus the data pages programmed after it.
-    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let g = self.geometry.clone();
-        let mut best_seq = vec![0u64; self.lpns as usize];
-        let mut data_l2p = vec![UNMAPPED; self.lpns as usize];
-        // checkpoint seq → (pages expected, pages found: (index, ppn))
-        let mut checkpoints: BTreeMap<u64, (u32, Vec<(u32, u32)>)> = BTreeMap::new();
-        let mut written_pages = vec![0u32; g.blocks() as usize];
-        let mut max_seq = 0;
-        let mut oob = [0u8; OOB_BYTES];
-        let mut meta = vec![0u8; CHECKPOINT_HEADER_BYTES];
-        for block in 0..g.blocks() {
-            if flash.is_factory_bad(self.block_addr(block)) {
-                self.state[block as usize] = BlockState::Bad;
-                continue;
-            }
-            for page in 0..self.ppb {
-                let ppn = block * self.ppb + page;
-                flash.read_oob(Cause::Recovery, self.page_addr(ppn), &mut oob)?;
-                self.counters.mount_scanned_pages += 1;
-                let (kind, index, seq) = decode_oob(&oob);
-                if kind == OOB_ERASED {
-                    break; // pages are programmed in order: the rest are erased
-                }
-                written_pages[block as usize] = page + 1;
-                max_seq = max_seq.max(seq);
-                match kind & OOB_KIND_MASK {
-                    OOB_DATA if index < self.lpns => {
-                        self.block_stream[block as usize] = kind >> 4;
-                        if seq > best_seq[index as usize] {
-                            best_seq[index as usize] = seq;
-                            data_l2p[index as usize] = ppn;
-                        }
-                    }
-                    OOB_CHECKPOINT => {
-                        flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut meta, &mut [])?;
-                        let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
-                        if u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC {
-                            checkpoints.entry(seq).or_insert((total, Vec::new())).1.push((index, ppn));
-                        }
-                    }
-                    _ => {} // unknown content: treated as garbage, collected later
-                }
-            }
-        }
-        self.seq = max_seq + 1;
-        self.table.now = self.seq;
-        let complete = checkpoints
-            .iter()
-            .rev()
-            .find(|(_, (total, found))| found.len() as u32 == *total)
-            .map(|(seq, (_, found))| (*seq, found.clone()));
-        match complete {
-            Some((ckpt_seq, mut pages)) => {
-                pages.sort_unstable();
-                self.load_checkpoint(flash, &pages)?;
-                // Data programmed after the checkpoint wins over it.
-                for lpn in 0..self.lpns as usize {
-                    if best_seq[lpn] > ckpt_seq {
-                        self.l2p[lpn] = data_l2p[lpn];
-                    }
-                }
-                let mut blocks: Vec<u32> = pages.iter().map(|&(_, ppn)| ppn / self.ppb).collect();
-                blocks.dedup();
-                self.checkpoint_blocks = blocks;
-            }
-            None => self.l2p = data_l2p,
-        }
-        if !self.hot_cold.is_none() {
-            for lpn in 0..self.lpns {
-                let ppn = self.l2p[lpn as usize];
-                if ppn != UNMAPPED {
-                    self.hot_cold.restore(lpn, self.block_stream[(ppn / self.ppb) as usize]);
-                }
-            }
-        }
-        self.rebuild_blocks(&written_pages);
-        Ok(())
-    }
-
-    fn load_checkpoint(&mut self, flash: &mut dyn Flash, pages: &[(u32, u32)]) -> Result<(), FtlError> {
-        let per_page = self.entries_per_checkpoint_page();
-        let map_pages = self.checkpoint_map_pages();
-        let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
-        for &(index, ppn) in pages {
-            flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut [])?;
-            let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
-            let (table, i) = if (index as usize) < map_pages {
-                (&mut self.l2p, index as usize)
-            } else {
-                (&mut self.table.erase_count, index as usize - map_pages)
-            };
-            let base = i * per_page;
-            if count > per_page || base + count > table.len() {
-                return Err(FtlError::Mount(format!("checkpoint page {index} at page {ppn} is inconsistent")));
-            }
-            for k in 0..count {
-                let at = CHECKPOINT_HEADER_BYTES + 4 * k;
-                table[base + k] = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
-            }
-        }
-        Ok(())
-    }
-
-    /// Derive reverse map, valid counts, free lists and candidates from `l2p`.
-    fn rebuild_blocks(&mut self, written_pages: &[u32]) {
-        for &ppn in &self.l2p {
-            if ppn != UNMAPPED {
-                self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
-                self.table.valid[(ppn / self.ppb) as usize] += 1;
-            }
-        }
-        for block in 0..self.geometry.blocks() {
-            let b = block as usize;
-            if self.state[b] == BlockState::Bad {
-                continue;
-            }
-            if self.checkpoint_blocks.contains(&block) {
-                self.state[b] = BlockState::Checkpoint;
-            } else if written_pages[b] == 0 {
-                self.state[b] = BlockState::Free;
-                let unit = self.unit_of(block);
-                self.units[unit].free.push_back(block);
-            } else {
-                // Partly written blocks are not appended to after a power
-                // cycle: they are sealed and left to GC.
-                self.state[b] = BlockState::Sealed;
-                self.table.sealed_at[b] = self.seq;
-                self.policy.insert(block, &self.table);
-            }
-        }
-    }
+    // ----- mount: see page_recovery.rs -----
 
     fn unit_free_counts(&self) -> Vec<usize> {
         self.units.iter().map(|u| u.free.len()).collect()
@@ -1049,6 +955,8 @@ impl Ftl for PageFtl {
                     self.l2p[lpn as usize] = UNMAPPED;
                     self.hot_cold.trimmed(lpn);
                     self.counters.trimmed_pages += 1;
+                    self.pending_trims.push((lpn, self.seq));
+                    self.pending_trim_blocks.push(old / self.ppb);
                 } else {
                     // Sectors of a page trimmed alone must still read as zeros.
                     let tmp = self.tmp_buf.expect("buffers allocated at power-on");
@@ -1062,8 +970,10 @@ impl Ftl for PageFtl {
         Ok(())
     }
 
-    fn flush(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
-        Ok(()) // no write cache: every completed write is already on flash
+    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        // No write cache: every completed write is already on flash; trims
+        // become durable here.
+        self.persist_trims(flash)
     }
 
     fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {

@@ -34,7 +34,9 @@
 //! - garbage (a torn or corrupted page): the read fails as uncorrectable.
 
 pub mod geometry;
+mod journal;
 pub mod payload;
+pub mod power;
 
 use crate::flash::FlashError;
 use crate::violation::{Checker, Rule};
@@ -49,6 +51,9 @@ const K_RUNS: u8 = 2;
 const K_META: u8 = 3;
 const K_ZERO: u8 = 4;
 const K_GARBAGE: u8 = 5;
+/// A page of a block whose erase was interrupted: neither erased nor
+/// readable (data, metadata and OOB reads fail) until the block is erased.
+const K_UNDEFINED: u8 = 6;
 /// Runs a slot holds inline.
 const INLINE_RUNS: usize = 4;
 /// Inline "write ids" of filler runs (never real write ids, which stay below 2^31).
@@ -200,6 +205,7 @@ pub struct Nand {
     bytes: ClassSlab<u8>,
     scratch: Vec<Run>,
     scratch2: Vec<Run>,
+    journal: journal::Journal,
 }
 
 impl Nand {
@@ -233,6 +239,7 @@ impl Nand {
             bytes: ClassSlab::new(6, (geometry.page_size_bytes() as usize).max(64)),
             scratch: Vec::with_capacity(spp as usize + 2),
             scratch2: Vec::with_capacity(spp as usize + 2),
+            journal: journal::Journal::default(),
             geometry,
         }
     }
@@ -253,6 +260,7 @@ impl Nand {
     /// Mark a block bad (a grown bad block after a program or erase failure).
     pub fn mark_bad(&mut self, block: BlockAddr) {
         if (block.0 as usize) < self.write_ptr.len() {
+            self.journal_block(block.0 as usize);
             self.bad[block.0 as usize / 64] |= 1 << (block.0 % 64);
         }
     }
@@ -307,7 +315,7 @@ impl Nand {
         match slot.state & KIND_MASK {
             K_ERASED => PageContent::Erased,
             K_META => PageContent::Metadata(self.bytes.get(slot.a, slot.b() as usize).to_vec()),
-            K_GARBAGE => PageContent::Garbage,
+            K_GARBAGE | K_UNDEFINED => PageContent::Garbage,
             _ => {
                 let mut v = Vec::new();
                 self.append_page_runs(i, 0, self.sectors_per_page, &mut v);
@@ -389,13 +397,12 @@ impl Nand {
         self.slots[i].state = kind | (previous.saturating_add(1).min(15) << 4);
     }
 
+    /// Free page `i`'s slab content before it is replaced, unless the
+    /// journal recorded the slot (then the journal entry owns it).
     #[inline]
     fn free_content(&mut self, i: usize) {
-        let slot = self.slots[i];
-        match slot.state & KIND_MASK {
-            K_RUNS => self.runs.remove(slot.a),
-            K_META => self.bytes.remove(slot.a),
-            _ => {}
+        if !self.journal.active {
+            self.release_slot_content(self.slots[i]);
         }
     }
 
@@ -431,7 +438,7 @@ impl Nand {
             K_RUNS => slice_runs(self.runs.get(slot.a, slot.b() as usize), first, count, out),
             K_ZERO => push_run(out, Run::filler(RunKind::Zero, count)),
             K_META => push_run(out, Run::filler(RunKind::Metadata, count)),
-            K_GARBAGE => push_run(out, Run::filler(RunKind::Garbage, count)),
+            K_GARBAGE | K_UNDEFINED => push_run(out, Run::filler(RunKind::Garbage, count)),
             _ => push_run(out, Run::filler(RunKind::Erased, count)),
         }
     }
@@ -476,7 +483,7 @@ impl Nand {
         }
         match self.slots[i].state {
             0 => ck.flag(Rule::ReadErasedPage, page.0, || format!("read of never-programmed page {}", page.0)),
-            s if s & KIND_MASK == K_GARBAGE => return Err(FlashError::Uncorrectable),
+            s if s & KIND_MASK >= K_GARBAGE => return Err(FlashError::Uncorrectable),
             _ => {}
         }
         self.append_page_runs(i, first, count, out);
@@ -486,6 +493,9 @@ impl Nand {
     /// Read the stored OOB bytes of a page into `out` (0xFF beyond what is stored).
     pub fn read_oob(&mut self, ck: &mut Checker, page: PageAddr, out: &mut [u8]) -> Result<(), FlashError> {
         let i = self.check_page(ck, page, "OOB read")?;
+        if self.slots[i].state & KIND_MASK == K_UNDEFINED {
+            return Err(FlashError::Uncorrectable);
+        }
         let n = out.len().min(self.oob_stored_bytes);
         let start = i * self.oob_stored_bytes;
         out[..n].copy_from_slice(&self.oob[start..start + n]);
@@ -511,7 +521,7 @@ impl Nand {
                 out.fill(0xff)
             }
             K_ZERO => out.fill(0),
-            K_GARBAGE => return Err(FlashError::Uncorrectable),
+            K_GARBAGE | K_UNDEFINED => return Err(FlashError::Uncorrectable),
             _ => out.fill(STAMP_AS_BYTES_PATTERN),
         }
         Ok(())
@@ -562,6 +572,7 @@ impl Nand {
         if total_len(runs) != self.sectors_per_page {
             return Err(FlashError::InvalidBuffer);
         }
+        self.journal_page(i);
         let previous = self.check_program_order(ck, i);
         if previous == 0 {
             self.store_runs(i, runs);
@@ -622,6 +633,7 @@ impl Nand {
         if data.len() > self.geometry.page_size_bytes() as usize {
             return Err(FlashError::InvalidArgument);
         }
+        self.journal_page(i);
         let previous = self.check_program_order(ck, i);
         // Trailing 0xFF bytes are erased cells: not stored.
         let len = data.iter().rposition(|&b| b != 0xff).map_or(0, |p| p + 1);
@@ -671,7 +683,7 @@ impl Nand {
         if let Some(o) = oob {
             self.check_oob_len(o)?;
         }
-        if self.slots[s].state & KIND_MASK == K_GARBAGE {
+        if self.slots[s].state & KIND_MASK >= K_GARBAGE {
             return Err(FlashError::Uncorrectable);
         }
         let (sp, dp) =
@@ -684,6 +696,7 @@ impl Nand {
         if self.slots[s].state == 0 {
             ck.flag(Rule::ReadErasedPage, src.0, || format!("copyback of never-programmed page {}", src.0));
         }
+        self.journal_page(d);
         let previous = self.check_program_order(ck, d);
         if previous != 0 {
             ck.flag(Rule::ProgramNotErased, dst.0, || format!("copyback onto programmed page {}", dst.0));
@@ -720,7 +733,9 @@ impl Nand {
             return Err(FlashError::BadBlock);
         }
         let ppb = self.pages_per_block as usize;
+        self.journal_block(b);
         for i in b * ppb..(b + 1) * ppb {
+            self.journal_page(i);
             self.free_content(i);
         }
         self.slots[b * ppb..(b + 1) * ppb].fill(PageSlot::default());
@@ -773,6 +788,7 @@ impl Nand {
     pub fn corrupt_page(&mut self, page: PageAddr) {
         let i = page.0 as usize;
         if i < self.slots.len() {
+            self.journal_page(i);
             self.free_content(i);
             let count = (self.slots[i].state >> 4).max(1);
             self.slots[i] = PageSlot::content(K_GARBAGE | (count << 4), 0, 0);

@@ -29,6 +29,8 @@
 //! an exception holding one version per sector, and collapses back when its
 //! sectors agree again. Checking is per sector either way: never weaker.
 
+pub mod crash_checker;
+
 use crate::nand::payload::{Run, RunKind, WriteId};
 use crate::violation::{Checker, Rule};
 

@@ -11,6 +11,7 @@
 //! Modes build on it: [`stress`] runs a workload untimed and reports;
 //! [`perf`] runs the same session with a timing model attached.
 
+pub mod crash;
 pub mod perf;
 pub mod stress;
 
@@ -74,6 +75,8 @@ pub struct Session {
     next_request_id: u64,
     sector_bytes: u64,
     ftl_failed: bool,
+    /// How the FTL acknowledged the last write request (crash checking).
+    last_durability: Option<Durability>,
 }
 
 impl Session {
@@ -116,6 +119,7 @@ impl Session {
             next_request_id: 0,
             sector_bytes: u64::from(config.geometry.sector_size_bytes()),
             ftl_failed: false,
+            last_durability: None,
         })
     }
 
@@ -187,6 +191,7 @@ impl Session {
     pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {
         let id = self.next_request_id;
         self.next_request_id += 1;
+        self.last_durability = None;
         self.flash.set_request(Some(id));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         match req.op {
@@ -200,6 +205,7 @@ impl Session {
                 let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
                 match self.ftl.write(&mut self.flash, &io) {
                     Ok(d) => {
+                        self.last_durability = Some(d);
                         self.oracle.record_write(req.lba, u64::from(req.sectors), write);
                         if d == Durability::Volatile {
                             self.host.volatile_writes += 1;

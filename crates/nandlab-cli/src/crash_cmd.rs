@@ -1,0 +1,323 @@
+//! `nandlab crash`: power-loss testing from the command line.
+
+use crate::options::{self, DeviceArgs, WorkloadArgs};
+use clap::{Args, ValueEnum};
+use nandlab::flash::PowerCut;
+use nandlab::ftl::Guarantee;
+use nandlab::nand::power::PowerCutEffects;
+use nandlab::run::crash::{self, CrashOptions, CrashReport, Phase, PointSelection};
+use nandlab::run::RunError;
+use nandlab::workload::size::SizeSpec;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GuaranteeArg {
+    Baseline,
+    Optr,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PhaseArg {
+    Between,
+    During,
+    Both,
+}
+
+/// Options of `nandlab crash`.
+#[derive(Args, Debug, Clone)]
+pub struct CrashArgs {
+    /// The guarantee to check (default: the one the FTL declares).
+    #[arg(long, value_enum, help_heading = "Crash points")]
+    pub guarantee: Option<GuaranteeArg>,
+    /// Test N crash points drawn at random in the window.
+    #[arg(long = "crash-points", value_name = "N", help_heading = "Crash points")]
+    pub crash_points: Option<u64>,
+    /// Test every K-th operation boundary of the window instead (1: all).
+    #[arg(long = "crash-every", value_name = "K", conflicts_with = "crash_points", help_heading = "Crash points")]
+    pub crash_every: Option<u64>,
+    /// Length of the window in flash operations (default: to the end of the workload).
+    #[arg(long = "crash-span", value_name = "OPS", help_heading = "Crash points")]
+    pub crash_span: Option<u64>,
+    /// Cut between operations, during them (tearing programs and erases), or both.
+    #[arg(long = "crash-phase", value_enum, default_value_t = PhaseArg::Both, help_heading = "Crash points")]
+    pub crash_phase: PhaseArg,
+    /// Test exactly this cut: OP or OP:during (repeatable; what a reproducer uses).
+    #[arg(long = "crash-at", value_name = "OP[:during]", help_heading = "Crash points")]
+    pub crash_at: Vec<String>,
+    /// Host bytes written before the window opens (e.g. 1x: the logical capacity).
+    #[arg(long, value_name = "SIZE", help_heading = "Crash points")]
+    pub warmup: Option<String>,
+    /// A power-cut effect on or off, EFFECT=on|off (repeatable): torn_programs,
+    /// paired_pages, torn_erases, write_cache_lost.
+    #[arg(long = "power-cut", value_name = "EFFECT=on|off", help_heading = "Crash points")]
+    pub power_cut: Vec<String>,
+    /// Do not cut the power again during recovery.
+    #[arg(long = "no-nested", help_heading = "Crash points")]
+    pub no_nested: bool,
+    /// Requests of the workload run on each recovered drive.
+    #[arg(long = "post-requests", default_value_t = 64, help_heading = "Crash points")]
+    pub post_requests: u64,
+    /// Threads (default: all cores).
+    #[arg(long, default_value_t = 0, help_heading = "Crash points")]
+    pub threads: usize,
+    /// Stop the workload after N requests.
+    #[arg(long = "max-requests", value_name = "N", help_heading = "Crash points")]
+    pub max_requests: Option<u64>,
+    /// Do not shrink the first finding.
+    #[arg(long = "no-shrink", help_heading = "Crash points")]
+    pub no_shrink: bool,
+    /// Run seed (drawn and printed when absent).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the JSON report to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Oracle version grain in sectors (default: the workload's alignment).
+    #[arg(long = "oracle-unit")]
+    pub oracle_unit: Option<u32>,
+    /// No per-point lines for failures (summary only).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_cut(text: &str) -> Result<PowerCut, String> {
+    let (op, phase) = text.split_once(':').unwrap_or((text, "between"));
+    let op_index = op.trim().parse().map_err(|_| format!("--crash-at `{text}`: `{op}` is not an operation index"))?;
+    let during = match phase.trim() {
+        "during" => true,
+        "between" => false,
+        p => return Err(format!("--crash-at `{text}`: phase `{p}` is not `during` or `between`")),
+    };
+    Ok(PowerCut { op_index, during })
+}
+
+impl CrashArgs {
+    fn options(&self, seed: u64, capacity_bytes: u64) -> Result<CrashOptions, String> {
+        let mut effects = PowerCutEffects::default();
+        for e in &self.power_cut {
+            effects.set(e).map_err(|m| format!("--power-cut {m}"))?;
+        }
+        let points = if !self.crash_at.is_empty() {
+            PointSelection::At(self.crash_at.iter().map(|c| parse_cut(c)).collect::<Result<_, _>>()?)
+        } else if let Some(k) = self.crash_every {
+            if k == 0 {
+                return Err("--crash-every: must be at least 1".into());
+            }
+            PointSelection::Every { every: k, span: self.crash_span }
+        } else {
+            let count = self.crash_points.unwrap_or(100);
+            if count == 0 {
+                return Err("--crash-points: must be at least 1".into());
+            }
+            PointSelection::Random { count, span: self.crash_span }
+        };
+        let warmup_write_bytes = match &self.warmup {
+            Some(w) => w.parse::<SizeSpec>().map_err(|e| format!("--warmup: {e}"))?.resolve(capacity_bytes),
+            None => 0,
+        };
+        if self.oracle_unit == Some(0) {
+            return Err("--oracle-unit: must be at least 1".into());
+        }
+        Ok(CrashOptions {
+            seed,
+            guarantee: self.guarantee.map(|g| match g {
+                GuaranteeArg::Baseline => Guarantee::Baseline,
+                GuaranteeArg::Optr => Guarantee::Optr,
+            }),
+            points,
+            phase: match self.crash_phase {
+                PhaseArg::Between => Phase::Between,
+                PhaseArg::During => Phase::During,
+                PhaseArg::Both => Phase::Both,
+            },
+            effects,
+            nested: !self.no_nested,
+            post_requests: self.post_requests,
+            threads: self.threads,
+            warmup_write_bytes,
+            max_requests: self.max_requests,
+            shrink: !self.no_shrink,
+            oracle_unit_sectors: self.oracle_unit,
+            verify_chunk_sectors: 128,
+        })
+    }
+}
+
+/// The command that reproduces one crash point alone.
+fn reproducer(seed: u64, cut: PowerCut, requests_before: u64) -> String {
+    let skip_value = [
+        "--seed",
+        "--json",
+        "--crash-points",
+        "--crash-every",
+        "--crash-span",
+        "--crash-at",
+        "--crash-phase",
+        "--warmup",
+        "--max-requests",
+        "--threads",
+    ];
+    let mut out = vec!["nandlab".to_string()];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if skip_value.contains(&a.as_str()) {
+            args.next();
+            continue;
+        }
+        if skip_value.iter().any(|s| a.starts_with(&format!("{s}="))) || a == "--no-shrink" {
+            continue;
+        }
+        out.push(options::quote(&a));
+    }
+    out.push(format!("--seed {seed}"));
+    out.push(format!("--crash-at {}:{}", cut.op_index, if cut.during { "during" } else { "between" }));
+    out.push(format!("--max-requests {}", requests_before + 1));
+    out.push("--no-shrink".into());
+    out.join(" ")
+}
+
+pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
+    let config = match device.load() {
+        Ok(c) => c,
+        Err(e) => return crate::input_error(e),
+    };
+    let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
+        Ok(s) => s,
+        Err(e) => return crate::input_error(e),
+    };
+    let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    let opts = match args.options(seed, config.logical_bytes()) {
+        Ok(o) => o,
+        Err(e) => return crate::input_error(e),
+    };
+    eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    let mut report = match crash::run(&config, &spec, &opts) {
+        Ok(r) => r,
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
+    };
+    if let Some(sh) = &mut report.shrunk {
+        sh.command = Some(reproducer(seed, sh.cut, sh.requests_before));
+    }
+    finish(&report, args)
+}
+
+fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
+    print!("{}", report.summary());
+    if !args.quiet {
+        let failed: Vec<_> = report.points.iter().filter(|p| !p.passed).collect();
+        if !failed.is_empty() {
+            println!("\nFailed crash points ({} of {}, first 20):", failed.len(), report.points_tested);
+            for p in failed.iter().take(20) {
+                let what = p.first.as_ref().map_or_else(String::new, |v| v.to_string());
+                println!(
+                    "  op {} {}{}: {what}",
+                    p.cut.op_index,
+                    if p.cut.during { "during" } else { "between" },
+                    p.recovery_cut.map_or(String::new(), |c| format!(" (recovery cut at op {})", c.op_index))
+                );
+            }
+        }
+    }
+    if let Some(cmd) = report.shrunk.as_ref().and_then(|s| s.command.as_ref()) {
+        println!("\nReproduce the shrunk finding with:\n  {cmd}");
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize");
+        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
+        if let Err(e) = written {
+            return crate::input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
+        }
+    }
+    if report.has_findings() {
+        ExitCode::from(crate::EXIT_VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The `bench crash` workload: uniform random 8-64 KiB writes (8 KiB
+/// aligned), a flush every 64 writes, 1x the logical capacity of warm-up;
+/// crash points fall in the next 2 % of the capacity written.
+const BENCH_CRASH_ARGS: &str = "--rw randwrite --bsrange 8k-64k --blockalign 8k --fsync 64 --trim_percent 0 \
+     --write_size 1.02x --warmup 1x --no-shrink --quiet --seed 12345";
+
+/// `nandlab bench crash`: one `nandlab crash` process per run, medians.
+pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &[String]) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return crate::input_error(format!("cannot find the nandlab executable: {e}")),
+    };
+    let ftls = if ftls.is_empty() { vec!["page".to_string(), "optr".to_string()] } else { ftls };
+    let dir = std::env::temp_dir().join(format!("nandlab-bench-crash-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return crate::input_error(format!("{}: {e}", dir.display()));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "nandlab bench crash — preset {preset}, {points} crash points per run, {runs} run(s) per FTL, {cores} threads"
+    );
+    println!("  workload: {BENCH_CRASH_ARGS} {}", extra.join(" "));
+    let mut failed = false;
+    for ftl in &ftls {
+        println!("\n{ftl}:");
+        let mut rows: Vec<[f64; 5]> = Vec::new();
+        for i in 0..runs {
+            let json = dir.join(format!("{ftl}-{i}.json"));
+            let status = Command::new(&exe)
+                .arg("crash")
+                .args(["--preset", preset, "--ftl", ftl, "--json"])
+                .arg(&json)
+                .args(["--crash-points", &points.to_string()])
+                .args(BENCH_CRASH_ARGS.split_whitespace())
+                .args(extra)
+                .stdout(std::process::Stdio::null())
+                .status();
+            let report = status
+                .ok()
+                .and_then(|_| std::fs::read_to_string(&json).ok())
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+            let Some(r) = report else {
+                println!("  run {}: failed (no report)", i + 1);
+                failed = true;
+                break;
+            };
+            let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+            let row = [
+                f("points_per_test_wall_second"),
+                f("points_per_cpu_second"),
+                f("points_per_wall_second"),
+                f("test_wall_seconds"),
+                f("wall_seconds"),
+            ];
+            let bad = r["failed"].as_u64().unwrap_or(0) > 0 || !r["base_failure"].is_null();
+            failed |= bad;
+            println!(
+                "  run {}: {:6.2} points/s (testing wall)  {:6.2} points/CPU-s  {:6.2} points/s (whole campaign, base run included)  testing {:6.1} s of {:6.1} s wall{}",
+                i + 1,
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                if bad { "  (FINDINGS)" } else { "" }
+            );
+            rows.push(row);
+        }
+        if !rows.is_empty() {
+            let med = |k: usize| crate::bench::median(rows.iter().map(|r| r[k]).collect());
+            println!(
+                "  median: {:6.2} points/s (testing wall)  {:6.2} points/CPU-s  {:6.2} points/s (whole campaign)",
+                med(0),
+                med(1),
+                med(2)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if failed {
+        ExitCode::from(crate::EXIT_VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
