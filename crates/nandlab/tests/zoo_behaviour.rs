@@ -49,7 +49,10 @@ fn random_4k(times: f64, reads: u32) -> SyntheticSpec {
 #[test]
 fn dftl_with_a_whole_table_cache_has_the_write_amplification_of_page() {
     let config = tiny();
-    for (name, w) in [("tiny's workload", preset_workload(&config)), ("random 4 KiB", random_4k(4.0, 20))] {
+    // Without trims: `page` makes trims durable with trim records at each
+    // flush (see page_recovery.rs), metadata programs dftl does not count.
+    let without_trims = SyntheticSpec { trim_percent: 0.0, ..preset_workload(&config) };
+    for (name, w) in [("tiny's workload without trims", without_trims), ("random 4 KiB", random_4k(4.0, 20))] {
         let page = stress(&config, &w, &opts(8));
         let dftl = stress(&with_ftl(&config, "dftl", "cmt_bytes = \"100%\""), &w, &opts(8));
         assert_clean(&page);
