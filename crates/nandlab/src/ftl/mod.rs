@@ -20,6 +20,7 @@ pub mod buggy;
 pub mod crash_bugs;
 pub mod dftl;
 pub mod hybrid;
+pub mod map_table;
 pub mod optr;
 pub mod page;
 pub mod policy;

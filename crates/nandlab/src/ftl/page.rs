@@ -182,7 +182,7 @@ impl Default for PageOptions {
 }
 
 const NONE: u32 = u32::MAX;
-const UNMAPPED: u32 = u32::MAX;
+use super::map_table::{MapTable, UNMAPPED};
 
 /// OOB layout: kind (low nibble) and stream (high nibble) (1 byte), lpn or
 /// checkpoint page index (4), program sequence number (5 bytes: 2^40
@@ -270,7 +270,7 @@ pub struct PageFtl {
     ppb: u32,
     logical_sectors: u64,
     lpns: u32,
-    l2p: Vec<u32>,
+    l2p: MapTable,
     valid_bits: Vec<u64>,
     /// Reused by GC: (source page, logical page) of the victim's valid pages.
     gc_batch: Vec<(u32, u32)>,
@@ -386,7 +386,7 @@ impl PageFtl {
             ppb,
             logical_sectors: env.logical_sectors,
             lpns,
-            l2p: Vec::new(),
+            l2p: MapTable::default(),
             valid_bits: Vec::new(),
             gc_batch: Vec::with_capacity(ppb as usize),
             hinted: (0, 0),
@@ -433,7 +433,7 @@ impl PageFtl {
 
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let g = &self.geometry;
-        self.l2p = large_vec(self.lpns as usize, UNMAPPED);
+        self.l2p = MapTable::unmapped(self.lpns as usize);
         self.valid_bits = vec![0; g.pages().div_ceil(64) as usize];
         self.table.valid.fill(0);
         self.table.sealed_at.fill(0);
@@ -588,7 +588,7 @@ impl PageFtl {
         let unit = self.next_unit as usize;
         self.next_unit = (self.next_unit + 1) % self.table.units;
         let (l2p, block_stream, ppb) = (&self.l2p, &self.block_stream, self.ppb);
-        let stream = self.hot_cold.host_stream(lpn, || match l2p[lpn as usize] {
+        let stream = self.hot_cold.host_stream(lpn, || match l2p.get(lpn as usize) {
             UNMAPPED => None,
             old => Some(block_stream[(old / ppb) as usize]),
         });
@@ -596,18 +596,18 @@ impl PageFtl {
         let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
         flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
         // Read the old location only now: GC during allocation may have moved it.
-        let old = self.l2p[lpn as usize];
+        let old = self.l2p.get(lpn as usize);
         if old != UNMAPPED {
             self.invalidate(old);
         }
-        self.l2p[lpn as usize] = ppn;
+        self.l2p.set(lpn as usize, ppn);
         self.commit_page(ppn);
         Ok(())
     }
 
     /// Load logical page `lpn` into the one-page buffer (zeros if unmapped).
     fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
-        match self.l2p[lpn as usize] {
+        match self.l2p.get(lpn as usize) {
             UNMAPPED => flash.buf_zero(buf, 0, self.spp)?,
             ppn => {
                 self.counters.rmw_reads += 1;
@@ -722,7 +722,7 @@ impl PageFtl {
                     break;
                 }
                 let (_, lpn, _) = decode_oob(&oob);
-                prefetch(&self.l2p, lpn as usize);
+                self.l2p.prefetch(lpn as usize);
                 batch.push((src, lpn));
             }
         }
@@ -743,7 +743,7 @@ impl PageFtl {
     ) -> Result<(), FtlError> {
         let from = self.block_stream[victim as usize];
         for &(src, lpn) in batch {
-            debug_assert_eq!(self.l2p.get(lpn as usize), Some(&src), "valid page {src} is not mapped by its OOB's lpn");
+            debug_assert_eq!(self.l2p.get(lpn as usize), src, "valid page {src} is not mapped by its OOB's lpn");
             let stream = if cause == Cause::WearLeveling { self.wl_stream } else { self.hot_cold.gc_stream(lpn, from) };
             let dst = self.alloc_page(flash, unit, stream)?;
             let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
@@ -756,7 +756,7 @@ impl PageFtl {
             }
             self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
             self.table.valid[victim as usize] -= 1;
-            self.l2p[lpn as usize] = dst;
+            self.l2p.set(lpn as usize, dst);
             self.commit_page(dst);
         }
         Ok(())
@@ -816,14 +816,17 @@ impl PageFtl {
             erase_counts[b as usize] += 1;
         }
         for index in 0..pages {
-            let (table, i) = if index < map_pages { (&self.l2p, index) } else { (&erase_counts, index - map_pages) };
-            let entries = &table[(i * per_page).min(table.len())..((i + 1) * per_page).min(table.len())];
+            // The map's entries first, then the erase counts.
+            let (len, i) =
+                if index < map_pages { (self.l2p.len(), index) } else { (erase_counts.len(), index - map_pages) };
+            let range = (i * per_page).min(len)..((i + 1) * per_page).min(len);
             data.fill(0xff);
             data[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
             data[4..8].copy_from_slice(&(index as u32).to_le_bytes());
             data[8..12].copy_from_slice(&(pages as u32).to_le_bytes());
-            data[12..16].copy_from_slice(&(entries.len() as u32).to_le_bytes());
-            for (k, e) in entries.iter().enumerate() {
+            data[12..16].copy_from_slice(&(range.len() as u32).to_le_bytes());
+            for (k, entry) in range.enumerate() {
+                let e = if index < map_pages { self.l2p.get(entry) } else { erase_counts[entry] };
                 let at = CHECKPOINT_HEADER_BYTES + 4 * k;
                 data[at..at + 4].copy_from_slice(&e.to_le_bytes());
             }
@@ -909,7 +912,7 @@ impl Ftl for PageFtl {
             let in_page = (lba % spp) as u32;
             let n = (spp - u64::from(in_page)).min(end - lba) as u32;
             let at = (lba - req.lba) as u32;
-            match self.l2p[lpn as usize] {
+            match self.l2p.get(lpn as usize) {
                 UNMAPPED => flash.buf_zero(req.buf, at, n)?,
                 ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
             }
@@ -948,11 +951,11 @@ impl Ftl for PageFtl {
             let lpn = (lba / spp) as u32;
             let in_page = (lba % spp) as u32;
             let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            let old = self.l2p[lpn as usize];
+            let old = self.l2p.get(lpn as usize);
             if old != UNMAPPED {
                 if n == self.spp {
                     self.invalidate(old);
-                    self.l2p[lpn as usize] = UNMAPPED;
+                    self.l2p.set(lpn as usize, UNMAPPED);
                     self.hot_cold.trimmed(lpn);
                     self.counters.trimmed_pages += 1;
                     self.pending_trims.push((lpn, self.seq));
@@ -1006,7 +1009,7 @@ impl Ftl for PageFtl {
         // the valid bits and block counters their old pages will update.
         let (from, to) = self.hinted;
         for lpn in from..to {
-            let ppn = self.l2p[lpn as usize];
+            let ppn = self.l2p.get(lpn as usize);
             if ppn != UNMAPPED {
                 prefetch(&self.valid_bits, (ppn / 64) as usize);
                 prefetch(&self.table.valid, (ppn / self.ppb) as usize);
@@ -1018,9 +1021,9 @@ impl Ftl for PageFtl {
         let first = (lba / spp) as u32;
         let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(self.lpns);
         for lpn in (first..last).step_by(16) {
-            prefetch(&self.l2p, lpn as usize);
+            self.l2p.prefetch(lpn as usize);
         }
-        prefetch(&self.l2p, last.saturating_sub(1) as usize);
+        self.l2p.prefetch(last.saturating_sub(1) as usize);
         self.hinted = (first, last);
     }
 

@@ -206,13 +206,13 @@ impl PageFtl {
                 pages.sort_unstable();
                 self.load_checkpoint(flash, &pages)?;
                 for lpn in 0..lpns {
-                    let ppn = self.l2p[lpn];
+                    let ppn = self.l2p.get(lpn);
                     if best_seq[lpn] > ckpt_seq {
                         // Data programmed after the checkpoint wins over it.
-                        self.l2p[lpn] = data_l2p[lpn];
+                        self.l2p.set(lpn, data_l2p[lpn]);
                     } else if ppn != UNMAPPED && lpn_of.get(ppn as usize) != Some(&(lpn as u32)) {
                         // The page was reclaimed since: an unflushed trim.
-                        self.l2p[lpn] = UNMAPPED;
+                        self.l2p.set(lpn, UNMAPPED);
                     }
                 }
                 let mut blocks: Vec<u32> = pages.iter().map(|&(_, ppn)| ppn / self.ppb).collect();
@@ -221,14 +221,16 @@ impl PageFtl {
                 ckpt_seq
             }
             None => {
-                self.l2p = data_l2p;
+                for (lpn, &ppn) in data_l2p.iter().enumerate() {
+                    self.l2p.set(lpn, ppn);
+                }
                 0
             }
         };
         self.apply_trim_records(flash, &trim_pages, ckpt_seq, &best_seq)?;
         if !self.hot_cold.is_none() {
             for lpn in 0..self.lpns {
-                let ppn = self.l2p[lpn as usize];
+                let ppn = self.l2p.get(lpn as usize);
                 if ppn != UNMAPPED {
                     self.hot_cold.restore(lpn, self.block_stream[(ppn / self.ppb) as usize]);
                 }
@@ -322,7 +324,7 @@ impl PageFtl {
                 let lpn = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
                 let seq = u64::from_le_bytes(data[at + 4..at + 12].try_into().unwrap());
                 if lpn < self.l2p.len() && seq > ckpt_seq && best_seq[lpn] < seq {
-                    self.l2p[lpn] = UNMAPPED;
+                    self.l2p.set(lpn, UNMAPPED);
                 }
             }
             log_blocks.push(ppn / self.ppb);
@@ -343,18 +345,24 @@ impl PageFtl {
             flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut [])?;
             let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
             // The map first, then the erase counts (see write_checkpoint).
-            let (table, i) = if (index as usize) < map_pages {
-                (&mut self.l2p, index as usize)
+            let is_map = (index as usize) < map_pages;
+            let (len, i) = if is_map {
+                (self.l2p.len(), index as usize)
             } else {
-                (&mut self.table.erase_count, index as usize - map_pages)
+                (self.table.erase_count.len(), index as usize - map_pages)
             };
             let base = i * per_page;
-            if count > per_page || base + count > table.len() {
+            if count > per_page || base + count > len {
                 return Err(FtlError::Mount(format!("checkpoint page {index} at page {ppn} is inconsistent")));
             }
             for k in 0..count {
                 let at = CHECKPOINT_HEADER_BYTES + 4 * k;
-                table[base + k] = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                let entry = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                if is_map {
+                    self.l2p.set(base + k, entry);
+                } else {
+                    self.table.erase_count[base + k] = entry;
+                }
             }
         }
         Ok(())
@@ -362,7 +370,7 @@ impl PageFtl {
 
     /// Derive valid bits and counts, free lists and candidates from `l2p`.
     fn rebuild_blocks(&mut self, written_pages: &[u32]) {
-        for &ppn in &self.l2p {
+        for ppn in self.l2p.iter() {
             if ppn != UNMAPPED {
                 self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
                 self.table.valid[(ppn / self.ppb) as usize] += 1;
@@ -400,11 +408,19 @@ impl PageFtl {
             }
             let first = block * self.ppb;
             let valid: Vec<u32> = (first..first + w).filter(|&p| self.is_valid(p)).collect();
-            let lpns: Vec<u32> = (0..self.lpns).filter(|&l| valid.contains(&self.l2p[l as usize])).collect();
+            let lpns: Vec<u32> = (0..self.lpns).filter(|&l| valid.contains(&self.l2p.get(l as usize))).collect();
             let mut held = Vec::new();
             for &lpn in &lpns {
                 let buf = flash.buf_alloc(self.spp)?;
-                flash.read(Cause::Recovery, self.page_addr(self.l2p[lpn as usize]), 0, self.spp, buf, 0, &mut [])?;
+                flash.read(
+                    Cause::Recovery,
+                    self.page_addr(self.l2p.get(lpn as usize)),
+                    0,
+                    self.spp,
+                    buf,
+                    0,
+                    &mut [],
+                )?;
                 held.push((lpn, buf));
             }
             flash.erase(Cause::Recovery, self.block_addr(block))?;
@@ -412,7 +428,7 @@ impl PageFtl {
                 let ppn = first + k as u32;
                 let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
                 flash.program(Cause::Recovery, self.page_addr(ppn), buf, 0, &oob)?;
-                self.l2p[lpn as usize] = ppn;
+                self.l2p.set(lpn as usize, ppn);
             }
             for (_, buf) in held {
                 flash.buf_free(buf);

@@ -95,7 +95,7 @@ pub const STAMP_AS_BYTES_PATTERN: u8 = 0xA5;
 /// the slab, (handle `a`, run count `w[0]`); for a metadata page, (handle
 /// `a`, byte length `w[0]`). One slot is one aligned load, so a page lookup
 /// costs one cache miss at most.
-#[derive(Copy, Clone, Default, Debug)]
+#[derive(Copy, Clone, Default, Debug, bytemuck::Zeroable)]
 #[repr(C)]
 struct PageSlot {
     state: u8,
@@ -195,6 +195,7 @@ pub struct Nand {
     plane_div: FastDiv,
     oob_stored_bytes: usize,
     slots: Vec<PageSlot>,
+    /// Spare bytes, stored inverted so that erased (0xFF) is zero.
     oob: Vec<u8>,
     /// Per block: lowest page index never programmed since the last erase.
     write_ptr: Vec<u32>,
@@ -230,8 +231,10 @@ impl Nand {
                 .is_power_of_two()
                 .then(|| geometry.pages_per_block().trailing_zeros()),
             oob_stored_bytes: oob_stored,
-            slots: crate::prefetch::large_vec(pages, PageSlot::default()),
-            oob: crate::prefetch::large_vec(pages * oob_stored, 0xff),
+            // All-zero is the erased state of both (see `oob`): nothing is
+            // resident until programmed.
+            slots: crate::prefetch::zeroed_vec(pages, false),
+            oob: crate::prefetch::zeroed_vec(pages * oob_stored, false),
             write_ptr: vec![0; blocks],
             erase_count: vec![0; blocks],
             bad,
@@ -450,19 +453,15 @@ impl Nand {
             // Small spare writes (the common case) as a loop the compiler
             // inlines, instead of a memcpy call.
             for (d, s) in dst.iter_mut().zip(oob) {
-                *d = *s;
+                *d = !*s;
             }
             return;
         }
-        if partial {
-            // A later partial program can only add bits to still-erased bytes.
-            for (d, s) in dst.iter_mut().zip(oob) {
-                if *s != 0xff {
-                    *d = *s;
-                }
+        // A later partial program can only add bits to still-erased bytes.
+        for (d, s) in dst.iter_mut().zip(oob) {
+            if !partial || *s != 0xff {
+                *d = !*s;
             }
-        } else {
-            dst.copy_from_slice(&oob[..n]);
         }
     }
 
@@ -498,7 +497,9 @@ impl Nand {
         }
         let n = out.len().min(self.oob_stored_bytes);
         let start = i * self.oob_stored_bytes;
-        out[..n].copy_from_slice(&self.oob[start..start + n]);
+        for (o, s) in out[..n].iter_mut().zip(&self.oob[start..start + n]) {
+            *o = !*s;
+        }
         out[n..].fill(0xff);
         Ok(())
     }
@@ -733,14 +734,21 @@ impl Nand {
             return Err(FlashError::BadBlock);
         }
         let ppb = self.pages_per_block as usize;
-        self.journal_block(b);
-        for i in b * ppb..(b + 1) * ppb {
-            self.journal_page(i);
-            self.free_content(i);
-        }
-        self.slots[b * ppb..(b + 1) * ppb].fill(PageSlot::default());
         let n = self.oob_stored_bytes;
-        self.oob[b * ppb * n..(b + 1) * ppb * n].fill(0xff);
+        self.journal_block(b);
+        // An erased block (a format erases them all) is left untouched, so
+        // its memory stays unmapped until something is programmed. Every
+        // program raises the write pointer, and an interrupted erase marks
+        // every page undefined, so these two fields tell.
+        let erased = self.write_ptr[b] == 0 && self.slots[b * ppb].state == K_ERASED;
+        if !erased {
+            for i in b * ppb..(b + 1) * ppb {
+                self.journal_page(i);
+                self.free_content(i);
+            }
+            self.slots[b * ppb..(b + 1) * ppb].fill(PageSlot::default());
+            self.oob[b * ppb * n..(b + 1) * ppb * n].fill(0);
+        }
         self.write_ptr[b] = 0;
         self.erase_count[b] += 1;
         Ok(())

@@ -70,7 +70,8 @@ impl Oracle {
         Oracle {
             unit_shift,
             logical_sectors,
-            units: vec![NEVER; units],
+            // NEVER is 0: resident only where written; accessed at random.
+            units: crate::prefetch::zeroed_vec(units, true),
             exceptions: Vec::new(),
             free_exceptions: Vec::new(),
         }
