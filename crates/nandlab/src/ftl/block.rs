@@ -176,7 +176,7 @@ impl BlockFtl {
                 env.dram_budget_bytes >> 10
             ));
         }
-        let unit_of_plane = super::page::unit_order(&g);
+        let unit_of_plane = super::data_plane::unit_order(&g);
         let mut plane_order: Vec<u32> = (0..g.planes()).collect();
         plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
         Ok(BlockFtl {
