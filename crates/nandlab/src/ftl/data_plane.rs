@@ -12,8 +12,11 @@
 //!   per write stream, its *frontier*.
 //! - **Striping.** Host pages go to the units round-robin in channel →
 //!   chip → die → plane order, so consecutive pages of a request land on
-//!   different channels first. Free groups are reused oldest-erased first
-//!   (basic dynamic wear leveling) unless a wear-leveling policy chooses.
+//!   different channels first, except that a unit holding more than its
+//!   share of valid data is passed over (`placement.rs`: without it,
+//!   sequential sub-page writes pile every final copy onto one unit). Free
+//!   groups are reused oldest-erased first (basic dynamic wear leveling)
+//!   unless a wear-leveling policy chooses.
 //! - **Streams** ([`super::policy::hot_cold`]): a policy assigns every host
 //!   write and every GC copy a stream and each unit keeps one frontier per
 //!   stream, so data of different heat is not mixed in a block. Wear
@@ -51,6 +54,7 @@
 
 mod gc;
 mod layout;
+mod placement;
 
 pub(crate) use layout::unit_order;
 
@@ -297,8 +301,11 @@ pub struct DataPlane {
     hot_cold: HotColdSeparator,
     wear: WearLeveler,
     wl_stream: u8,
-    /// The stream of the FTL's metadata pages, if it writes any.
+    /// The stream of the FTL's metadata pages, if it writes any, and how
+    /// many of them are live at most.
     meta_stream: Option<u8>,
+    meta_pages: u32,
+    balance: placement::Balance,
     fg_threshold: u32,
     bg_threshold: u32,
     host_cursor: u32,
@@ -318,14 +325,15 @@ pub struct DataPlane {
 }
 
 impl DataPlane {
-    /// A data plane for `ftl` over `lpns` logical pages; `meta_stream`
-    /// gives the FTL a stream for metadata pages of its own.
+    /// A data plane for `ftl` over `lpns` logical pages; `meta_pages`
+    /// (the most metadata pages of its own the FTL keeps live) gives the
+    /// FTL a stream for them.
     pub fn new(
         ftl: &'static str,
         g: &Geometry,
         lpns: u32,
         opts: &DataPlaneOptions,
-        meta_stream: bool,
+        meta_pages: Option<u32>,
         seed: u64,
     ) -> Result<DataPlane, String> {
         let layout = Layout::new(g, false);
@@ -383,7 +391,9 @@ impl DataPlane {
             wear: WearLeveler::new(opts.wear_leveling, layout.units()),
             hot_cold,
             wl_stream,
-            meta_stream: meta_stream.then_some(wl_stream + 1),
+            meta_stream: meta_pages.map(|_| wl_stream + 1),
+            meta_pages: meta_pages.unwrap_or(0),
+            balance: placement::Balance::default(),
             fg_threshold,
             bg_threshold: pct(opts.gc_background_free_percent),
             host_cursor: 0,
@@ -458,6 +468,7 @@ impl DataPlane {
         self.wear = WearLeveler::new(self.opts.wear_leveling, self.layout.units());
         self.host_cursor = 0;
         self.meta_cursor = 0;
+        self.balance.unit_valid = vec![0; self.layout.units() as usize];
         self.seq = 1;
         self.in_gc = false;
         if self.tmp_buf.is_none() {
@@ -492,6 +503,7 @@ impl DataPlane {
             let unit = self.unit_of(group);
             self.units[unit].free.push_back(group);
         }
+        self.set_unit_caps();
         Ok(())
     }
 
@@ -531,6 +543,7 @@ impl DataPlane {
                 self.policy.insert(group, &self.table);
             }
         }
+        self.set_unit_caps();
     }
 
     // ----- addresses -----
@@ -633,6 +646,7 @@ impl DataPlane {
         self.valid_bits[(ppn / 64) as usize] &= !(1 << (ppn % 64));
         let old = self.table.valid[group as usize];
         self.table.valid[group as usize] = old - 1;
+        self.balance.unit_valid[self.table.unit[group as usize] as usize] -= 1;
         if self.state[group as usize] == GroupState::Sealed {
             self.policy.invalidated(group, old, &self.table);
         }
@@ -643,6 +657,7 @@ impl DataPlane {
         let group = self.group_of_ppn(ppn);
         self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
         self.table.valid[group as usize] += 1;
+        self.balance.unit_valid[self.table.unit[group as usize] as usize] += 1;
     }
 
     /// Mount (deliberately broken recovery only): forget that `ppn` holds data.
@@ -651,11 +666,14 @@ impl DataPlane {
             self.valid_bits[(ppn / 64) as usize] &= !(1 << (ppn % 64));
             let group = self.group_of_ppn(ppn);
             self.table.valid[group as usize] -= 1;
+            self.balance.unit_valid[self.table.unit[group as usize] as usize] -= 1;
         }
     }
 
     /// Record that the just-programmed `ppn` holds valid data; seal its
-    /// group when this was the group's last page.
+    /// group when this was the group's last page. (A new page adds to its
+    /// unit's valid count, which the caller knows; a GC copy within a unit
+    /// leaves it unchanged.)
     #[inline]
     fn commit_page(&mut self, ppn: u32) {
         let block = ppn / self.ppb;
@@ -702,14 +720,6 @@ impl DataPlane {
     }
 
     // ----- allocation -----
-
-    /// The unit the next host page goes to (round-robin).
-    #[inline]
-    fn next_host_unit(&mut self) -> usize {
-        let unit = self.host_cursor;
-        self.host_cursor = (self.host_cursor + 1) % self.layout.units();
-        unit as usize
-    }
 
     /// The next page to program on `unit` for `stream`, collecting garbage
     /// first if the unit is short of free groups.
@@ -809,13 +819,14 @@ impl DataPlane {
 
     /// A page of the FTL's metadata stream on the next unit in turn.
     pub fn alloc_meta_page<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<u32, FtlError> {
-        let unit = self.meta_cursor as usize;
-        self.meta_cursor = (self.meta_cursor + 1) % self.layout.units();
+        let unit = self.next_meta_unit();
         self.alloc_page(flash, m, unit, self.meta_stream())
     }
 
     /// The just-programmed metadata page `ppn` holds current data.
     pub fn commit_meta_page(&mut self, ppn: u32) {
+        let unit = self.unit_of(self.group_of_ppn(ppn));
+        self.balance.unit_valid[unit] += 1;
         self.commit_page(ppn);
     }
 
@@ -904,6 +915,7 @@ impl DataPlane {
         if old != UNMAPPED {
             self.invalidate(old);
         }
+        self.balance.unit_valid[unit] += 1;
         self.commit_page(ppn);
         Ok(())
     }

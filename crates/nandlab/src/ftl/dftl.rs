@@ -271,7 +271,7 @@ impl DftlFtl {
         if !(0.0..100.0).contains(&opts.cmt.cmt_protected_percent) {
             return Err("dftl option `cmt_protected_percent`: must be within 0..100".into());
         }
-        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, true, env.seed)?;
+        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, Some(tpages), env.seed)?;
         let cmt_reserve = 2 * ppb;
         let dram = Self::dram_needed(&g, cmt_capacity, cmt_reserve, tpages) + dp.hot_cold_dram_bytes();
         if dram > env.dram_budget_bytes {
@@ -695,6 +695,7 @@ impl Ftl for DftlFtl {
             ("wl_relocations", d.wl_relocations),
             ("wl_pages_moved", d.wl_pages_moved),
             ("free_blocks", self.dp.free_blocks()),
+            ("balance_skips", self.dp.balance_skips()),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }

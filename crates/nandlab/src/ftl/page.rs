@@ -144,7 +144,7 @@ impl PageFtl {
                 g.pages()
             ));
         }
-        let mut dp = DataPlane::new("page", &g, lpns, &opts, false, env.seed)?;
+        let mut dp = DataPlane::new("page", &g, lpns, &opts, None, env.seed)?;
         if bug == PageBug::GcErasesActiveBlock {
             dp = dp.with_candidate_open_groups_bug();
         }
@@ -409,6 +409,7 @@ impl Ftl for PageFtl {
             ("checkpoint_pages", c.checkpoint_pages),
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("free_blocks", self.dp.free_blocks()),
+            ("balance_skips", self.dp.balance_skips()),
             ("wl_relocations", d.wl_relocations),
             ("wl_pages_moved", d.wl_pages_moved),
         ] {

@@ -241,7 +241,7 @@ impl DataPlane {
 
     /// Copy one page: by copyback (same plane, no channel transfer) or by
     /// reading it out and programming it back.
-    #[inline]
+    #[inline(always)]
     fn copy_page(
         &mut self,
         flash: &mut dyn Flash,
