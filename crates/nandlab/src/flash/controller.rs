@@ -6,7 +6,7 @@
 //! timing model, `crash` a power-cut injector.
 
 use super::buffers::BufferPool;
-use super::{BufId, Cause, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
+use super::{BufId, Cause, CopybackOp, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
 use crate::nand::power::PowerCutEffects;
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
@@ -203,6 +203,7 @@ impl FlashController {
     // ----- host-side buffers (the host interface's, not the FTL's) -----
 
     /// A buffer holding host write `write` of sectors `lba .. lba+sectors`.
+    #[inline]
     pub fn alloc_host_write(&mut self, lba: u32, write: u32, sectors: u32) -> BufId {
         let id = self.bufs.alloc_data(lba, write, sectors);
         self.set_owner(id, false);
@@ -302,7 +303,7 @@ impl FlashController {
     }
 
     /// Check the pages of a multi-plane operation (up to 16 planes are compared).
-    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr>) {
+    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr>) -> bool {
         let mut list = [PageAddr(0); 16];
         let mut n = 0;
         for (slot, p) in list.iter_mut().zip(pages) {
@@ -310,7 +311,7 @@ impl FlashController {
             n += 1;
         }
         let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &list[..n]);
+        self.nand.check_multi_plane(&mut ck, &list[..n])
     }
 
     /// Program a page from a buffer, without bookkeeping (shared by single and multi-plane).
@@ -492,6 +493,22 @@ impl Flash for FlashController {
         for b in blocks {
             let mut ck = checker!(self, op);
             self.nand.erase(&mut ck, *b)?;
+        }
+        self.finish(&op)
+    }
+
+    fn copyback_multi(&mut self, cause: Cause, ops: &[CopybackOp]) -> Result<(), FlashError> {
+        let Some(first) = ops.first() else {
+            return Ok(());
+        };
+        let op = self.begin(OpKind::Copyback, cause, first.dst.0, Some(first.src.0), ops.len() as u32, 0, None)?;
+        // The read half is a multi-plane read: its pages must agree as well.
+        if self.check_planes(&op, ops.iter().map(|o| o.dst)) {
+            self.check_planes(&op, ops.iter().map(|o| o.src));
+        }
+        for o in ops {
+            let mut ck = checker!(self, op);
+            self.nand.copyback(&mut ck, o.src, o.dst, o.oob)?;
         }
         self.finish(&op)
     }

@@ -7,12 +7,24 @@
 //!
 //! # Allocation
 //!
-//! - **Units and groups** (see `layout.rs`). Each plane is a *unit* with
-//!   its own free *groups* (a group is one block here) and one open group
-//!   per write stream, its *frontier*.
+//! - **Units and groups** (see `layout.rs`). A *unit* has its own free
+//!   *groups* and one open group per write stream, its *frontier*. Without
+//!   multi-plane operations a unit is a plane and a group one block. With
+//!   them (`multi_plane`, on by default when a die has 2 to 16 planes) a
+//!   unit is a die and a group one block on each of its planes at the same
+//!   block offset, filled row by row (page offset), so each row can be
+//!   programmed with one multi-plane program and each group erased with
+//!   one multi-plane erase (see `multi_plane.rs` for when rows are
+//!   programmed, and why a host write never waits for a partner). A block
+//!   that is bad from the factory (or fails its format erase) is left out
+//!   of its group, which is then narrower: its rows are programmed on the
+//!   remaining planes. GC thresholds and victims count groups, so larger
+//!   erase units cost some write amplification (a group is reclaimed only
+//!   when all its blocks are).
 //! - **Striping.** Host pages go to the units round-robin in channel →
 //!   chip → die → plane order, so consecutive pages of a request land on
-//!   different channels first, except that a unit holding more than its
+//!   different channels first (with multi-plane groups the cursor stays on
+//!   a die for a row, see `placement.rs`), except that a unit holding more than its
 //!   share of valid data is passed over (`placement.rs`: without it,
 //!   sequential sub-page writes pile every final copy onto one unit). Free
 //!   groups are reused oldest-erased first (basic dynamic wear leveling)
@@ -31,8 +43,9 @@
 //!   free groups are at or below the foreground threshold, victims chosen
 //!   by a [`VictimSelector`] (greedy, cost-benefit, FIFO, random,
 //!   d-choices, windowed greedy) are collected until they are above it:
-//!   valid pages are copied (by copyback, since source and destination
-//!   share a plane, unless `copyback = false`) and the victim is erased.
+//!   valid pages are copied (by copyback when source and destination
+//!   share a plane, unless `copyback = false`; multi-plane GC moves rows,
+//!   see `multi_plane.rs`) and the victim is erased.
 //!   The threshold is at least one more than the streams a GC cycle may
 //!   copy into, so a cycle can always open the blocks it needs.
 //! - **Background GC** ([`DataPlane::idle_step`]) collects one victim on
@@ -54,6 +67,7 @@
 
 mod gc;
 mod layout;
+mod multi_plane;
 mod placement;
 
 pub(crate) use layout::unit_order;
@@ -130,6 +144,9 @@ pub struct DataPlaneOptions {
     pub hot_cold: HotColdKind,
     #[serde(default)]
     pub wear_leveling: WearLevelingKind,
+    /// None: multi-plane when a die has several planes (at most 16).
+    #[serde(default)]
+    pub multi_plane: Option<bool>,
 }
 
 fn default_fg_blocks() -> u32 {
@@ -149,7 +166,7 @@ impl Default for DataPlaneOptions {
 }
 
 /// The data plane's options, as `nandlab ftls` lists them.
-pub const OPTION_DOCS: [OptionDoc; 9] = [
+pub const OPTION_DOCS: [OptionDoc; 10] = [
     OptionDoc {
         name: "gc_policy",
         default: "greedy",
@@ -159,12 +176,13 @@ pub const OPTION_DOCS: [OptionDoc; 9] = [
     OptionDoc {
         name: "gc_foreground_free_blocks",
         default: "2",
-        help: "per plane: collect before opening a block when free blocks are at or below this",
+        help: "per unit (plane, or die with multi_plane; blocks then count in groups of one per plane): \
+               collect before opening a block when free blocks are at or below this",
     },
     OptionDoc {
         name: "gc_foreground_free_percent",
         default: "0",
-        help: "the same threshold as a percentage of the plane's blocks (the larger applies)",
+        help: "the same threshold as a percentage of a plane's blocks (the larger applies)",
     },
     OptionDoc {
         name: "gc_background_free_percent",
@@ -193,6 +211,12 @@ pub const OPTION_DOCS: [OptionDoc; 9] = [
         default: "none",
         help: "none (reuse the block erased longest ago), dynamic (fewest erases first), \
                static[:threshold=N] (dynamic + move cold data when a plane's erase spread exceeds N, default 16)",
+    },
+    OptionDoc {
+        name: "multi_plane",
+        default: "2-16 planes",
+        help: "true with 2-16 planes per die: allocate, erase and collect one block per plane of a die at one \
+               block offset, program rows of them and move GC pages with multi-plane operations",
     },
 ];
 
@@ -247,6 +271,11 @@ pub struct DataPlaneCounters {
     pub wl_pages_moved: u64,
     /// Pages programmed per stream (host writes, copies, metadata).
     pub stream_pages: [u64; MAX_STREAMS],
+    /// Multi-plane: host programs of a whole row, and of part of one.
+    pub host_multi_plane_programs: u64,
+    pub host_single_plane_programs: u64,
+    /// Multi-plane: multi-plane copybacks and programs GC issued.
+    pub gc_multi_plane_ops: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -274,6 +303,12 @@ pub trait Mapper {
     fn trimmed(&mut self, _dp: &DataPlane, _lpn: u32, _old: u32) {}
     /// Warm the map entry of `index` (GC is about to remap it).
     fn prefetch_entry(&self, _index: u32) {}
+    /// Whether looking `lpn` up leaves every other entry where it is (no
+    /// cache eviction, no metadata written): staged multi-plane pages, whose
+    /// entries are held by tag, are programmed first otherwise.
+    fn lookup_keeps_entries(&self, _lpn: u32) -> bool {
+        true
+    }
     /// GC emptied `group` and is about to erase it.
     fn before_erase(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash, _group: u32) -> Result<(), FtlError> {
         Ok(())
@@ -289,7 +324,10 @@ pub struct DataPlane {
     lpns: u32,
     layout: Layout,
     valid_bits: Vec<u64>,
-    /// Per group: valid pages, seal time, unit, erase count (what policies see).
+    /// Per group: valid pages, seal time, unit, erase count (what policies
+    /// see). A group narrowed by bad blocks counts the pages of its missing
+    /// blocks as valid ones that never move, so every group has the same
+    /// capacity and a policy ranks groups by what collecting them gains.
     pub(crate) table: BlockTable,
     state: Vec<GroupState>,
     /// The stream each group was opened for.
@@ -312,10 +350,17 @@ pub struct DataPlane {
     meta_cursor: u32,
     seq: u64,
     in_gc: bool,
-    /// Reused by GC: (source page, OOB index, OOB kind) of the victim's valid pages.
-    gc_batch: Vec<(u32, u32, u8)>,
+    /// Reused by GC: (source page, OOB index, OOB kind, stream to copy to) of the victim's valid pages.
+    gc_batch: Vec<(u32, u32, u8, u8)>,
     tmp_buf: Option<BufId>,
+    /// One page per plane of a group: GC copies moved by read + program.
     gc_buf: Option<BufId>,
+    /// Multi-plane: host pages staged for a row, and their read-modify-write data.
+    staged: multi_plane::HostRow,
+    stage_buf: Option<BufId>,
+    /// The unit the cursor stays on for a row, and the host pages left for it.
+    host_unit: u32,
+    host_budget: u32,
     /// A page of metadata bytes, for moving metadata without copyback.
     meta_page: Vec<u8>,
     seed: u64,
@@ -336,7 +381,14 @@ impl DataPlane {
         meta_pages: Option<u32>,
         seed: u64,
     ) -> Result<DataPlane, String> {
-        let layout = Layout::new(g, false);
+        let planes = g.planes_per_die();
+        if opts.multi_plane == Some(true) && planes as usize > MAX_PLANES_PER_GROUP {
+            return Err(format!(
+                "{ftl} option `multi_plane`: dies of {planes} planes; multi-plane groups span at most {MAX_PLANES_PER_GROUP}"
+            ));
+        }
+        let per_die = planes > 1 && opts.multi_plane.unwrap_or(planes as usize <= MAX_PLANES_PER_GROUP);
+        let layout = Layout::new(g, per_die);
         let per_unit = g.blocks_per_plane();
         let pct = |p: f64| (p / 100.0 * f64::from(per_unit)).ceil() as u32;
         if opts.gc_foreground_free_blocks == 0 {
@@ -403,6 +455,10 @@ impl DataPlane {
             gc_batch: Vec::with_capacity((g.pages_per_block() * layout.planes_per_group) as usize),
             tmp_buf: None,
             gc_buf: None,
+            staged: Default::default(),
+            stage_buf: None,
+            host_unit: 0,
+            host_budget: 0,
             meta_page: Vec::new(),
             seed,
             bug_candidate_open_groups: false,
@@ -423,6 +479,11 @@ impl DataPlane {
 
     pub fn options(&self) -> &DataPlaneOptions {
         &self.opts
+    }
+
+    /// Whether units are dies programmed with multi-plane operations.
+    pub fn multi_plane(&self) -> bool {
+        self.layout.planes_per_group > 1
     }
 
     /// The stream of wear leveling's moves.
@@ -471,9 +532,15 @@ impl DataPlane {
         self.balance.unit_valid = vec![0; self.layout.units() as usize];
         self.seq = 1;
         self.in_gc = false;
+        self.host_budget = 0;
+        self.staged = Default::default();
         if self.tmp_buf.is_none() {
+            let per_group = self.spp * self.layout.planes_per_group;
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
-            self.gc_buf = Some(flash.buf_alloc(self.spp)?);
+            self.gc_buf = Some(flash.buf_alloc(per_group)?);
+            if self.layout.planes_per_group > 1 {
+                self.stage_buf = Some(flash.buf_alloc(per_group)?);
+            }
         }
         Ok(())
     }
@@ -493,6 +560,7 @@ impl DataPlane {
             }
         }
         self.layout.set_members(&self.bad);
+        self.count_missing_blocks();
         for group in 0..self.layout.groups() {
             if self.layout.width(group) == 0 {
                 self.state[group as usize] = GroupState::Bad;
@@ -513,6 +581,19 @@ impl DataPlane {
             self.bad[block as usize] = flash.is_factory_bad(BlockAddr(u64::from(block)));
         }
         self.layout.set_members(&self.bad);
+        self.count_missing_blocks();
+    }
+
+    /// Count the pages of each group's missing blocks as valid (see `table`).
+    fn count_missing_blocks(&mut self) {
+        for group in 0..self.layout.groups() {
+            self.table.valid[group as usize] = self.missing_pages(group);
+        }
+    }
+
+    /// Pages of `group`'s bad blocks.
+    fn missing_pages(&self, group: u32) -> u32 {
+        self.table.pages_per_block - self.layout.capacity(group)
     }
 
     /// Whether a mount scan should skip `block` (factory bad).
@@ -819,6 +900,7 @@ impl DataPlane {
 
     /// A page of the FTL's metadata stream on the next unit in turn.
     pub fn alloc_meta_page<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<u32, FtlError> {
+        debug_assert!(self.staged.is_empty(), "metadata is written only when no host page is staged");
         let unit = self.next_meta_unit();
         self.alloc_page(flash, m, unit, self.meta_stream())
     }
@@ -851,13 +933,13 @@ impl DataPlane {
             if n == self.spp {
                 self.program_lpn(flash, m, lpn, req.buf, at)?;
             } else {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                self.load_page(flash, m, lpn, tmp)?;
-                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
-                self.program_lpn(flash, m, lpn, tmp, 0)?;
+                let (buf, first) = self.rmw_buffer();
+                self.load_page(flash, m, lpn, buf, first)?;
+                flash.buf_copy(buf, first + in_page, req.buf, at, n)?;
+                self.program_lpn(flash, m, lpn, buf, first)?;
             }
         }
-        Ok(())
+        self.end_host_request(flash, m)
     }
 
     /// Trim sectors: whole pages are unmapped; sectors of a page trimmed
@@ -870,7 +952,7 @@ impl DataPlane {
         sectors: u64,
     ) -> Result<(), FtlError> {
         for (lpn, in_page, n, _) in pieces(self.spp, lba, sectors) {
-            let e = m.lookup(self, flash, lpn)?;
+            let e = self.lookup(flash, m, lpn)?;
             if e.ppn == UNMAPPED {
                 continue;
             }
@@ -881,16 +963,39 @@ impl DataPlane {
                 self.counters.trimmed_pages += 1;
                 m.trimmed(self, lpn, old);
             } else {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                self.load_page(flash, m, lpn, tmp)?;
-                flash.buf_zero(tmp, in_page, n)?;
-                self.program_lpn(flash, m, lpn, tmp, 0)?;
+                let (buf, first) = self.rmw_buffer();
+                self.load_page(flash, m, lpn, buf, first)?;
+                flash.buf_zero(buf, first + in_page, n)?;
+                self.program_lpn(flash, m, lpn, buf, first)?;
             }
         }
-        Ok(())
+        self.end_host_request(flash, m)
     }
 
-    /// Program one logical page from `buf` at `sector` and remap it.
+    /// A host request is done: program what is staged; the next request
+    /// starts on the next unit.
+    #[inline]
+    fn end_host_request<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<(), FtlError> {
+        if self.layout.planes_per_group == 1 {
+            return Ok(());
+        }
+        self.host_budget = 0;
+        self.flush_host_row(flash, m)
+    }
+
+    /// The map entry of `lpn`. Staged pages are programmed first when
+    /// looking it up may disturb the map (a cache miss may evict entries
+    /// they are to update, or write translation pages).
+    #[inline]
+    fn lookup<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, lpn: u32) -> Result<Entry, FtlError> {
+        if !self.staged.is_empty() && !m.lookup_keeps_entries(lpn) {
+            self.flush_host_row(flash, m)?;
+        }
+        m.lookup(self, flash, lpn)
+    }
+
+    /// Program one logical page from `buf` at `sector` and remap it
+    /// (multi-plane: stage it for its row).
     fn program_lpn<M: Mapper>(
         &mut self,
         flash: &mut dyn Flash,
@@ -899,34 +1004,73 @@ impl DataPlane {
         buf: BufId,
         sector: u32,
     ) -> Result<(), FtlError> {
+        if self.layout.planes_per_group > 1 {
+            return self.stage_lpn(flash, m, lpn, buf, sector);
+        }
         let e = m.lookup(self, flash, lpn)?;
-        let unit = self.next_host_unit();
-        let (group_stream, layout, ppb) = (&self.group_stream, &self.layout, self.ppb);
-        let stream = self.hot_cold.host_stream(lpn, || match e.ppn {
-            UNMAPPED => None,
-            old => Some(group_stream[layout.group_of_block(old / ppb) as usize]),
-        });
+        let unit = self.next_plane_unit();
+        let stream = self.host_stream(lpn, e.ppn);
         // The entry stays valid through allocation: GC may move the old
         // copy (the map is read again when remapping) but never evicts it.
         let ppn = self.alloc_page(flash, m, unit, stream)?;
         let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
         flash.program(Cause::Host, PageAddr(u64::from(ppn)), buf, sector, &oob)?;
-        let old = m.remap(lpn, e.tag, ppn);
+        self.host_page_programmed(m, unit, lpn, e.tag, ppn);
+        Ok(())
+    }
+
+    /// Host page `lpn` (looked up as `tag`) was programmed at `ppn` on
+    /// `unit`: remap it, invalidate its old copy.
+    #[inline(always)]
+    fn host_page_programmed<M: Mapper>(&mut self, m: &mut M, unit: usize, lpn: u32, tag: u32, ppn: u32) {
+        let old = m.remap(lpn, tag, ppn);
         if old != UNMAPPED {
             self.invalidate(old);
         }
         self.balance.unit_valid[unit] += 1;
         self.commit_page(ppn);
-        Ok(())
     }
 
-    /// Load logical page `lpn` into `buf` (zeros if unmapped).
-    fn load_page<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, lpn: u32, buf: BufId) -> Result<(), FtlError> {
-        match m.lookup(self, flash, lpn)?.ppn {
-            UNMAPPED => flash.buf_zero(buf, 0, self.spp)?,
+    /// [`DataPlane::program_lpn`] with multi-plane groups.
+    #[inline(never)]
+    fn stage_lpn<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        lpn: u32,
+        buf: BufId,
+        sector: u32,
+    ) -> Result<(), FtlError> {
+        let e = self.lookup(flash, m, lpn)?;
+        let stream = self.host_stream(lpn, e.ppn);
+        let unit = self.next_host_unit(stream);
+        self.stage_host_page(flash, m, unit, stream, lpn, e.tag, buf, sector)
+    }
+
+    /// The stream of a host write of `lpn`, whose data is now at `current`.
+    #[inline(always)]
+    fn host_stream(&mut self, lpn: u32, current: u32) -> u8 {
+        let (group_stream, layout, ppb) = (&self.group_stream, &self.layout, self.ppb);
+        self.hot_cold.host_stream(lpn, || match current {
+            UNMAPPED => None,
+            old => Some(group_stream[layout.group_of_block(old / ppb) as usize]),
+        })
+    }
+
+    /// Load logical page `lpn` into `buf` from sector `first` (zeros if unmapped).
+    fn load_page<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        lpn: u32,
+        buf: BufId,
+        first: u32,
+    ) -> Result<(), FtlError> {
+        match self.lookup(flash, m, lpn)?.ppn {
+            UNMAPPED => flash.buf_zero(buf, first, self.spp)?,
             ppn => {
                 self.counters.rmw_reads += 1;
-                flash.read(Cause::Host, PageAddr(u64::from(ppn)), 0, self.spp, buf, 0, &mut [])?;
+                flash.read(Cause::Host, PageAddr(u64::from(ppn)), 0, self.spp, buf, first, &mut [])?;
             }
         }
         Ok(())

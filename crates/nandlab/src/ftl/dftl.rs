@@ -22,9 +22,13 @@
 //!   program it to the translation frontier. All translation traffic has
 //!   cause `metadata`, so it counts in write amplification.
 //! - **Data path and GC** are the data plane's ([`super::data_plane`]),
-//!   shared with `page`: host pages striped over the planes, per-plane
+//!   shared with `page`: host pages striped over the planes (rows of a
+//!   die's planes programmed together with multi-plane operations), per-unit
 //!   foreground (and optional background) garbage collection with a
-//!   pluggable victim policy, hot/cold streams and wear leveling.
+//!   pluggable victim policy, hot/cold streams and wear leveling. A CMT
+//!   miss that must evict programs the host pages staged for a row first
+//!   (their cache slots must stay put), so with a small cache fewer rows
+//!   are whole.
 //!   Translation pages have a stream of their own, so a victim is either a
 //!   data block or a translation block. Valid data pages are copied and
 //!   their new locations recorded in the CMT — in place when cached,
@@ -361,6 +365,12 @@ impl Mapper for TranslationMap {
     fn prefetch_entry(&self, index: u32) {
         self.cmt.prefetch(index);
     }
+
+    /// A hit, or a miss with room in the cache: nothing is evicted (the
+    /// entry may be read from a translation page, which changes nothing).
+    fn lookup_keeps_entries(&self, lpn: u32) -> bool {
+        self.cmt.get(lpn).is_some() || !self.cmt.is_full()
+    }
 }
 
 impl TranslationMap {
@@ -696,6 +706,9 @@ impl Ftl for DftlFtl {
             ("wl_pages_moved", d.wl_pages_moved),
             ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
+            ("host_multi_plane_programs", d.host_multi_plane_programs),
+            ("host_single_plane_programs", d.host_single_plane_programs),
+            ("gc_multi_plane_ops", d.gc_multi_plane_ops),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
@@ -709,6 +722,7 @@ impl Ftl for DftlFtl {
         extra.insert("gc_policy".into(), serde_json::json!(o.gc_policy.to_string()));
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));
         extra.insert("wear_leveling".into(), serde_json::json!(o.wear_leveling.to_string()));
+        extra.insert("multi_plane".into(), serde_json::json!(self.dp.multi_plane()));
         extra.insert("stream_pages".into(), serde_json::json!(d.stream_pages[..=self.dp.meta_stream() as usize]));
         let dram =
             Self::dram_needed(&m.geometry, m.cmt_capacity, m.cmt_reserve, m.tpages) + self.dp.hot_cold_dram_bytes();

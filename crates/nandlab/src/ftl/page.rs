@@ -56,7 +56,8 @@ mod recovery;
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "page",
     summary:
-        "page-level mapping, striping over planes, per-plane GC, hot/cold streams, wear leveling, checkpoint on shutdown",
+        "page-level mapping, striping over planes (multi-plane rows per die), per-unit GC, hot/cold streams, wear leveling, \
+         checkpoint on shutdown",
     options: &data_plane::OPTION_DOCS,
     build: build_page,
 };
@@ -410,6 +411,9 @@ impl Ftl for PageFtl {
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
+            ("host_multi_plane_programs", d.host_multi_plane_programs),
+            ("host_single_plane_programs", d.host_single_plane_programs),
+            ("gc_multi_plane_ops", d.gc_multi_plane_ops),
             ("wl_relocations", d.wl_relocations),
             ("wl_pages_moved", d.wl_pages_moved),
         ] {
@@ -419,6 +423,7 @@ impl Ftl for PageFtl {
         extra.insert("gc_policy".into(), serde_json::json!(o.gc_policy.to_string()));
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));
         extra.insert("wear_leveling".into(), serde_json::json!(o.wear_leveling.to_string()));
+        extra.insert("multi_plane".into(), serde_json::json!(self.dp.multi_plane()));
         let streams = usize::from(self.dp.wl_stream()) + usize::from(self.dp.wear_relocates());
         extra.insert("stream_pages".into(), serde_json::json!(d.stream_pages[..streams]));
         let dram = Self::dram_needed(&self.map.geometry, self.map.lpns) + self.dp.hot_cold_dram_bytes();

@@ -88,8 +88,9 @@ impl DataPlane {
         let Some(victim) = self.policy.select(unit as u32, &self.table) else {
             return Ok(false);
         };
+        // Both count the pages of missing blocks (see `DataPlane::table`).
         let valid = self.table.valid[victim as usize];
-        let capacity = self.layout.capacity(victim);
+        let capacity = self.table.pages_per_block;
         // Background GC skips victims not worth the work (FEMU's rule); in
         // the foreground a victim is taken whatever it holds, as long as its
         // pages have somewhere to go.
@@ -153,7 +154,7 @@ impl DataPlane {
         };
         self.policy.remove(group, &self.table);
         self.counters.wl_relocations += 1;
-        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize]);
+        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.missing_pages(group));
         self.in_gc = true;
         let result = self.move_valid_pages(flash, m, unit, group, Cause::WearLeveling);
         self.in_gc = false;
@@ -181,7 +182,7 @@ impl DataPlane {
             if Some(self.group_stream[victim as usize]) == self.meta_stream {
                 self.counters.gc_meta_victims += 1;
             }
-            self.copy_batch(flash, m, unit, victim, cause, &batch)
+            self.copy_batch(flash, m, unit, victim, cause, &mut batch)
         });
         self.gc_batch = batch;
         result
@@ -193,8 +194,9 @@ impl DataPlane {
         m: &mut M,
         victim: u32,
         cause: Cause,
-        batch: &mut Vec<(u32, u32, u8)>,
+        batch: &mut Vec<(u32, u32, u8, u8)>,
     ) -> Result<(), FtlError> {
+        let from = self.group_stream[victim as usize];
         let mut oob = [0u8; OOB_BYTES];
         for i in 0..self.layout.width(victim) {
             let first = self.layout.member(victim, i) * self.ppb;
@@ -203,11 +205,25 @@ impl DataPlane {
                     flash.read_oob(cause, page(src), &mut oob)?;
                     let (kind, index, _) = decode_oob(&oob);
                     m.prefetch_entry(index);
-                    batch.push((src, index, kind & OOB_KIND_MASK));
+                    let kind = kind & OOB_KIND_MASK;
+                    batch.push((src, index, kind, self.copy_stream(kind, index, from, cause)));
                 }
             }
         }
         Ok(())
+    }
+
+    /// The stream a moved page of `kind` and `index`, found on stream
+    /// `from`, is copied to (a pure function of its arguments and the
+    /// hot/cold policy's state, which copying does not change).
+    fn copy_stream(&mut self, kind: u8, index: u32, from: u8, cause: Cause) -> u8 {
+        if kind != OOB_DATA {
+            self.meta_stream()
+        } else if cause == Cause::WearLeveling {
+            self.wl_stream
+        } else {
+            self.hot_cold.gc_stream(index, from)
+        }
     }
 
     fn copy_batch<M: Mapper>(
@@ -217,26 +233,28 @@ impl DataPlane {
         unit: usize,
         victim: u32,
         cause: Cause,
-        batch: &[(u32, u32, u8)],
+        batch: &mut [(u32, u32, u8, u8)],
     ) -> Result<(), FtlError> {
-        let from = self.group_stream[victim as usize];
-        for &(src, index, kind) in batch {
-            let stream = if kind != OOB_DATA {
-                self.meta_stream()
-            } else if cause == Cause::WearLeveling {
-                self.wl_stream
-            } else {
-                self.hot_cold.gc_stream(index, from)
-            };
+        if self.layout.planes_per_group > 1 {
+            return self.copy_batch_rows(flash, m, unit, victim, cause, batch);
+        }
+        for &(src, index, kind, stream) in batch.iter() {
             let dst = self.alloc_page(flash, m, unit, stream)?;
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
             self.copy_page(flash, cause, kind, src, dst, &oob)?;
-            self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
-            self.table.valid[victim as usize] -= 1;
-            m.relocate(kind, index, src, dst);
-            self.commit_page(dst);
+            self.page_moved(m, victim, kind, index, src, dst);
         }
         Ok(())
+    }
+
+    /// A valid page of `victim` was copied from `src` to `dst` in the same
+    /// unit: remap it (the unit's valid count is unchanged).
+    #[inline(always)]
+    pub(super) fn page_moved<M: Mapper>(&mut self, m: &mut M, victim: u32, kind: u8, index: u32, src: u32, dst: u32) {
+        self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
+        self.table.valid[victim as usize] -= 1;
+        m.relocate(kind, index, src, dst);
+        self.commit_page(dst);
     }
 
     /// Copy one page: by copyback (same plane, no channel transfer) or by
@@ -258,14 +276,26 @@ impl DataPlane {
             flash.read(cause, page(src), 0, self.spp, buf, 0, &mut [])?;
             flash.program(cause, page(dst), buf, 0, oob)?;
         } else {
-            let mut bytes = std::mem::take(&mut self.meta_page);
-            bytes.resize(self.geometry.page_size_bytes() as usize, 0xff);
-            let r = flash
-                .read_meta(cause, page(src), &mut bytes, &mut [])
-                .and_then(|()| flash.program_meta(cause, page(dst), &bytes, oob));
-            self.meta_page = bytes;
-            r?;
+            self.move_meta_page(flash, cause, src, dst, oob)?;
         }
         Ok(())
+    }
+
+    /// Move a page of FTL metadata by reading and programming its bytes.
+    pub(super) fn move_meta_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        cause: Cause,
+        src: u32,
+        dst: u32,
+        oob: &[u8],
+    ) -> Result<(), FtlError> {
+        let mut bytes = std::mem::take(&mut self.meta_page);
+        bytes.resize(self.geometry.page_size_bytes() as usize, 0xff);
+        let r = flash
+            .read_meta(cause, page(src), &mut bytes, &mut [])
+            .and_then(|()| flash.program_meta(cause, page(dst), &bytes, oob));
+        self.meta_page = bytes;
+        Ok(r?)
     }
 }

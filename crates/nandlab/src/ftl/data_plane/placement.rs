@@ -54,13 +54,42 @@ impl DataPlane {
         self.balance.unit_valid.resize(units, 0);
     }
 
-    /// The unit the next host page goes to.
-    #[inline]
-    pub(super) fn next_host_unit(&mut self) -> usize {
+    /// The unit the next host page goes to, units being planes.
+    #[inline(always)]
+    pub(super) fn next_plane_unit(&mut self) -> usize {
         let mut cursor = self.host_cursor;
         let unit = self.place(&mut cursor);
         self.host_cursor = cursor;
         unit
+    }
+
+    /// The unit the next host page (of `stream`) goes to, units being dies
+    /// (multi-plane groups): the cursor stays on a unit for a row: the rest of the
+    /// stream's open row and, if that was partly written, one full row more
+    /// (so a long request fills whole rows even after a short one left a
+    /// row half full); a new request starts on the next unit.
+    #[inline]
+    pub(super) fn next_host_unit(&mut self, stream: u8) -> usize {
+        if self.host_budget > 0 {
+            self.host_budget -= 1;
+            return self.host_unit as usize;
+        }
+        let unit = self.next_plane_unit();
+        self.host_unit = unit as u32;
+        self.host_budget = self.row_budget(unit, stream) - 1;
+        unit
+    }
+
+    /// Host pages a visit to `unit` takes for `stream` (see [`DataPlane::next_host_unit`]).
+    fn row_budget(&self, unit: usize, stream: u8) -> u32 {
+        let f = &self.units[unit].frontier[stream as usize];
+        if f.group == super::NONE || f.row >= self.ppb {
+            return self.layout.planes_per_group;
+        }
+        match f.member {
+            0 => f.width,
+            filled => 2 * f.width - filled,
+        }
     }
 
     /// The unit the next metadata page goes to (a cursor of its own).
@@ -72,7 +101,7 @@ impl DataPlane {
     }
 
     /// The unit at `cursor`, or the next one within its cap; advances the cursor past it.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, cursor: &mut u32) -> usize {
         let units = self.layout.units();
         let mut unit = *cursor;

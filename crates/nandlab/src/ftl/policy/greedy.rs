@@ -70,7 +70,7 @@ impl VictimPolicy for Greedy {
         self.link(block, bucket);
     }
 
-    #[inline]
+    #[inline(always)]
     fn invalidated(&mut self, block: u32, _old_valid: u32, table: &BlockTable) {
         if self.bucket_of[block as usize] == NONE {
             return; // an open block: not a candidate yet
