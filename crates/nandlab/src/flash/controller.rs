@@ -302,16 +302,22 @@ impl FlashController {
         self.nand.geometry().page_size_bytes()
     }
 
-    /// Check the pages of a multi-plane operation (up to 16 planes are compared).
-    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr>) -> bool {
-        let mut list = [PageAddr(0); 16];
-        let mut n = 0;
-        for (slot, p) in list.iter_mut().zip(pages) {
-            *slot = p;
-            n += 1;
-        }
+    /// Check every page of a multi-plane operation (see [`Nand::check_multi_plane`]).
+    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr> + Clone) -> bool {
         let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &list[..n])
+        self.nand.check_multi_plane(&mut ck, pages)
+    }
+
+    /// A multi-plane operation failed with `error` after `done` of its
+    /// pages (or blocks) took effect: those are counted and shown to the
+    /// observers as an operation of `done` planes, moving `done_bytes`.
+    #[cold]
+    fn fail_multi(&mut self, op: &FlashOp, done: usize, done_bytes: u32, error: FlashError) -> Result<(), FlashError> {
+        if done > 0 {
+            let partial = FlashOp { planes: done as u32, transfer_bytes: done_bytes, ..*op };
+            self.finish(&partial)?;
+        }
+        Err(error)
     }
 
     /// Program a page from a buffer, without bookkeeping (shared by single and multi-plane).
@@ -463,8 +469,10 @@ impl Flash for FlashController {
         let bytes = self.page_bytes() * ops.len() as u32;
         let op = self.begin(OpKind::Program, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.src))?;
         self.check_planes(&op, ops.iter().map(|o| o.page));
-        for o in ops {
-            self.program_page(&op, o.page, o.src, o.src_sector, o.oob)?;
+        for (done, o) in ops.iter().enumerate() {
+            if let Err(e) = self.program_page(&op, o.page, o.src, o.src_sector, o.oob) {
+                return self.fail_multi(&op, done, self.page_bytes() * done as u32, e);
+            }
         }
         self.finish(&op)
     }
@@ -477,8 +485,10 @@ impl Flash for FlashController {
         let op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
         self.check_planes(&op, ops.iter().map(|o| o.page));
         let spp = self.nand.geometry().sectors_per_page();
-        for o in ops {
-            self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut [])?;
+        for (done, o) in ops.iter().enumerate() {
+            if let Err(e) = self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut []) {
+                return self.fail_multi(&op, done, self.page_bytes() * done as u32, e);
+            }
         }
         self.finish(&op)
     }
@@ -488,11 +498,13 @@ impl Flash for FlashController {
             return Ok(());
         };
         let op = self.begin(OpKind::Erase, cause, first.0, None, blocks.len() as u32, 0, None)?;
-        let g = self.nand.geometry().clone();
-        self.check_planes(&op, blocks.iter().map(|b| g.page_addr(*b, 0)));
-        for b in blocks {
+        let ppb = u64::from(self.nand.geometry().pages_per_block());
+        self.check_planes(&op, blocks.iter().map(|b| PageAddr(b.0 * ppb)));
+        for (done, b) in blocks.iter().enumerate() {
             let mut ck = checker!(self, op);
-            self.nand.erase(&mut ck, *b)?;
+            if let Err(e) = self.nand.erase(&mut ck, *b) {
+                return self.fail_multi(&op, done, 0, e);
+            }
         }
         self.finish(&op)
     }
@@ -506,9 +518,11 @@ impl Flash for FlashController {
         if self.check_planes(&op, ops.iter().map(|o| o.dst)) {
             self.check_planes(&op, ops.iter().map(|o| o.src));
         }
-        for o in ops {
+        for (done, o) in ops.iter().enumerate() {
             let mut ck = checker!(self, op);
-            self.nand.copyback(&mut ck, o.src, o.dst, o.oob)?;
+            if let Err(e) = self.nand.copyback(&mut ck, o.src, o.dst, o.oob) {
+                return self.fail_multi(&op, done, 0, e);
+            }
         }
         self.finish(&op)
     }
@@ -692,3 +706,7 @@ impl FlashController {
         std::mem::replace(&mut self.log, ViolationLog::new(CRASH_LOG_KEEP))
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
