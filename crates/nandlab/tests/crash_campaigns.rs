@@ -67,6 +67,16 @@ fn page_passes_baseline_with_torn_programs_and_erases() {
     assert!(r.points.iter().any(|p| p.recovery_cut.is_some()), "recoveries were cut too");
 }
 
+#[test]
+fn page_passes_baseline_on_multi_plane_groups_narrowed_by_bad_blocks() {
+    // tiny has 2 planes per die: multi-plane groups by default; some lose a block.
+    let mut config = tiny();
+    config.factory_bad_block_percent = 5.0;
+    let r = campaign(&config, &mixed(), &options(2, 120));
+    assert_passes(&r);
+    assert!(r.points.iter().any(|p| p.torn_pages > 0), "some cut tore a program");
+}
+
 /// A factory for `page` with a deliberate crash bug.
 fn page_with(bug: CrashBug) -> SharedFactory {
     Arc::new(move |env| {

@@ -309,7 +309,7 @@ pub trait Mapper {
     fn lookup_keeps_entries(&self, _lpn: u32) -> bool {
         true
     }
-    /// GC emptied `group` and is about to erase it.
+    /// GC or wear leveling emptied `group` and is about to erase it.
     fn before_erase(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash, _group: u32) -> Result<(), FtlError> {
         Ok(())
     }

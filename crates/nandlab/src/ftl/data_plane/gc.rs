@@ -159,6 +159,9 @@ impl DataPlane {
         let result = self.move_valid_pages(flash, m, unit, group, Cause::WearLeveling);
         self.in_gc = false;
         result?;
+        // As for a GC victim: the FTL may have to persist something first
+        // (page: trims whose newest copy the group holds).
+        m.before_erase(self, flash, group)?;
         self.erase_to_free(flash, group, Cause::WearLeveling)
     }
 
