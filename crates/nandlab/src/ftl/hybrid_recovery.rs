@@ -105,13 +105,7 @@ impl HybridFtl {
                 // An interrupted merge: every page it holds has a surviving source.
                 BlockScan::Found(b) if b.made == Made::Merge && b.torn => garbage.push(block),
                 BlockScan::Found(b) => {
-                    for (page, oob) in oobs[..b.valid as usize].iter().enumerate() {
-                        let (kind, lpn, seq) = decode_oob(oob);
-                        if kind != OOB_PAD && lpn < self.lpns && seq > best_seq[lpn as usize] {
-                            best_seq[lpn as usize] = seq;
-                            best_ppn[lpn as usize] = block * self.ppb + page as u32;
-                        }
-                    }
+                    self.record_versions(block, &oobs[..b.valid as usize], &mut best_seq, &mut best_ppn);
                     scanned[block as usize] = Some(b);
                 }
             }
@@ -165,6 +159,18 @@ impl HybridFtl {
             _ => Made::RandLog,
         };
         Ok(BlockScan::Found(Scanned { made, lbn, first_seq, valid, torn }))
+    }
+
+    /// Keep, per logical page, the newest version among the surviving pages
+    /// of `block` (`oobs`) and those seen before (pads hold no version).
+    fn record_versions(&self, block: u32, oobs: &[[u8; OOB_BYTES]], best_seq: &mut [u64], best_ppn: &mut [u32]) {
+        for (page, oob) in oobs.iter().enumerate() {
+            let (kind, lpn, seq) = decode_oob(oob);
+            if kind != OOB_PAD && lpn < self.lpns && seq > best_seq[lpn as usize] {
+                best_seq[lpn as usize] = seq;
+                best_ppn[lpn as usize] = block * self.ppb + page as u32;
+            }
+        }
     }
 
     /// Blocks holding no current version are garbage.
