@@ -135,6 +135,7 @@ fn warnings_are_reported_but_do_not_fail_the_run() {
 
 mod zoo {
     use super::*;
+    use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
     use nandlab::ftl::dftl::{DftlBug, DftlFtl, DftlOptions};
     use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
     use nandlab::ftl::page::{PageBug, PageFtl, PageOptions};
@@ -197,6 +198,27 @@ mod zoo {
         let r = hybrid(&config, HybridBug::MergeReturnsEarlyWithoutLogBlock, &spec);
         eprintln!("hybrid: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::ProgramNotErased, "the next random write lands past the full log block");
+    }
+
+    fn block(config: &Config, bug: BlockBug) -> StressReport {
+        let spec = preset_workload(config);
+        stress_with(
+            config,
+            Box::new(move |env| Ok(Box::new(BlockFtl::with_bug(env, BlockOptions::default(), bug)?))),
+            &spec,
+            &opts(42),
+        )
+    }
+
+    #[test]
+    fn block_dropping_a_page_from_a_read_modify_write_is_a_lost_write() {
+        let config = tiny();
+        let good = block(&config, BlockBug::None);
+        assert_clean(&good);
+        assert!(good.ftl_stats.extra["rmw_merges"].as_u64().unwrap() > 1000, "the workload rewrites blocks");
+        let r = block(&config, BlockBug::ReplacementDropsLastPage);
+        eprintln!("block: {:?}", r.violations.first());
+        assert_eq!(first_error(&r), Rule::LostWrite, "the old block's last page was erased uncopied");
     }
 
     fn dac(config: &Config, bug: PageBug) -> StressReport {

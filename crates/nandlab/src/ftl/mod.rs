@@ -19,6 +19,7 @@ pub mod block;
 pub mod buggy;
 pub mod crash_bugs;
 pub mod dftl;
+pub mod flash_ops;
 pub mod hybrid;
 pub mod map_table;
 pub mod optr;
