@@ -26,7 +26,7 @@
 //! version 3; so does nandlab. File names cannot contain blanks (fio's own
 //! reader splits on them too).
 
-use super::parse::{parse_decimal_ns, parse_u64, LineError, Words};
+use super::parse::{checked_end, parse_decimal_ns, parse_u64, LineError, Words};
 use super::{Pending, TimeUnit, TraceRequest};
 use crate::workload::HostOp;
 use std::collections::HashMap;
@@ -129,6 +129,7 @@ impl FioParser {
             b"read" | b"write" | b"trim" => {
                 let off = io("offset", offset)?;
                 let len = io("length", length)?;
+                checked_end(line, length.unwrap_or(line), "length", off, len)?;
                 let op = match action {
                     b"read" => HostOp::Read,
                     b"write" => HostOp::Write,
@@ -187,6 +188,12 @@ impl FioWriter {
         } else {
             String::new()
         }
+    }
+
+    /// Whether writing a request of `device` would name more files than a
+    /// reader accepts ([`MAX_FILES`]).
+    pub fn too_many_files(&self, device: u32) -> bool {
+        self.opened.len() >= MAX_FILES && !self.opened.contains(&device)
     }
 
     /// Write one request; never drops one (every op has an iolog form).
