@@ -330,7 +330,8 @@ pub enum TraceCommand {
         /// Device size for --trace-map (bytes: 3g, 512g, …).
         #[arg(long, value_name = "BYTES")]
         capacity: Option<String>,
-        /// Memory allowed for the exact footprint bitmap (past it: HyperLogLog).
+        /// Memory for the exact footprint bitmap (8 bytes cover 32 KiB of addresses; units
+        /// beyond its range are estimated with HyperLogLog, and only that part is approximate).
         #[arg(long = "footprint-bitmap-max", default_value = "256m")]
         bitmap_max: String,
         /// Print JSON instead of the table.

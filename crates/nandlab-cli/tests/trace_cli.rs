@@ -34,6 +34,19 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `stress --preset tiny --trace TRACE ARGS… --seed 1`, which must succeed:
+/// its output and its JSON report.
+fn stress_trace(trace: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+    let json = trace.with_extension("json");
+    let mut all = vec!["stress", "--preset", "tiny", "--trace", trace.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--seed", "1", "--no-progress", "--json", json.to_str().unwrap()]);
+    let o = nandlab(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (o, report)
+}
+
 /// `trace stats FILE ARGS… --json`, which must succeed.
 fn stats_json(file: &str, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["trace", "stats", file, "--json"];
@@ -80,26 +93,9 @@ fn skipped_bad_lines_are_counted_in_stats_json_and_the_stress_summary() {
     assert_eq!(j["requests"], 2);
     assert!(j["bad_line_examples"][0].as_str().unwrap().contains("skip.trace:2"));
 
-    let json = p.with_extension("json");
-    let o = nandlab(&[
-        "stress",
-        "--preset",
-        "tiny",
-        "--trace",
-        p.to_str().unwrap(),
-        "--trace-format",
-        "mqsim",
-        "--skip-bad-lines",
-        "--seed",
-        "1",
-        "--no-progress",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (o, r) = stress_trace(&p, &["--trace-format", "mqsim", "--skip-bad-lines"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("1 bad lines skipped"), "{out}");
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["workload_report"]["read"]["skipped_bad_lines"], 1);
     assert_eq!(r["host"]["write_requests"], 1);
     assert_eq!(r["host"]["read_requests"], 1);
@@ -397,26 +393,10 @@ fn filters_that_keep_nothing_warn_in_stats_and_stress() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["warnings"][0].as_str(), Some(warning));
 
-    let json = p.with_extension("json");
-    let o = nandlab(&[
-        "stress",
-        "--preset",
-        "tiny",
-        "--trace",
-        p.to_str().unwrap(),
-        "--trace-op",
-        "trim",
-        "--seed",
-        "1",
-        "--no-progress",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (o, r) = stress_trace(&p, &["--trace-op", "trim"]);
     let warning = "no request replayed: the filters (--trace-op trim) kept none of the trace's 2 requests; it has device(s) 0, 1 and operation(s) read, write";
     assert!(stderr(&o).contains(&format!("warning: {warning}")), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("warning    {warning}")));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["workload_report"]["warnings"][0].as_str(), Some(warning));
     // A filter that keeps something gives no warning.
     let j = stats_json(p.to_str().unwrap(), &["--trace-device", "1"]);

@@ -324,8 +324,8 @@ impl std::str::FromStr for BlkparseEvents {
     }
 }
 
-/// How to read a trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to read a trace (default: sniff the format, every option at its default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReaderOptions {
     /// The format (`None`: sniff it from the first lines).
     pub format: Option<TraceFormat>,
@@ -341,19 +341,6 @@ pub struct ReaderOptions {
     pub sector_bytes: Option<u32>,
     /// Count malformed lines and go on instead of stopping at the first.
     pub skip_bad_lines: bool,
-}
-
-impl Default for ReaderOptions {
-    fn default() -> Self {
-        ReaderOptions {
-            format: None,
-            time_unit: None,
-            ascii_rw: None,
-            blkparse_events: None,
-            sector_bytes: None,
-            skip_bad_lines: false,
-        }
-    }
 }
 
 impl ReaderOptions {
@@ -745,6 +732,10 @@ impl TraceReader {
     }
 }
 
+/// A format the sniffer can recognise line by line: its layout test and
+/// the layout in words.
+type Layout = (TraceFormat, fn(&[u8]) -> bool, &'static str);
+
 /// Recognise the format from the start of a (decompressed) trace.
 /// `complete` says whether `sample` is the whole file (its last line is then
 /// complete too). Returns the format and a sentence saying why, or why the
@@ -770,7 +761,7 @@ pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), Str
     if let Some(v) = fio_iolog::header_version(first) {
         return Ok((TraceFormat::Fio, format!("first line is the fio iolog version {v} header")));
     }
-    let layouts: [(TraceFormat, fn(&[u8]) -> bool, &str); 4] = [
+    let layouts: [Layout; 4] = [
         (
             TraceFormat::Blkparse,
             blkparse::looks_like,
