@@ -453,6 +453,9 @@ fn convert(
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    if let Some(why) = stream.reader().chosen_because() {
+        eprintln!("  trace format: {} (auto: {why})", stream.reader().format());
+    }
     let out: Box<dyn Write> = match open_output(output) {
         Ok(o) => o,
         Err(e) => return input_error(format!("{}: {e}", output.display())),
