@@ -235,6 +235,8 @@ pub struct Transformed {
     kept: u64,
     /// What the filters dropped while none was kept, for the warning.
     dropped_devices: Vec<u32>,
+    /// More distinct devices were dropped than are listed.
+    dropped_devices_more: bool,
     dropped_ops: [bool; 4],
 }
 
@@ -264,6 +266,7 @@ impl Transformed {
             done: false,
             kept: 0,
             dropped_devices: Vec::new(),
+            dropped_devices_more: false,
             dropped_ops: [false; 4],
         })
     }
@@ -331,8 +334,12 @@ impl Transformed {
     /// while nothing has been kept, at most [`WARN_DEVICES`] devices).
     fn note_dropped(&mut self, r: &TraceRequest) {
         self.dropped_ops[r.op.index()] = true;
-        if self.dropped_devices.len() < WARN_DEVICES && !self.dropped_devices.contains(&r.device) {
-            self.dropped_devices.push(r.device);
+        if !self.dropped_devices.contains(&r.device) {
+            if self.dropped_devices.len() < WARN_DEVICES {
+                self.dropped_devices.push(r.device);
+            } else {
+                self.dropped_devices_more = true;
+            }
         }
     }
 
@@ -384,7 +391,7 @@ impl Transformed {
 
     fn dropped_device_list(&self) -> String {
         let mut d: Vec<String> = self.dropped_devices.iter().map(|&d| self.show_device(d)).collect();
-        if self.dropped_devices.len() == WARN_DEVICES {
+        if self.dropped_devices_more {
             d.push("…".into());
         }
         d.join(", ")
@@ -690,6 +697,14 @@ mod tests {
             w,
             vec!["no request replayed: the filters (--trace-device 7, --trace-op trim) kept none of the trace's 3 requests; it has device(s) 0, 1 and operation(s) read, write"]
         );
+        let sixteen: String = (0..16).map(|d| format!("{d} {d} 0 8 0\n")).collect();
+        let w = warnings_after(&sixteen, TransformSpec { devices: vec![99], ..Default::default() });
+        assert!(w[0].contains("device(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and"), "{w:?}");
+        let w = warnings_after(
+            &format!("{sixteen}16 16 0 8 0\n"),
+            TransformSpec { devices: vec![99], ..Default::default() },
+        );
+        assert!(w[0].contains("14, 15, … and"), "{w:?}");
         let w = warnings_after("# nothing\n", TransformSpec::default());
         assert!(w[0].contains("the trace has no request (1 lines: 1 ignored"), "{w:?}");
         let w =
