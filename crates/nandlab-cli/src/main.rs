@@ -200,6 +200,11 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
     report.reproduce = Some(reproduce);
+    if let Some(w) = &report.workload_report {
+        for warning in trace_cmd::warnings(w) {
+            eprintln!("warning: {warning}");
+        }
+    }
     let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
     finish_report(&report, run.json.as_deref(), trace_line.as_deref())
 }
