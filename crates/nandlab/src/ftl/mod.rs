@@ -145,12 +145,44 @@ pub trait Ftl {
     fn prefetch(&mut self, _flash: &dyn Flash, _lba: u64, _sectors: u32) {}
 }
 
+/// Check what an FTL declares it needs of the geometry (its [`FtlInfo`])
+/// against a device: the spare bytes it writes per page must fit the
+/// page's OOB. Returns the geometry field and the reason on a mismatch.
+pub fn check_geometry(info: &FtlInfo, geometry: &Geometry) -> Result<(), (&'static str, String)> {
+    if info.oob_bytes > geometry.oob_size_bytes() {
+        return Err((
+            "oob_size_bytes",
+            format!(
+                "ftl `{}` stores {} bytes of OOB (spare area) per page, but the geometry has {}; \
+                 set oob_size_bytes to at least {}",
+                info.name,
+                info.oob_bytes,
+                geometry.oob_size_bytes(),
+                info.oob_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Check a request against the logical capacity.
 pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError> {
     match lba.checked_add(sectors) {
         Some(end) if end <= capacity => Ok(()),
         _ => Err(FtlError::OutOfRange { lba, end: lba.saturating_add(sectors), capacity }),
     }
+}
+
+/// The tail of a "not enough device DRAM" message: exact byte counts with a
+/// readable unit (a budget of a few KiB must not print as "0 MiB"), and the
+/// configuration field to raise.
+pub fn dram_shortfall(needed_bytes: u64, budget_bytes: u64) -> String {
+    use crate::workload::size::exact_bytes;
+    format!(
+        "{} of device DRAM but the device has {} (raise `device.dram_bytes`)",
+        exact_bytes(needed_bytes),
+        exact_bytes(budget_bytes)
+    )
 }
 
 /// An FTL's options as written in the `[ftl]` table or given with
@@ -205,14 +237,64 @@ pub fn parse_options<T: for<'de> Deserialize<'de>>(ftl: &str, options: &FtlOptio
     // of the offending option, from which its name is read back.
     let text = toml::to_string(options).map_err(|e| format!("ftl `{ftl}` options: {e}"))?;
     toml::from_str::<T>(&text).map_err(|e| {
-        let key = e
-            .span()
-            .and_then(|s| text[..s.start.min(text.len())].lines().last().map(str::to_string))
-            .and_then(|line| line.split('=').next().map(|k| k.trim().to_string()))
-            .filter(|k| !k.is_empty());
-        match key {
-            Some(k) => format!("ftl `{ftl}` option `{k}`: {}", e.message().trim()),
-            None => format!("ftl `{ftl}` options: {}", e.message().trim()),
+        let message = e.message().trim();
+        if let Some((name, valid)) = unknown_option(message) {
+            return format!("ftl `{ftl}`: unknown option `{name}` (valid options: {valid})");
+        }
+        match e.span().and_then(|s| key_of_line_at(&text, s.start)) {
+            Some(k) => format!("ftl `{ftl}` option `{k}`: {message}"),
+            None => format!("ftl `{ftl}` options: {message}"),
         }
     })
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" as (`x`, "`a`, `b`").
+fn unknown_option(message: &str) -> Option<(&str, &str)> {
+    let (name, rest) = message.strip_prefix("unknown field `")?.split_once('`')?;
+    let rest = rest.trim_start_matches(',').trim();
+    let valid = rest.strip_prefix("expected one of ").or_else(|| rest.strip_prefix("expected ")).unwrap_or("none");
+    Some((name, valid))
+}
+
+/// The key set on the line that holds byte `at` of TOML `text`.
+fn key_of_line_at(text: &str, at: usize) -> Option<String> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let key = line.split('=').next()?.trim();
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Opts {
+        gc_policy: Option<String>,
+        copyback: Option<bool>,
+    }
+
+    fn parse(text: &str) -> Result<Opts, String> {
+        parse_options("page", &toml::from_str::<FtlOptions>(text).unwrap())
+    }
+
+    /// `op=5` next to a valid option was blamed on the valid one.
+    #[test]
+    fn an_unknown_option_is_named_with_the_valid_ones() {
+        let e = parse("gc_policy = \"greedy\"\nop = 5").unwrap_err();
+        assert!(e.contains("unknown option `op`"), "{e}");
+        assert!(e.contains("valid options: `gc_policy` or `copyback`"), "lists the valid options: {e}");
+        assert!(!e.contains("option `gc_policy`"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_own_option() {
+        let e = parse("gc_policy = \"greedy\"\ncopyback = 3").unwrap_err();
+        assert!(e.starts_with("ftl `page` option `copyback`:"), "{e}");
+        let e = parse("copyback = true\ngc_policy = 7").unwrap_err();
+        assert!(e.starts_with("ftl `page` option `gc_policy`:"), "{e}");
+    }
 }
