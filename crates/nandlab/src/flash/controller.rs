@@ -239,7 +239,7 @@ impl FlashController {
     }
 
     fn set_owner(&mut self, id: BufId, ftl: bool) {
-        let i = id.0 as usize;
+        let i = id.index() as usize;
         if self.ftl_owned.len() <= i {
             self.ftl_owned.resize(i + 1, false);
         }
@@ -508,12 +508,14 @@ impl Flash for FlashController {
     }
 
     fn buf_free(&mut self, buf: BufId) {
-        // Only the FTL's own buffers; host buffers belong to the host interface.
-        if self.ftl_owned.get(buf.0 as usize).copied().unwrap_or(false) {
+        // Only the FTL's own live buffers; host buffers belong to the host
+        // interface, and a stale handle names nothing.
+        let i = buf.index() as usize;
+        if self.ftl_owned.get(i).copied().unwrap_or(false) && self.bufs.is_live(buf) {
             if let Ok(sectors) = self.bufs.sectors(buf) {
                 self.ftl_buffer_bytes -= u64::from(self.sector_bytes(sectors));
             }
-            self.ftl_owned[buf.0 as usize] = false;
+            self.ftl_owned[i] = false;
             self.bufs.free(buf);
         }
     }
@@ -610,10 +612,11 @@ impl FlashController {
     }
 
     /// Free every buffer the FTL holds (its DRAM is gone: a power cycle).
+    /// Their handles become stale: a later FTL instance cannot use them.
     pub fn release_ftl_buffers(&mut self) {
         for (i, owned) in self.ftl_owned.iter_mut().enumerate() {
             if std::mem::take(owned) {
-                self.bufs.free(BufId(i as u32));
+                self.bufs.free_slot(i as u32);
             }
         }
         self.ftl_buffer_bytes = 0;
