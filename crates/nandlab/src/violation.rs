@@ -8,7 +8,12 @@
 //!
 //! NAND rules have a configurable [`Severity`] because some FTLs break a
 //! rule on purpose (e.g. a device that allows out-of-order programming);
-//! oracle rules are always errors: a wrong read is never acceptable.
+//! oracle rules are always errors: a wrong read is never acceptable. One
+//! oracle rule is a convention rather than correctness and is configurable
+//! too: `unwritten_not_zero`. nandlab requires a never-written sector to
+//! read as zeros, like a deallocated block of an NVMe drive that reports
+//! DLFEAT "reads return zeros"; NVMe also lets a drive report all-0xFF
+//! reads, so a drive built that way can set the rule to `allow`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -54,6 +59,10 @@ pub enum Rule {
     /// A trimmed sector does not read as zeros (NVMe DSM deterministic
     /// read-zero after trim).
     TrimNotZero,
+    /// A never-written sector reads as erased flash (0xFF) instead of zeros:
+    /// the FTL returned a never-programmed page as host data. Configurable
+    /// (see the module docs); an error by default.
+    UnwrittenNotZero,
     /// A sector returns torn or corrupted (uncorrectable) content.
     CorruptRead,
     /// The FTL completed a read without filling every sector of the buffer.
@@ -77,7 +86,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 21] = [
         Rule::ProgramNotErased,
         Rule::ProgramOutOfOrder,
         Rule::BadBlock,
@@ -91,6 +100,7 @@ impl Rule {
         Rule::ErasedRead,
         Rule::PhantomData,
         Rule::TrimNotZero,
+        Rule::UnwrittenNotZero,
         Rule::CorruptRead,
         Rule::MissingData,
         Rule::FtlError,
@@ -115,6 +125,7 @@ impl Rule {
             Rule::ErasedRead => "erased_read",
             Rule::PhantomData => "phantom_data",
             Rule::TrimNotZero => "trim_not_zero",
+            Rule::UnwrittenNotZero => "unwritten_not_zero",
             Rule::CorruptRead => "corrupt_read",
             Rule::MissingData => "missing_data",
             Rule::FtlError => "ftl_error",
@@ -143,6 +154,12 @@ impl Rule {
         )
     }
 
+    /// True for rules whose severity a configuration may change: the NAND
+    /// rules and `unwritten_not_zero` (see the module docs).
+    pub fn is_configurable(self) -> bool {
+        self.is_nand_rule() || self == Rule::UnwrittenNotZero
+    }
+
     pub fn default_severity(self) -> Severity {
         match self {
             Rule::ReadErasedPage => Severity::Allow,
@@ -165,6 +182,7 @@ impl Rule {
             Rule::ErasedRead => "written or trimmed sector returned erased flash (0xFF)",
             Rule::PhantomData => "sector returned data never written to it",
             Rule::TrimNotZero => "trimmed sector did not read as zeros",
+            Rule::UnwrittenNotZero => "never-written sector returned erased flash (0xFF) instead of zeros",
             Rule::CorruptRead => "sector returned torn or corrupted data",
             Rule::MissingData => "FTL completed a read without filling every sector",
             Rule::FtlError => "the FTL returned an error for a host request",
@@ -206,7 +224,7 @@ impl std::str::FromStr for Severity {
     }
 }
 
-/// Severity per NAND rule (the `[rules]` table of a configuration).
+/// Severity per configurable rule (the `[rules]` table of a configuration).
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RuleConfig {
@@ -215,15 +233,15 @@ pub struct RuleConfig {
 
 impl RuleConfig {
     pub fn severity(&self, rule: Rule) -> Severity {
-        if !rule.is_nand_rule() {
+        if !rule.is_configurable() {
             return Severity::Error;
         }
         self.overrides.get(&rule).copied().unwrap_or_else(|| rule.default_severity())
     }
 
-    /// Set the severity of a NAND rule; oracle rules cannot be relaxed.
+    /// Set the severity of a configurable rule; the other oracle rules cannot be relaxed.
     pub fn set(&mut self, rule: Rule, severity: Severity) -> Result<(), String> {
-        if !rule.is_nand_rule() {
+        if !rule.is_configurable() {
             return Err(format!("`{rule}` is an oracle check and is always an error"));
         }
         self.overrides.insert(rule, severity);
@@ -358,6 +376,9 @@ mod tests {
         assert_eq!(c.severity(Rule::ProgramOutOfOrder), Severity::Warn);
         assert!(c.parse_assignment("no_such_rule=warn").is_err());
         assert!(c.parse_assignment("bad_block=sometimes").is_err());
+        assert_eq!(c.severity(Rule::UnwrittenNotZero), Severity::Error, "zeros are required by default");
+        c.parse_assignment("unwritten_not_zero=allow").unwrap();
+        assert_eq!(c.severity(Rule::UnwrittenNotZero), Severity::Allow, "a 0xFF-deallocating drive may allow it");
     }
 
     #[test]

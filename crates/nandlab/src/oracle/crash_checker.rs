@@ -15,7 +15,9 @@
 //!   floor's version; never as a version older than the floor
 //!   (`lost_durable_write`), a version never written to it (`phantom_data`),
 //!   another LBA's data (`misdirected_read`), torn data (`corrupt_read`), or
-//!   erased flash where something was written (`erased_read`). A trimmed
+//!   erased flash: `erased_read` where something durable was written,
+//!   `unwritten_not_zero` elsewhere (a sector reads as zeros until written,
+//!   as in `stress`). A trimmed
 //!   sector therefore reads as trimmed (zeros) or as its previous data
 //!   unless a flush completed after the trim.
 //! - **OPTR strong** ([`Guarantee::Optr`], Chang et al.): on top of
@@ -266,15 +268,19 @@ impl CrashChecker<'_> {
                     }
                 }
             }
-            RunKind::Erased => {
-                if let Some((at, v)) = self.h.floor.first_sector(s0, len, |v| v != NEVER) {
-                    ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
-                    });
-                    return;
-                }
-                self.constrain_floor(s0, len);
-            }
+            RunKind::Erased => match self.h.floor.first_sector(s0, len, |v| v != NEVER) {
+                Some((at, v)) => ck.flag(Rule::ErasedRead, at, || {
+                    format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
+                }),
+                // Erased flash is no version of anything: a never-written
+                // sector reads as zeros after a power cut as before it.
+                None => ck.flag(Rule::UnwrittenNotZero, s0, || {
+                    format!(
+                        "LBA {s0}: returned erased flash (0xFF) for {len} sectors never durably written, \
+                         after the power cut (expected zeros or a pending write)"
+                    )
+                }),
+            },
             RunKind::Metadata => ck.flag(Rule::MisdirectedRead, s0, || {
                 format!("LBA {s0}: returned the bytes of an FTL metadata page for {len} sectors after the power cut")
             }),

@@ -13,13 +13,17 @@
 //! | data                        | trimmed              | `trim_not_zero`     |
 //! | zeros                       | a write              | `lost_write`        |
 //! | erased flash (0xFF)         | a write or a trim    | `erased_read`       |
+//! | erased flash (0xFF)         | never written        | `unwritten_not_zero` |
 //! | FTL metadata                | anything             | `misdirected_read`  |
 //! | torn / corrupted data       | anything             | `corrupt_read`      |
 //! | nothing (buffer not filled) | anything             | `missing_data`      |
 //!
-//! A never-written sector may read as zeros or as erased flash (its content
-//! is undefined until written); a trimmed one must read as zeros (NVMe DSM
-//! deterministic read-zero after trim).
+//! A never-written sector must read as zeros, like a deallocated block of an
+//! NVMe drive whose DLFEAT says reads return zeros: erased flash there means
+//! the FTL returned a never-programmed page as host data. NVMe also allows
+//! drives that return all-0xFF, so that rule (`unwritten_not_zero`) alone
+//! among the oracle's has a configurable severity. A trimmed sector must
+//! read as zeros too (NVMe DSM deterministic read-zero after trim).
 //!
 //! # Memory
 //!
@@ -232,13 +236,18 @@ impl Oracle {
                     });
                 }
             }
-            RunKind::Erased => {
-                if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER) {
-                    ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
-                    });
-                }
-            }
+            RunKind::Erased => match self.first_sector(lba, run.len, |v| v != NEVER) {
+                Some((at, e)) => ck.flag(Rule::ErasedRead, at, || {
+                    format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
+                }),
+                None => ck.flag(Rule::UnwrittenNotZero, lba, || {
+                    format!(
+                        "LBA {lba}: returned erased flash (0xFF) for {} never-written sectors, expected zeros{}",
+                        run.len,
+                        ctx()
+                    )
+                }),
+            },
             RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
                 format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors{}", run.len, ctx())
             }),
