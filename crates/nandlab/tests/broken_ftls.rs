@@ -8,6 +8,8 @@ use nandlab::config::Config;
 use nandlab::ftl::buggy::{Bug, BuggyFtl};
 use nandlab::report::StressReport;
 use nandlab::violation::{Rule, Severity};
+use nandlab::workload::size::SizeSpec;
+use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::*;
 
 fn run_bug(config: &Config, bug: Bug) -> StressReport {
@@ -107,10 +109,26 @@ fn copyback_across_planes_is_caught() {
 }
 
 #[test]
-fn reading_never_programmed_pages_is_caught_when_the_rule_is_on() {
-    // Allowed by default (a mount scan legitimately reads erased pages, and
-    // a never-written sector may read as erased); as an error it is caught
-    // at the first such read, before the bug returns another LBA's data.
+fn returning_never_programmed_pages_as_host_data_is_caught_with_the_default_rules() {
+    // The NAND rule `read_erased_page` stays allowed (a mount scan reads
+    // erased pages legitimately); the oracle catches the erased flash the
+    // FTL then returns for a never-written sector, which must read as zeros.
+    caught(&tiny(), Bug::ReadsUnwrittenPages, Rule::UnwrittenNotZero);
+    let reads =
+        SyntheticSpec { rw: RwMode::RandRead, io_size: Some(SizeSpec::TimesCapacity(0.2)), ..Default::default() };
+    let r = stress_with(
+        &tiny(),
+        Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::ReadsUnwrittenPages)))),
+        &reads,
+        &opts(1),
+    );
+    assert_eq!(r.violations.first().map(|v| v.rule), Some(Rule::UnwrittenNotZero), "on an empty drive too");
+    let correct = stress_with(&tiny(), Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::None)))), &reads, &opts(1));
+    assert_clean(&correct);
+}
+
+#[test]
+fn reading_never_programmed_pages_is_caught_by_the_nand_rule_when_it_is_on() {
     let mut config = tiny();
     config.rules.set(Rule::ReadErasedPage, Severity::Error).unwrap();
     caught(&config, Bug::ReadsUnwrittenPages, Rule::ReadErasedPage);
@@ -139,8 +157,6 @@ mod zoo {
     use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
     use nandlab::ftl::page::{PageBug, PageFtl, PageOptions};
     use nandlab::ftl::{parse_options, FtlOptions};
-    use nandlab::workload::size::SizeSpec;
-    use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 
     fn options<T: for<'de> serde::Deserialize<'de>>(text: &str) -> T {
         parse_options("test", &toml::from_str::<FtlOptions>(text).unwrap()).unwrap()

@@ -179,7 +179,7 @@ pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError
 pub fn dram_shortfall(needed_bytes: u64, budget_bytes: u64) -> String {
     use crate::workload::size::exact_bytes;
     format!(
-        "{} of device DRAM but the device has {} (raise `device.dram_bytes`)",
+        "{} of device DRAM but the device has {}; raise `device.dram_bytes`",
         exact_bytes(needed_bytes),
         exact_bytes(budget_bytes)
     )
