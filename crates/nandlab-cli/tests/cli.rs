@@ -57,12 +57,34 @@ fn a_seed_is_drawn_and_printed_when_absent() {
 
 #[test]
 fn violations_exit_1_with_context_and_a_reproducer() {
-    let (code, out, _) =
-        nandlab(&["stress", "--preset", "tiny", "--seed", "3", "--ftl", "buggy", "--ftl-opt", "bug=gc-stale-remap"]);
+    let json = std::env::temp_dir().join(format!("nandlab-cli-violation-{}.json", std::process::id()));
+    let (code, out, _) = nandlab(&[
+        "stress",
+        "--preset",
+        "tiny",
+        "--seed",
+        "3",
+        "--ftl",
+        "buggy",
+        "--ftl-opt",
+        "bug=gc-stale-remap",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAIL"), "{out}");
     assert!(out.contains("stale_read") && out.contains("request"), "{out}");
+    assert!(out.contains("data from physical page"), "the physical address is named: {out}");
     assert!(out.contains("Reproduce with:") && out.contains("--seed 3"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert_eq!(report["schema_version"], 2);
+    let v = &report["violations"][0];
+    assert_eq!(v["rule"], "stale_read");
+    assert!(v["address"].is_u64(), "address stays the LBA: {v}");
+    for key in ["page", "block", "page_in_block", "sector_in_page", "op_index"] {
+        assert!(v["source"][key].is_u64(), "source lacks `{key}`: {v}");
+    }
 }
 
 #[test]

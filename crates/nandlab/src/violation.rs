@@ -267,6 +267,31 @@ impl RuleConfig {
     }
 }
 
+/// The physical page that supplied wrong host data, and the flash read
+/// that brought it into the buffer (see [`crate::flash::sources`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlashSource {
+    /// Linear physical page number.
+    pub page: u64,
+    /// The page's block, and its index in the block.
+    pub block: u64,
+    pub page_in_block: u32,
+    /// The sector of the page that landed on the reported LBA.
+    pub sector_in_page: u32,
+    /// Index of the flash read operation.
+    pub op_index: u64,
+}
+
+impl fmt::Display for FlashSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "physical page {} (block {} page {}, sector {}) read at flash op {}",
+            self.page, self.block, self.page_in_block, self.sector_in_page, self.op_index
+        )
+    }
+}
+
 /// One broken rule, with everything needed to find it again.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
@@ -281,6 +306,11 @@ pub struct Violation {
     /// oracle rules; `message` says which.
     pub address: u64,
     pub message: String,
+    /// For a wrong read, the physical page the data at `address` came from,
+    /// when a flash read of the same request brought it (absent for data
+    /// never read from flash: zeros, an FTL's DRAM cache, unfilled sectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<FlashSource>,
 }
 
 impl fmt::Display for Violation {
@@ -289,7 +319,11 @@ impl fmt::Display for Violation {
             Some(r) => format!("request {r}"),
             None => "background".to_string(),
         };
-        write!(f, "[{:?}] {} at flash op {} ({}): {}", self.severity, self.rule, self.op_index, req, self.message)
+        write!(f, "[{:?}] {} at flash op {} ({}): {}", self.severity, self.rule, self.op_index, req, self.message)?;
+        match &self.source {
+            Some(source) => write!(f, "; data from {source}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -349,6 +383,72 @@ impl ViolationLog {
     }
 }
 
+/// Where the sectors of the buffer being checked came from: the flash
+/// controller answers for a host read (see [`crate::flash::sources`]).
+pub trait SourceLookup {
+    /// The flash page that supplied sector `buffer_sector` of the buffer.
+    fn source(&self, buffer_sector: u32) -> Option<FlashSource>;
+}
+
+/// Everything a checker needs to record a violation at the current operation.
+pub struct Checker<'a> {
+    pub severities: &'a [Severity; Rule::ALL.len()],
+    pub log: &'a mut ViolationLog,
+    pub op_index: u64,
+    pub request_id: Option<u64>,
+    /// When checking a host buffer: where its sectors came from.
+    pub sources: Option<&'a dyn SourceLookup>,
+}
+
+impl<'a> Checker<'a> {
+    /// A checker recording into `log` at operation `op_index` of `request_id`.
+    pub fn new(
+        severities: &'a [Severity; Rule::ALL.len()],
+        log: &'a mut ViolationLog,
+        op_index: u64,
+        request_id: Option<u64>,
+    ) -> Checker<'a> {
+        Checker { severities, log, op_index, request_id, sources: None }
+    }
+
+    /// Record a broken rule; the message is built only if it will be kept.
+    #[inline]
+    pub fn flag(&mut self, rule: Rule, address: u64, message: impl FnOnce() -> String) {
+        self.record(rule, address, None, message);
+    }
+
+    /// Record a wrong read at LBA `address`, sector `buffer_sector` of the
+    /// buffer being checked; a kept violation names the flash page that
+    /// supplied the data, if one did.
+    #[inline]
+    pub fn flag_read(&mut self, rule: Rule, address: u64, buffer_sector: u64, message: impl FnOnce() -> String) {
+        let sector = u32::try_from(buffer_sector).ok();
+        self.record(rule, address, sector, message);
+    }
+
+    #[inline]
+    fn record(&mut self, rule: Rule, address: u64, buffer_sector: Option<u32>, message: impl FnOnce() -> String) {
+        let severity = self.severities[rule as usize];
+        if severity == Severity::Allow {
+            return;
+        }
+        let keep = self.log.would_keep();
+        let source = match (keep, self.sources, buffer_sector) {
+            (true, Some(sources), Some(sector)) => sources.source(sector),
+            _ => None,
+        };
+        self.log.record(Violation {
+            rule,
+            severity,
+            op_index: self.op_index,
+            request_id: self.request_id,
+            address,
+            message: if keep { message() } else { String::new() },
+            source,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +491,7 @@ mod tests {
             request_id: None,
             address: 0,
             message: String::new(),
+            source: None,
         };
         log.record(v(Severity::Allow));
         log.record(v(Severity::Warn));
@@ -400,32 +501,5 @@ mod tests {
         assert!(!log.is_clean());
         assert_eq!(log.kept().len(), 1);
         assert_eq!(log.count(Rule::ProgramOutOfOrder), 3);
-    }
-}
-
-/// Everything a checker needs to record a violation at the current operation.
-pub struct Checker<'a> {
-    pub severities: &'a [Severity; Rule::ALL.len()],
-    pub log: &'a mut ViolationLog,
-    pub op_index: u64,
-    pub request_id: Option<u64>,
-}
-
-impl Checker<'_> {
-    /// Record a broken rule; the message is built only if it will be kept.
-    #[inline]
-    pub fn flag(&mut self, rule: Rule, address: u64, message: impl FnOnce() -> String) {
-        let severity = self.severities[rule as usize];
-        if severity == Severity::Allow {
-            return;
-        }
-        self.log.record(Violation {
-            rule,
-            severity,
-            op_index: self.op_index,
-            request_id: self.request_id,
-            address,
-            message: if self.log.would_keep() { message() } else { String::new() },
-        });
     }
 }

@@ -23,6 +23,7 @@
 
 pub mod buffers;
 mod controller;
+pub mod sources;
 
 pub use buffers::BufId;
 pub use controller::{CrashImage, FlashController, FlashStats, OpCounts, PowerCut};

@@ -14,7 +14,7 @@ fn t(request: u64, lba: u64, sectors: u32, writes_before: WriteId) -> PendingOp 
 fn check(h: &CrashHistory, in_flight: Option<PendingOp>, g: Guarantee, runs: &[Run]) -> ViolationLog {
     let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: None };
+    let mut ck = Checker::new(&sev, &mut log, 0, None);
     let mut c = h.checker(in_flight, g);
     c.check_read(&mut ck, 0, runs);
     c.finish(&mut ck);

@@ -189,8 +189,10 @@ impl Oracle {
         }
     }
 
-    /// Check the runs a host read returned for sectors `lba ..`. Each
-    /// mismatching run is reported once, at its first bad sector.
+    /// Check the runs a host read returned for sectors `lba ..` (buffer
+    /// sector 0 is `lba`). Each mismatching run is reported once, at its
+    /// first bad sector, with the flash page that sector came from when the
+    /// checker knows it.
     pub fn check_read(&self, ck: &mut Checker, lba: u64, runs: &[Run]) {
         let request = (lba, runs.iter().map(|r| u64::from(r.len)).sum::<u64>());
         let mut s = lba;
@@ -206,7 +208,7 @@ impl Oracle {
         match run.kind {
             RunKind::Data => {
                 if u64::from(run.lba) != lba {
-                    ck.flag(Rule::MisdirectedRead, lba, || {
+                    ck.flag_read(Rule::MisdirectedRead, lba, lba - request.0, || {
                         format!(
                             "LBA {lba}: returned data of LBA {} (write #{}) for {} sectors{}",
                             run.lba,
@@ -224,23 +226,23 @@ impl Oracle {
                         e if run.write < e => Rule::StaleRead,
                         _ => Rule::PhantomData,
                     };
-                    ck.flag(rule, at, || {
+                    ck.flag_read(rule, at, at - request.0, || {
                         format!("LBA {at}: returned write #{}, expected {}{}", run.write, describe(expected), ctx())
                     });
                 }
             }
             RunKind::Zero => {
                 if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED) {
-                    ck.flag(Rule::LostWrite, at, || {
+                    ck.flag_read(Rule::LostWrite, at, at - request.0, || {
                         format!("LBA {at}: returned zeros, expected {}{}", describe(e), ctx())
                     });
                 }
             }
             RunKind::Erased => match self.first_sector(lba, run.len, |v| v != NEVER) {
-                Some((at, e)) => ck.flag(Rule::ErasedRead, at, || {
+                Some((at, e)) => ck.flag_read(Rule::ErasedRead, at, at - request.0, || {
                     format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
                 }),
-                None => ck.flag(Rule::UnwrittenNotZero, lba, || {
+                None => ck.flag_read(Rule::UnwrittenNotZero, lba, lba - request.0, || {
                     format!(
                         "LBA {lba}: returned erased flash (0xFF) for {} never-written sectors, expected zeros{}",
                         run.len,
@@ -248,13 +250,13 @@ impl Oracle {
                     )
                 }),
             },
-            RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
+            RunKind::Metadata => ck.flag_read(Rule::MisdirectedRead, lba, lba - request.0, || {
                 format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors{}", run.len, ctx())
             }),
-            RunKind::Garbage => ck.flag(Rule::CorruptRead, lba, || {
+            RunKind::Garbage => ck.flag_read(Rule::CorruptRead, lba, lba - request.0, || {
                 format!("LBA {lba}: returned torn or corrupted data for {} sectors{}", run.len, ctx())
             }),
-            RunKind::Unfilled => ck.flag(Rule::MissingData, lba, || {
+            RunKind::Unfilled => ck.flag_read(Rule::MissingData, lba, lba - request.0, || {
                 format!("LBA {lba}: {} sectors were never filled by the FTL{}", run.len, ctx())
             }),
         }

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 fn check(o: &Oracle, lba: u64, runs: &[Run]) -> ViolationLog {
     let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: Some(0) };
+    let mut ck = Checker::new(&sev, &mut log, 0, Some(0));
     o.check_read(&mut ck, lba, runs);
     log
 }
@@ -40,7 +40,7 @@ fn erased_flash_for_a_never_written_sector_is_caught_unless_allowed() {
     rules.set(Rule::UnwrittenNotZero, Severity::Allow).unwrap();
     let sev = rules.table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: Some(0) };
+    let mut ck = Checker::new(&sev, &mut log, 0, Some(0));
     o.check_read(&mut ck, 8, &[Run::filler(RunKind::Erased, 4)]);
     assert!(log.is_clean() && log.warnings() == 0, "allowed for a drive that deallocates to 0xFF");
 }

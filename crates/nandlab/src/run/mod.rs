@@ -180,6 +180,7 @@ impl Session {
             request_id,
             address: 0,
             message,
+            source: None,
         });
     }
 
