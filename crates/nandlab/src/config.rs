@@ -342,6 +342,21 @@ mod tests {
         }
     }
 
+    /// A preset's citations must resolve in a fresh clone: no paths outside
+    /// the repository, and every published preset described in SOURCES.md.
+    #[test]
+    fn every_preset_cites_sources_a_clone_has() {
+        let sources = include_str!("../../../presets/SOURCES.md");
+        for (name, text) in PRESETS {
+            let c = Config::preset(name).unwrap();
+            assert!(!text.contains("../"), "{name} cites a path outside the repository");
+            if !name.starts_with("tiny") {
+                assert!(sources.contains(&format!("## {name}\n")), "presets/SOURCES.md describes {name}");
+                assert!(c.source.contains("SOURCES.md"), "{name}: {}", c.source);
+            }
+        }
+    }
+
     #[test]
     fn published_capacities_are_reproduced() {
         let femu = Config::preset("femu-bbssd").unwrap();
