@@ -140,18 +140,12 @@ fn geometry_error(field: &'static str, reason: impl Into<String>) -> GeometryErr
 impl GeometryConfig {
     /// Check every field and compute the derived sizes.
     pub fn validate(&self) -> Result<Geometry, GeometryError> {
-        let positive: [(&'static str, u32); 9] = [
-            ("channels", self.channels),
-            ("chips_per_channel", self.chips_per_channel),
-            ("dies_per_chip", self.dies_per_chip),
-            ("planes_per_die", self.planes_per_die),
-            ("blocks_per_plane", self.blocks_per_plane),
-            ("pages_per_block", self.pages_per_block),
+        let sizes: [(&'static str, u32); 3] = [
             ("page_size_bytes", self.page_size_bytes),
             ("sector_size_bytes", self.sector_size_bytes),
             ("partial_programs_per_page", self.partial_programs_per_page),
         ];
-        for (field, value) in positive {
+        for (field, value) in self.hierarchy().into_iter().chain(sizes) {
             if value == 0 {
                 return Err(geometry_error(field, "must be at least 1"));
             }

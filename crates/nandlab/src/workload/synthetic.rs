@@ -257,12 +257,22 @@ impl SyntheticWorkload {
         let region_end = region_start.checked_add(region_len).filter(|&e| e <= capacity_bytes).ok_or_else(|| {
             option_error("size", format!("offset + size exceeds the logical capacity of {capacity_bytes} bytes"))
         })?;
+        if region_len < bs_max {
+            return Err(option_error(
+                "size",
+                format!("the region of {region_len} bytes is smaller than the largest request ({bs_max} bytes)"),
+            ));
+        }
         // The usable region ends at the last aligned position a request can start at.
         let region_end = region_start + (region_end - region_start) / align * align;
         if region_end - region_start < bs_max {
             return Err(option_error(
-                "size",
-                format!("the region is smaller than the largest request ({bs_max} bytes)"),
+                "blockalign",
+                format!(
+                    "{align}-byte alignment leaves {} bytes of the {region_len}-byte region, \
+                     less than the largest request ({bs_max} bytes)",
+                    region_end - region_start
+                ),
             ));
         }
         if spec.rwmixread > 100 {
@@ -604,6 +614,7 @@ mod tests {
         );
         rejected(|s| s.io_size = Some(SizeSpec::Bytes(0)), &["io_size"]);
         rejected(|s| s.size = Some(SizeSpec::Bytes(2048)), &["size"]);
+        rejected(|s| s.blockalign = Some(SizeSpec::Bytes(1 << 21)), &["blockalign"]);
     }
 
     /// The neighbours of the rejected combinations are well defined and end.
