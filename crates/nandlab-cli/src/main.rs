@@ -163,6 +163,9 @@ fn stress_command(
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    if spec.iodepth > 1 {
+        eprintln!("note: stress runs requests one at a time; iodepth={} takes effect in `perf`", spec.iodepth);
+    }
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,

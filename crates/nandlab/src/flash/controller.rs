@@ -6,11 +6,12 @@
 //! timing model, `crash` a power-cut injector.
 
 use super::buffers::BufferPool;
+use super::sources::ReadSources;
 use super::{BufId, Cause, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
 use crate::nand::power::PowerCutEffects;
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
-use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
+use crate::violation::{Checker, FlashSource, Rule, RuleConfig, Severity, SourceLookup, ViolationLog};
 use serde::Serialize;
 
 /// Operation counts of one cause.
@@ -89,6 +90,8 @@ pub struct FlashController {
     observers: Vec<Box<dyn FlashObserver>>,
     runs: Vec<Run>,
     power: PowerState,
+    /// Which flash page filled which buffer sectors in this request.
+    sources: ReadSources,
 }
 
 /// A scheduled power cut: at flash operation `op_index`, before it takes
@@ -130,7 +133,7 @@ pub struct CrashImage {
 /// A checker for the operation `$op`, borrowing only the fields it needs.
 macro_rules! checker {
     ($s:ident, $op:expr) => {
-        Checker { severities: &$s.severities, log: &mut $s.log, op_index: $op.op_index, request_id: $op.request_id }
+        Checker::new(&$s.severities, &mut $s.log, $op.op_index, $op.request_id)
     };
 }
 
@@ -157,6 +160,7 @@ impl FlashController {
                 tear_pending: false,
                 journal_started: false,
             },
+            sources: ReadSources::default(),
         }
     }
 
@@ -184,7 +188,7 @@ impl FlashController {
     }
     /// A checker for findings outside a flash operation (the oracle's).
     pub fn checker(&mut self) -> Checker<'_> {
-        Checker { severities: &self.severities, log: &mut self.log, op_index: self.op_index, request_id: self.request }
+        Checker::new(&self.severities, &mut self.log, self.op_index, self.request)
     }
     pub fn add_observer(&mut self, o: Box<dyn FlashObserver>) {
         self.observers.push(o);
@@ -193,8 +197,10 @@ impl FlashController {
         &mut self.observers
     }
     /// The host request the FTL is now serving (None: background work).
+    /// Read sources are per request: they start over here.
     pub fn set_request(&mut self, request: Option<u64>) {
         self.request = request;
+        self.sources.clear();
     }
     pub fn request(&self) -> Option<u64> {
         self.request
@@ -217,17 +223,21 @@ impl FlashController {
     pub fn buffer_runs(&self, id: BufId) -> Result<&[Run], FlashError> {
         self.bufs.runs(id)
     }
-    /// Let a checker inspect a host buffer's runs (the oracle checking a read).
+    /// Let a checker inspect a host buffer's runs (the oracle checking a
+    /// read); its findings can name the flash page each sector came from.
     pub fn inspect_buffer(&mut self, id: BufId, check: impl FnOnce(&[Run], &mut Checker)) -> Result<(), FlashError> {
         let runs = self.bufs.runs(id)?;
-        let mut ck = Checker {
-            severities: &self.severities,
-            log: &mut self.log,
-            op_index: self.op_index,
-            request_id: self.request,
-        };
+        let lookup =
+            BufferSources { sources: &self.sources, buf: id, pages_per_block: self.nand.geometry().pages_per_block() };
+        let mut ck = Checker::new(&self.severities, &mut self.log, self.op_index, self.request);
+        ck.sources = Some(&lookup);
         check(runs, &mut ck);
         Ok(())
+    }
+
+    /// Where sector `sector` of buffer `id` came from in this request.
+    pub fn buffer_source(&self, id: BufId, sector: u32) -> Option<FlashSource> {
+        self.sources.lookup(id, sector, self.nand.geometry().pages_per_block())
     }
 
     pub fn free_host_buffer(&mut self, id: BufId) {
@@ -239,7 +249,7 @@ impl FlashController {
     }
 
     fn set_owner(&mut self, id: BufId, ftl: bool) {
-        let i = id.0 as usize;
+        let i = id.index() as usize;
         if self.ftl_owned.len() <= i {
             self.ftl_owned.resize(i + 1, false);
         }
@@ -349,7 +359,9 @@ impl FlashController {
         if !oob.is_empty() {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
-        self.bufs.write_runs(dst, dst_sector, &self.runs)
+        self.bufs.write_runs(dst, dst_sector, &self.runs)?;
+        self.sources.record_read(dst, dst_sector, sectors, page.0, first, op.op_index);
+        Ok(())
     }
 }
 
@@ -508,12 +520,14 @@ impl Flash for FlashController {
     }
 
     fn buf_free(&mut self, buf: BufId) {
-        // Only the FTL's own buffers; host buffers belong to the host interface.
-        if self.ftl_owned.get(buf.0 as usize).copied().unwrap_or(false) {
+        // Only the FTL's own live buffers; host buffers belong to the host
+        // interface, and a stale handle names nothing.
+        let i = buf.index() as usize;
+        if self.ftl_owned.get(i).copied().unwrap_or(false) && self.bufs.is_live(buf) {
             if let Ok(sectors) = self.bufs.sectors(buf) {
                 self.ftl_buffer_bytes -= u64::from(self.sector_bytes(sectors));
             }
-            self.ftl_owned[buf.0 as usize] = false;
+            self.ftl_owned[i] = false;
             self.bufs.free(buf);
         }
     }
@@ -526,15 +540,32 @@ impl Flash for FlashController {
         src_sector: u32,
         sectors: u32,
     ) -> Result<(), FlashError> {
-        self.bufs.copy(dst, dst_sector, src, src_sector, sectors)
+        self.bufs.copy(dst, dst_sector, src, src_sector, sectors)?;
+        self.sources.record_copy(dst, dst_sector, src, src_sector, sectors);
+        Ok(())
     }
 
     fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError> {
-        self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)
+        self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)?;
+        self.sources.record_fill(dst, dst_sector, sectors);
+        Ok(())
     }
 
     fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
         self.nand.prefetch_meta(page, offset_bytes as usize);
+    }
+}
+
+/// The read sources of one buffer, as a checker looks them up.
+struct BufferSources<'a> {
+    sources: &'a ReadSources,
+    buf: BufId,
+    pages_per_block: u32,
+}
+
+impl SourceLookup for BufferSources<'_> {
+    fn source(&self, buffer_sector: u32) -> Option<FlashSource> {
+        self.sources.lookup(self.buf, buffer_sector, self.pages_per_block)
     }
 }
 
@@ -610,10 +641,11 @@ impl FlashController {
     }
 
     /// Free every buffer the FTL holds (its DRAM is gone: a power cycle).
+    /// Their handles become stale: a later FTL instance cannot use them.
     pub fn release_ftl_buffers(&mut self) {
         for (i, owned) in self.ftl_owned.iter_mut().enumerate() {
             if std::mem::take(owned) {
-                self.bufs.free(BufId(i as u32));
+                self.bufs.free_slot(i as u32);
             }
         }
         self.ftl_buffer_bytes = 0;

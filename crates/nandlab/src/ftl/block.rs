@@ -277,11 +277,7 @@ impl BlockFtl {
         }
         let dram = u64::from(lbns) * 16 + u64::from(g.blocks()) * 4;
         if dram > env.dram_budget_bytes {
-            return Err(format!(
-                "block: the block map needs {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
-            ));
+            return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
         let unit_of_plane = super::page::unit_order(&g);
         let mut plane_order: Vec<u32> = (0..g.planes()).collect();

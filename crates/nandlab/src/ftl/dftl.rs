@@ -388,9 +388,8 @@ impl DftlFtl {
         let dram = Self::dram_needed(&g, cmt_capacity, cmt_reserve, tpages) + hot_cold.dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!(
-                "dftl option `cmt_bytes`: the cache and tables need {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
+                "dftl option `cmt_bytes`: the cache and tables need {}",
+                super::dram_shortfall(dram, env.dram_budget_bytes)
             ));
         }
         let blocks = g.blocks() as usize;

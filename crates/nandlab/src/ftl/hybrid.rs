@@ -310,9 +310,8 @@ impl HybridFtl {
         let dram = Self::dram_needed(&g, lpns, lbns, max_rand_logs);
         if dram > env.dram_budget_bytes {
             return Err(format!(
-                "hybrid option `random_log_blocks`: the maps need {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
+                "hybrid option `random_log_blocks`: the maps need {}",
+                super::dram_shortfall(dram, env.dram_budget_bytes)
             ));
         }
         Ok(HybridFtl {

@@ -305,9 +305,8 @@ impl OptrFtl {
         let dram = u64::from(lpns) * 4 + g.pages() / 8 + u64::from(blocks) * 16 + u64::from(lpns) / 8;
         if dram + u64::from(cache) * u64::from(g.page_size_bytes()) > env.dram_budget_bytes {
             return Err(format!(
-                "optr: the map and a {cache}-page write cache need {} MiB of device DRAM, the device has {} MiB",
-                (dram + u64::from(cache) * u64::from(g.page_size_bytes())) >> 20,
-                env.dram_budget_bytes >> 20
+                "optr: the map and a {cache}-page write cache need {}",
+                super::dram_shortfall(dram + u64::from(cache) * u64::from(g.page_size_bytes()), env.dram_budget_bytes)
             ));
         }
         Ok(OptrFtl {

@@ -362,11 +362,7 @@ impl PageFtl {
         let bg_threshold = pct(opts.gc_background_free_percent);
         let dram = Self::dram_needed(&g, lpns) + hot_cold.dram_bytes();
         if dram > env.dram_budget_bytes {
-            return Err(format!(
-                "page: the map needs {} MiB of device DRAM but the device has {} MiB (use a larger dram budget)",
-                dram >> 20,
-                env.dram_budget_bytes >> 20
-            ));
+            return Err(format!("page: the map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
         let blocks = g.blocks() as usize;
         let unit_of_plane = unit_order(&g);

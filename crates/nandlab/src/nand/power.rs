@@ -189,7 +189,7 @@ mod tests {
 
     fn with_ck<T>(log: &mut ViolationLog, f: impl FnOnce(&mut Checker) -> T) -> T {
         let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
-        let mut ck = Checker { severities: &sev, log, op_index: 0, request_id: None };
+        let mut ck = Checker::new(&sev, log, 0, None);
         f(&mut ck)
     }
 

@@ -15,7 +15,9 @@
 //!   floor's version; never as a version older than the floor
 //!   (`lost_durable_write`), a version never written to it (`phantom_data`),
 //!   another LBA's data (`misdirected_read`), torn data (`corrupt_read`), or
-//!   erased flash where something was written (`erased_read`). A trimmed
+//!   erased flash: `erased_read` where something durable was written,
+//!   `unwritten_not_zero` elsewhere (a sector reads as zeros until written,
+//!   as in `stress`). A trimmed
 //!   sector therefore reads as trimmed (zeros) or as its previous data
 //!   unless a flush completed after the trim.
 //! - **OPTR strong** ([`Guarantee::Optr`], Chang et al.): on top of
@@ -244,15 +246,16 @@ impl CrashChecker<'_> {
     pub fn check_read(&mut self, ck: &mut Checker, lba: u64, runs: &[Run]) {
         let mut s = lba;
         for run in runs {
-            self.check_run(ck, s, run);
+            self.check_run(ck, lba, s, run);
             s += u64::from(run.len);
         }
     }
 
-    fn check_run(&mut self, ck: &mut Checker, s0: u64, run: &Run) {
+    /// Check one run at `s0` of a read starting at `base` (buffer sector 0).
+    fn check_run(&mut self, ck: &mut Checker, base: u64, s0: u64, run: &Run) {
         let len = run.len;
         match run.kind {
-            RunKind::Data => self.check_data(ck, s0, run),
+            RunKind::Data => self.check_data(ck, base, s0, run),
             RunKind::Zero => {
                 // Fast path: nothing durable was written here and no pending
                 // operation touches these sectors (most of a fresh disk).
@@ -261,36 +264,40 @@ impl CrashChecker<'_> {
                     return;
                 }
                 for s in s0..s0 + u64::from(len) {
-                    if !self.check_zero_sector(ck, s) {
+                    if !self.check_zero_sector(ck, base, s) {
                         return;
                     }
                 }
             }
-            RunKind::Erased => {
-                if let Some((at, v)) = self.h.floor.first_sector(s0, len, |v| v != NEVER) {
-                    ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
-                    });
-                    return;
-                }
-                self.constrain_floor(s0, len);
-            }
-            RunKind::Metadata => ck.flag(Rule::MisdirectedRead, s0, || {
+            RunKind::Erased => match self.h.floor.first_sector(s0, len, |v| v != NEVER) {
+                Some((at, v)) => ck.flag_read(Rule::ErasedRead, at, at - base, || {
+                    format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
+                }),
+                // Erased flash is no version of anything: a never-written
+                // sector reads as zeros after a power cut as before it.
+                None => ck.flag_read(Rule::UnwrittenNotZero, s0, s0 - base, || {
+                    format!(
+                        "LBA {s0}: returned erased flash (0xFF) for {len} sectors never durably written, \
+                         after the power cut (expected zeros or a pending write)"
+                    )
+                }),
+            },
+            RunKind::Metadata => ck.flag_read(Rule::MisdirectedRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned the bytes of an FTL metadata page for {len} sectors after the power cut")
             }),
-            RunKind::Garbage => ck.flag(Rule::CorruptRead, s0, || {
+            RunKind::Garbage => ck.flag_read(Rule::CorruptRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned torn or corrupted data for {len} sectors after the power cut")
             }),
-            RunKind::Unfilled => ck.flag(Rule::MissingData, s0, || {
+            RunKind::Unfilled => ck.flag_read(Rule::MissingData, s0, s0 - base, || {
                 format!("LBA {s0}: {len} sectors were never filled by the recovered FTL")
             }),
         }
     }
 
-    fn check_data(&mut self, ck: &mut Checker, s0: u64, run: &Run) {
+    fn check_data(&mut self, ck: &mut Checker, base: u64, s0: u64, run: &Run) {
         let (len, w) = (run.len, run.write);
         if u64::from(run.lba) != s0 {
-            ck.flag(Rule::MisdirectedRead, s0, || {
+            ck.flag_read(Rule::MisdirectedRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned data of LBA {} (write #{w}) for {len} sectors after the power cut", run.lba)
             });
             return;
@@ -306,14 +313,14 @@ impl CrashChecker<'_> {
             let (at, v) = self.h.floor.first_sector(s0, len, |v| v != w).expect("a mismatch");
             // Data of a durably trimmed sector, or older than its durable write, is a lost durable version.
             let rule = if v == TRIMMED || (v != NEVER && w < v) { Rule::LostDurableWrite } else { Rule::PhantomData };
-            ck.flag(rule, at, || {
+            ck.flag_read(rule, at, at - base, || {
                 format!("LBA {at}: returned write #{w} after the power cut; durable version {}", describe(v))
             });
             return;
         };
         // The pending write must be newer than the durable version.
         if let Some((at, v)) = self.h.floor.first_sector(s0, len, |v| v != NEVER && v != TRIMMED && v > w) {
-            ck.flag(Rule::LostDurableWrite, at, || {
+            ck.flag_read(Rule::LostDurableWrite, at, at - base, || {
                 format!("LBA {at}: returned write #{w} after the power cut, older than durable write #{v}")
             });
             return;
@@ -330,7 +337,7 @@ impl CrashChecker<'_> {
     }
 
     /// A sector that read as zeros; false if it was flagged.
-    fn check_zero_sector(&mut self, ck: &mut Checker, s: u64) -> bool {
+    fn check_zero_sector(&mut self, ck: &mut Checker, base: u64, s: u64) -> bool {
         let v = self.floor_raw(s);
         let floor_zero = v == NEVER || v == TRIMMED;
         let trims: Vec<usize> = self
@@ -341,7 +348,7 @@ impl CrashChecker<'_> {
             })
             .collect();
         if !floor_zero && trims.is_empty() {
-            ck.flag(Rule::LostDurableWrite, s, || {
+            ck.flag_read(Rule::LostDurableWrite, s, s - base, || {
                 format!("LBA {s}: returned zeros after the power cut, durable version {}", describe(v))
             });
             return false;

@@ -13,8 +13,15 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Version of the JSON report schema; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON report schema; bumped when the JSON changes.
+///
+/// - 2: a violation of a read rule may carry `source` (`page`, `block`,
+///   `page_in_block`, `sector_in_page`, `op_index`): the physical page that
+///   supplied the data and the flash read that brought it. `address` is
+///   unchanged (the LBA for read rules, the physical page or block for
+///   NAND rules). New rule `unwritten_not_zero`.
+/// - 1: the first schema.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Flash traffic: totals and the split by cause.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -886,7 +886,15 @@ fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Option<Shrunk> {
 fn record_violation(session: &mut Session, rule: Rule, message: String) {
     let (op_index, request_id) = (session.flash.op_index(), session.flash.request());
     let severity = crate::violation::Severity::Error;
-    session.flash.log_mut().record(Violation { rule, severity, op_index, request_id, address: 0, message });
+    session.flash.log_mut().record(Violation {
+        rule,
+        severity,
+        op_index,
+        request_id,
+        address: 0,
+        message,
+        source: None,
+    });
 }
 
 /// Stands in for the base run's FTL while a crash point is tested.

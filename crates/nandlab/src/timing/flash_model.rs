@@ -467,7 +467,7 @@ impl FlashTiming {
             p.last_gc = gc;
         }
         if let Some(b) = op.buffer {
-            let i = b.0 as usize;
+            let i = b.index() as usize;
             if self.deps.len() <= i {
                 self.deps.resize(i + 1, Dep::default());
             }
@@ -554,7 +554,7 @@ impl FlashTiming {
         let t_prog = self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
-        let (ready, mut path) = self.ready(op.buffer.map(|b| b.0));
+        let (ready, mut path) = self.ready(op.buffer.map(|b| b.index()));
         let xfer = self.t.command_ns + self.t.channel_ns(u64::from(op.transfer_bytes));
         let (cell_start, end) = if self.t.config.cache_program {
             let (reg_free, reg_gc) = self.planes[range.clone()].iter().fold((0, false), |(t, g), p| {
@@ -794,7 +794,7 @@ mod tests {
             source: None,
             planes,
             transfer_bytes: bytes,
-            buffer: buffer.map(BufId),
+            buffer: buffer.map(|i| BufId::new(i, 0)),
         }
     }
 

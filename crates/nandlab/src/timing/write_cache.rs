@@ -331,7 +331,7 @@ mod tests {
     use super::*;
 
     fn cache(n: u32) -> WriteCache {
-        WriteCache::new((0..n).map(BufId).collect(), 16, 0.5)
+        WriteCache::new((0..n).map(|i| BufId::new(i, 0)).collect(), 16, 0.5)
     }
 
     #[test]
