@@ -89,8 +89,8 @@ impl PowerCutEffects {
 }
 
 impl Nand {
-    /// Tear the flash operation whose journal entries are `entries` (see
-    /// [`Nand::journal_tail_of`]): each page it programmed is torn, each block
+    /// Tear the flash operation whose journal entries are `entries` (those
+    /// it added to the journal): each page it programmed is torn, each block
     /// it erased made undefined (as `effects` allow). Returns how many pages
     /// and blocks were damaged.
     pub fn tear_operation(&mut self, entries: std::ops::Range<usize>, effects: &PowerCutEffects) -> (u32, u32) {
@@ -225,9 +225,9 @@ mod tests {
         let (mut n, mut log) = (mlc(), ViolationLog::new(10));
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
+        let mark = n.journal_len();
         program(&mut n, &mut log, 1, 1, 2);
-        let entries = n.journal_tail_of(1);
-        assert_eq!(n.tear_operation(entries, &PowerCutEffects::default()), (1, 0));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &PowerCutEffects::default()), (1, 0));
         let mut out = Vec::new();
         assert_eq!(with_ck(&mut log, |ck| n.read(ck, PageAddr(1), 0, 4, &mut out)), Err(FlashError::Uncorrectable));
         let mut oob = [0u8; 4];
@@ -241,9 +241,10 @@ mod tests {
         let (mut n, mut log) = (mlc(), ViolationLog::new(10));
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
+        let mark = n.journal_len();
         program(&mut n, &mut log, 1, 1, 2);
         let effects = PowerCutEffects { paired_pages: true, ..PowerCutEffects::default() };
-        assert_eq!(n.tear_operation(n.journal_tail_of(1), &effects), (2, 0));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &effects), (2, 0));
         assert!(n.is_damaged(PageAddr(0)), "word line 0's lower page is gone too");
     }
 
@@ -253,8 +254,9 @@ mod tests {
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
         n.journal_set_op(1);
+        let mark = n.journal_len();
         with_ck(&mut log, |ck| n.erase(ck, BlockAddr(0))).unwrap();
-        assert_eq!(n.tear_operation(n.journal_tail_of(1), &PowerCutEffects::default()), (0, 1));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &PowerCutEffects::default()), (0, 1));
         let mut oob = [0u8; 4];
         assert_eq!(with_ck(&mut log, |ck| n.read_oob(ck, PageAddr(3), &mut oob)), Err(FlashError::Uncorrectable));
         program(&mut n, &mut log, 2, 0, 5);
