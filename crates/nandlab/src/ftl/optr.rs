@@ -673,6 +673,15 @@ impl OptrFtl {
         }
     }
 
+    /// Forget the write cache's dirty pages without writing them (the
+    /// [`CrashBug::EmergencyFlushDropsCache`] variant).
+    fn drop_dirty_cache(&mut self) {
+        for e in 0..self.entries.len() {
+            self.entries[e].dirty = false;
+        }
+        self.records.clear();
+    }
+
     /// Write every dirty entry, oldest request first, then the records.
     fn flush_all(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let mut dirty: Vec<(u64, u32)> = self
@@ -1388,6 +1397,14 @@ impl Ftl for OptrFtl {
     fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         if self.bug == CrashBug::ReordersAcrossFlush {
             self.deferred_flush = true;
+            return Ok(());
+        }
+        self.flush_all(flash)
+    }
+
+    fn emergency_flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        if self.bug == CrashBug::EmergencyFlushDropsCache {
+            self.drop_dirty_cache();
             return Ok(());
         }
         self.flush_all(flash)
