@@ -118,6 +118,8 @@ struct PowerState {
     /// read — which journals nothing — would otherwise tear whatever the
     /// base run did at the same index.)
     tear_from: usize,
+    /// Pages and blocks the last live cut damaged.
+    torn: (u32, u32),
     /// The journal was started for a live cut (stopped when power returns).
     journal_started: bool,
 }
@@ -166,6 +168,7 @@ impl FlashController {
                 effects: PowerCutEffects::default(),
                 tear_pending: false,
                 tear_from: 0,
+                torn: (0, 0),
                 journal_started: false,
             },
             sources: ReadSources::default(),
@@ -602,6 +605,11 @@ impl FlashController {
         }
     }
 
+    /// Pages and blocks the last live cut tore, reset to none.
+    pub fn take_torn(&mut self) -> (u32, u32) {
+        std::mem::take(&mut self.power.torn)
+    }
+
     /// Whether the power is off (a scheduled cut happened).
     pub fn power_is_off(&self) -> bool {
         self.op_index > self.power.cut_at
@@ -637,7 +645,7 @@ impl FlashController {
         self.power.tear_pending = false;
         let entries = self.power.tear_from..self.nand.journal_len();
         let effects = self.power.effects;
-        self.nand.tear_operation(entries, &effects);
+        self.power.torn = self.nand.tear_operation(entries, &effects);
         self.lose_dram();
         Err(FlashError::PowerLoss)
     }
