@@ -51,7 +51,9 @@ pub struct CrashArgs {
     #[arg(long, value_name = "SIZE", help_heading = "Crash points")]
     pub warmup: Option<String>,
     /// A power-cut effect on or off, EFFECT=on|off (repeatable): torn_programs,
-    /// paired_pages, torn_erases, write_cache_lost.
+    /// paired_pages, torn_erases, write_cache_lost (off: power-loss
+    /// protection, the FTL finishes its request and flushes its cache as the
+    /// power fails, and every acknowledged write must survive).
     #[arg(long = "power-cut", value_name = "EFFECT=on|off", help_heading = "Crash points")]
     pub power_cut: Vec<String>,
     /// Do not cut the power again during recovery.

@@ -11,9 +11,14 @@
 //! | program of an upper page (MLC/TLC), with `paired_pages` | the lower page(s) of the same word line, programmed earlier, are torn too (the *paired-page problem*); which pages pair is the geometry's `page_pairing` |
 //! | erase (each block of a multi-plane erase) | the block is **undefined**: every page's data, metadata and OOB reads fail as uncorrectable, and a program into it before it is erased again breaks `program_not_erased` (and reads back as garbage) |
 //!
-//! The device DRAM (the FTL's buffers, so its write cache) is lost with
-//! `write_cache_lost`; without it the drive is modelled with power-loss
-//! protection: the old FTL instance gets to flush after the cut. Either way
+//! With `write_cache_lost` (the default) the device DRAM — the FTL's
+//! buffers, so its write cache — is lost at the cut. Without it the drive
+//! has *power-loss protection*: capacitors keep it up long enough that the
+//! FTL finishes the host request in flight and its old instance runs
+//! [`crate::ftl::Ftl::emergency_flush`], whose operations are not cut; only
+//! then is the power gone (so a protected cut tears nothing itself; the
+//! nested cut of `crash` still falls in the recovery after it). What `crash`
+//! then checks, and how, is in [`crate::run::crash`]'s docs. Either way
 //! nothing else of the FTL survives: recovery is a fresh instance mounting
 //! the flash.
 //!
@@ -36,7 +41,8 @@ pub struct PowerCutEffects {
     pub paired_pages: bool,
     /// An erase in flight leaves its block undefined.
     pub torn_erases: bool,
-    /// The device DRAM, and with it the FTL's write cache, is lost.
+    /// The device DRAM, and with it the FTL's write cache, is lost. Off:
+    /// power-loss protection (the FTL flushes its cache as the power fails).
     pub write_cache_lost: bool,
 }
 
