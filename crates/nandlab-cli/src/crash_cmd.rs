@@ -90,25 +90,26 @@ pub struct CrashArgs {
     pub quiet: bool,
 }
 
-fn parse_cut(text: &str) -> Result<PowerCut, String> {
-    let (op, phase) = text.split_once(':').unwrap_or((text, "between"));
-    let op_index = op.trim().parse().map_err(|_| format!("--crash-at `{text}`: `{op}` is not an operation index"))?;
+/// `N` or `N:between` or `N:during` (as `--crash-at` and `--nested-at` take them).
+fn parse_phased(flag: &str, what: &str, text: &str) -> Result<(u64, bool), String> {
+    let (n, phase) = text.split_once(':').unwrap_or((text, "between"));
+    let n = n.trim().parse().map_err(|_| format!("{flag} `{text}`: `{n}` is not {what}"))?;
     let during = match phase.trim() {
         "during" => true,
         "between" => false,
-        p => return Err(format!("--crash-at `{text}`: phase `{p}` is not `during` or `between`")),
+        p => return Err(format!("{flag} `{text}`: phase `{p}` is not `during` or `between`")),
     };
+    Ok((n, during))
+}
+
+fn parse_cut(text: &str) -> Result<PowerCut, String> {
+    let (op_index, during) = parse_phased("--crash-at", "an operation index", text)?;
     Ok(PowerCut { op_index, during })
 }
 
 fn parse_nested(text: &str) -> Result<NestedCut, String> {
-    let (k, phase) = text.split_once(':').unwrap_or((text, "between"));
-    let nth = k.trim().parse().map_err(|_| format!("--nested-at `{text}`: `{k}` is not an operation count"))?;
-    let during = match phase.trim() {
-        "during" => true,
-        "between" => false,
-        p => return Err(format!("--nested-at `{text}`: phase `{p}` is not `during` or `between`")),
-    };
+    let (nth, during) = parse_phased("--nested-at", "a count of state-changing operations", text)?;
+    let nth = u32::try_from(nth).map_err(|_| format!("--nested-at `{text}`: {nth} is too large"))?;
     Ok(NestedCut { nth, during })
 }
 

@@ -231,16 +231,23 @@ fn optr_passes_optr_strong_on_striped_multi_page_writes_without_flushes() {
     assert_passes(&r);
 }
 
+/// The point of `mixed()` (seed 5) where an audit saw correct optr fail
+/// when its recovery was cut, alone, on one thread.
+fn audited_point() -> CrashOptions {
+    let mut o = options(5, 0);
+    o.points = PointSelection::At(vec![PowerCut { op_index: 20157, during: false }]);
+    o.max_requests = Some(4999);
+    o.threads = 1;
+    o
+}
+
 #[test]
 fn optr_survives_its_recovery_cut_before_and_during_every_state_change() {
     // The point where an audit saw correct optr fail when its recovery was
     // cut (a harness bug: a cut read tore the base run's erase at the same
     // operation index). Here every distinct nested cut of that recovery.
     let config = optr_config();
-    let mut o = options(5, 0);
-    o.points = PointSelection::At(vec![PowerCut { op_index: 20157, during: false }]);
-    o.max_requests = Some(4999);
-    o.threads = 1;
+    let mut o = audited_point();
     let drawn = campaign(&config, &mixed(), &o);
     assert_passes(&drawn);
     let changes = drawn.points[0].recovery_state_changes;
@@ -456,10 +463,7 @@ fn a_rule_broken_by_either_first_recovery_counts_even_when_the_last_one_is_clean
     // One point, one thread: mount 1 is the uncut first recovery, mount 2
     // the same recovery interrupted by the nested cut, mount 3 the final one.
     let config = optr_config();
-    let mut o = options(5, 0);
-    o.points = PointSelection::At(vec![PowerCut { op_index: 20157, during: false }]);
-    o.max_requests = Some(4999);
-    o.threads = 1;
+    let mut o = audited_point();
     o.post_requests = 0;
     o.nested_at = Some(NestedCut { nth: 3, during: true });
     for (breaking_mount, fails) in [(0, false), (1, true), (2, true), (3, true)] {

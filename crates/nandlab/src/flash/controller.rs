@@ -728,26 +728,10 @@ impl FlashController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nand::{CellType, GeometryConfig, PageContent, PagePairing};
+    use crate::nand::PageContent;
 
     fn controller() -> FlashController {
-        let g = GeometryConfig {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 1,
-            blocks_per_plane: 4,
-            pages_per_block: 8,
-            page_size_bytes: 2048,
-            oob_size_bytes: 16,
-            sector_size_bytes: 512,
-            cell_type: CellType::Slc,
-            page_pairing: PagePairing::Consecutive,
-            partial_programs_per_page: 1,
-        }
-        .validate()
-        .unwrap();
-        FlashController::new(Nand::new(g, 4, &[]), &RuleConfig::default(), 1 << 20, 10)
+        FlashController::new(crate::nand::power::tests::mlc(), &RuleConfig::default(), 1 << 20, 10)
     }
 
     #[test]

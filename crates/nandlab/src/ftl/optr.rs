@@ -1082,6 +1082,11 @@ impl OptrFtl {
 
 // ----- recovery -----
 
+/// What recovery's first phase finds: the seal to recover from, the map
+/// entries of the sealed incremental checkpoints after the full one, and
+/// the records after the last seal.
+type Located = (Vec<u8>, Vec<(u32, u32)>, Vec<Record>);
+
 /// What recovery found after the last seal.
 #[derive(Default)]
 struct Found {
@@ -1096,8 +1101,7 @@ struct Found {
 impl OptrFtl {
     /// Phase 1: the newest sealed full checkpoint, then the sealed
     /// incrementals and the records after it. Returns the seal to recover from.
-    #[allow(clippy::type_complexity)]
-    fn locate(&mut self, flash: &mut dyn Flash) -> Result<(Vec<u8>, Vec<(u32, u32)>, Vec<Record>), FtlError> {
+    fn locate(&mut self, flash: &mut dyn Flash) -> Result<Located, FtlError> {
         let pages = Self::full_pages_of(&self.g, self.lpns);
         let mut best: Option<(u64, usize, Vec<u8>)> = None;
         let mut d = vec![0u8; self.g.page_size_bytes() as usize];

@@ -166,14 +166,15 @@ impl Nand {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::flash::FlashError;
     use crate::nand::payload::Run;
     use crate::nand::{BlockAddr, CellType, GeometryConfig, PageAddr, PageContent, PagePairing};
     use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
 
-    fn mlc() -> Nand {
+    /// A small MLC NAND (4 blocks of 8 pages) for tests.
+    pub(crate) fn mlc() -> Nand {
         let g = GeometryConfig {
             channels: 1,
             chips_per_channel: 1,

@@ -447,7 +447,7 @@ impl CrashChecker<'_> {
             let intervals: Vec<(i64, i64)> =
                 candidates.iter().map(|&c| (c + 1, self.next_after(s, c).map_or(i64::MAX, |q| q as i64))).collect();
             if let [(lo, hi)] = intervals[..] {
-                if lo - 1 >= 0 {
+                if lo > 0 {
                     self.shows(s, lo - 1);
                 }
                 if hi != i64::MAX {

@@ -561,7 +561,7 @@ pub fn run_with_factory(
     let planned = plan_points(&plan)?;
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
-    let mut report = assemble(&plan, &info.name, &workload.describe(), planned.len(), outcome, threads);
+    let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
     report.run_wall_seconds = started.elapsed().as_secs_f64();
     report.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
     if opts.shrink {

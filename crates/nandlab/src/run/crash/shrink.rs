@@ -75,7 +75,8 @@ pub(super) fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Optio
 /// Points `(op, phase)` with `op >= low` ordered before `best`.
 fn points_below(best: PowerCut, low: u64, phases: &[bool]) -> u64 {
     let whole_ops = best.op_index.saturating_sub(low) * phases.len() as u64;
-    let same_op = phases.iter().filter(|&&d| best.op_index >= low && d < best.during).count() as u64;
+    // `between` (false) comes before `during` (true) at the same operation.
+    let same_op = phases.iter().filter(|&&d| best.op_index >= low && !d && best.during).count() as u64;
     whole_ops + same_op
 }
 
