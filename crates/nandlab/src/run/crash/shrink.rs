@@ -39,17 +39,17 @@ pub(super) fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Optio
             break;
         }
         let exhaustive = left <= SHRINK_EXHAUSTIVE_POINTS;
-        let cuts =
-            if exhaustive { every_cut_below(best.cut, low, phases) } else { spread_below(best.cut, low, phases) };
+        let (cuts, gap) = if exhaustive {
+            (every_cut_below(best.cut, low, phases), low)
+        } else {
+            spread_below(best.cut, low, phases)
+        };
         rounds += 1;
         tried += cuts.len() as u64;
         match earliest_failing(&sub, &cuts, threads, signature) {
             Some(earlier) => best = earlier,
-            None if !exhaustive => {
-                // The sampled points passed: look in the gap just below the best.
-                low = cuts.iter().map(|c| c.op_index + 1).max().unwrap_or(low).max(low);
-                continue;
-            }
+            // The sampled points passed: search the gap just below the best.
+            None if !exhaustive => low = gap,
             None => {}
         }
         if exhaustive {
@@ -92,18 +92,22 @@ fn every_cut_below(best: PowerCut, low: u64, phases: &[bool]) -> Vec<PowerCut> {
 }
 
 /// `SPREAD_OPS` operations evenly over `low ..` the best, and the
-/// `NEAR_OPS` just below it, in every phase.
-fn spread_below(best: PowerCut, low: u64, phases: &[bool]) -> Vec<PowerCut> {
+/// `NEAR_OPS` just below it, in every phase; and where the gap between the
+/// last evenly spread operation and the best starts.
+fn spread_below(best: PowerCut, low: u64, phases: &[bool]) -> (Vec<PowerCut>, u64) {
     let hi = best.op_index;
-    let spread = (0..SPREAD_OPS).map(|i| low + (hi - low) * i / SPREAD_OPS);
+    let spread: Vec<u64> = (0..SPREAD_OPS).map(|i| low + (hi - low) * i / SPREAD_OPS).collect();
+    let gap = spread.last().map_or(low, |&op| op + 1);
     let near = hi.saturating_sub(NEAR_OPS).max(low)..=hi;
-    let mut ops: Vec<u64> = spread.chain(near).collect();
+    let mut ops: Vec<u64> = spread.into_iter().chain(near).collect();
     ops.sort_unstable();
     ops.dedup();
-    ops.into_iter()
+    let cuts = ops
+        .into_iter()
         .flat_map(|op| phases.iter().map(move |&during| PowerCut { op_index: op, during }))
         .filter(|&c| before(c, best))
-        .collect()
+        .collect();
+    (cuts, gap)
 }
 
 /// Test `cuts` (sorted) and return the earliest failing with `signature`.
