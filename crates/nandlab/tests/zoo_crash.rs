@@ -122,7 +122,17 @@ fn hybrid_passes_baseline_with_torn_programs_and_erases() {
     passes_cuts_during_operations("hybrid");
 }
 
+// Known failure, found when nested cuts were moved onto the recovery's
+// state-changing operations (before, nearly all fell on its reads and
+// changed nothing): a cut *during* one of hybrid's recovery programs
+// (state changes 2-4 of 11) loses a durable write. Reproduce with
+//   nandlab crash --preset tiny --ftl hybrid --rw randrw --rwmixread 20 --bsrange 4k-32k
+//     --fsync 16 --trim_percent 5 --write_size 1.5x --seed 7 --crash-at 59051:between
+//     --nested-at 3:during --max-requests 3457 --no-shrink
+// (passes with --no-nested or `--nested-at 3`, before it). Remove the
+// `ignore` when hybrid's recovery survives a torn program of its own.
 #[test]
+#[ignore = "hybrid loses a durable write when a program of its recovery is torn (see the comment)"]
 fn hybrid_passes_baseline_when_recovery_is_cut_too() {
     passes_nested_cuts_during_recovery("hybrid");
 }

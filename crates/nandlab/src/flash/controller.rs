@@ -111,6 +111,15 @@ struct PowerState {
     effects: PowerCutEffects,
     /// The operation at `cut_at` ran and must be torn when it finishes.
     tear_pending: bool,
+    /// Journal length when the operation to tear began: its entries are the
+    /// ones after this mark. (Not "the entries tagged with its index": a
+    /// crash test's recovery reuses operation indices of the base run,
+    /// whose rolled-back entries stay in the journal for the redo, so a
+    /// read — which journals nothing — would otherwise tear whatever the
+    /// base run did at the same index.)
+    tear_from: usize,
+    /// Pages and blocks the last live cut damaged.
+    torn: (u32, u32),
     /// The journal was started for a live cut (stopped when power returns).
     journal_started: bool,
 }
@@ -158,6 +167,8 @@ impl FlashController {
                 during: false,
                 effects: PowerCutEffects::default(),
                 tear_pending: false,
+                tear_from: 0,
+                torn: (0, 0),
                 journal_started: false,
             },
             sources: ReadSources::default(),
@@ -298,7 +309,7 @@ impl FlashController {
             o.after_op(op);
         }
         if self.power.tear_pending {
-            return self.tear_and_power_off(op.op_index);
+            return self.tear_and_power_off();
         }
         Ok(())
     }
@@ -594,6 +605,11 @@ impl FlashController {
         }
     }
 
+    /// Pages and blocks the last live cut tore, reset to none.
+    pub fn take_torn(&mut self) -> (u32, u32) {
+        std::mem::take(&mut self.power.torn)
+    }
+
     /// Whether the power is off (a scheduled cut happened).
     pub fn power_is_off(&self) -> bool {
         self.op_index > self.power.cut_at
@@ -614,6 +630,7 @@ impl FlashController {
     fn power_gate(&mut self, index: u64) -> Result<(), FlashError> {
         if index == self.power.cut_at && self.power.during {
             self.power.tear_pending = true;
+            self.power.tear_from = self.nand.journal_len();
             return Ok(());
         }
         self.power.tear_pending = false;
@@ -624,11 +641,11 @@ impl FlashController {
     }
 
     #[cold]
-    fn tear_and_power_off(&mut self, index: u64) -> Result<(), FlashError> {
+    fn tear_and_power_off(&mut self) -> Result<(), FlashError> {
         self.power.tear_pending = false;
-        let entries = self.nand.journal_tail_of(index);
+        let entries = self.power.tear_from..self.nand.journal_len();
         let effects = self.power.effects;
-        self.nand.tear_operation(entries, &effects);
+        self.power.torn = self.nand.tear_operation(entries, &effects);
         self.lose_dram();
         Err(FlashError::PowerLoss)
     }
@@ -705,5 +722,48 @@ impl FlashController {
     /// Take the violation log (leaving an empty one).
     pub fn take_log(&mut self) -> ViolationLog {
         std::mem::replace(&mut self.log, ViolationLog::new(CRASH_LOG_KEEP))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nand::PageContent;
+
+    fn controller() -> FlashController {
+        FlashController::new(crate::nand::power::tests::mlc(), &RuleConfig::default(), 1 << 20, 10)
+    }
+
+    #[test]
+    fn a_live_cut_during_a_read_tears_nothing_even_where_the_base_run_programmed_at_that_index() {
+        // A crash test's recovery reuses the operation indices of the base
+        // run, whose rolled-back entries stay in the journal for the redo.
+        let mut f = controller();
+        f.nand_mut().journal_start();
+        let data = [7u8; 2048];
+        f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap(); // op 0
+        f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]).unwrap(); // op 1
+        let image = f.enter_crash_image(PowerCut { op_index: 1, during: false });
+        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "op 1 is rolled back");
+        // The "recovery" reads page 0 as op 1 and is cut during that read.
+        f.schedule_power_cut(PowerCut { op_index: 1, during: true });
+        let mut out = [0u8; 2048];
+        assert_eq!(f.read_meta(Cause::Recovery, PageAddr(0), &mut out, &mut []), Err(FlashError::PowerLoss));
+        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "a read tears nothing");
+        assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
+        f.leave_crash_image(image);
+        assert!(matches!(f.nand().page_content(PageAddr(1)), PageContent::Metadata(_)), "the base run is back");
+    }
+
+    #[test]
+    fn a_live_cut_during_a_program_tears_that_program() {
+        let mut f = controller();
+        f.nand_mut().journal_start();
+        let data = [7u8; 2048];
+        f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap();
+        f.schedule_power_cut(PowerCut { op_index: 1, during: true });
+        assert_eq!(f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]), Err(FlashError::PowerLoss));
+        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Garbage);
+        assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
     }
 }

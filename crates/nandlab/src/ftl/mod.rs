@@ -226,6 +226,16 @@ pub trait Ftl {
     fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError>;
     /// Make every completed write durable.
     fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    /// The power is failing on a drive with power-loss protection (its
+    /// capacitors hold it up a little longer): make every completed write
+    /// durable before the power is gone. The instance is dropped afterwards
+    /// and a fresh one mounts. `crash` calls it when the
+    /// `write_cache_lost` power-cut effect is off. Default: [`Ftl::flush`];
+    /// firmware with a faster emergency path (a cache dump to a reserved
+    /// area, no GC) overrides it.
+    fn emergency_flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.flush(flash)
+    }
     /// One step of background work (e.g. collect one victim) while the host is idle.
     fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError>;
     /// Clean power-off: persist whatever a later mount needs.
