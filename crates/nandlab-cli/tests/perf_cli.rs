@@ -48,7 +48,7 @@ fn perf_writes_json_and_a_csv_time_series() {
     assert!(report["perf"]["latency"]["write"]["p99_99_us"].as_f64().unwrap() > 0.0);
     assert_eq!(report["errors"], 0);
     let series = std::fs::read_to_string(&csv).unwrap();
-    assert!(series.starts_with("start_s,reads,writes,iops,"));
+    assert!(series.starts_with("start_s,length_s,reads,writes,iops,"));
     assert!(series.lines().count() > 3);
     let _ = std::fs::remove_dir_all(&dir);
 }

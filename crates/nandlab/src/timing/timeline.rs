@@ -12,7 +12,16 @@
 //!
 //! Each interval carries one tag bit (here: "reserved by garbage
 //! collection") so that a wait can be attributed to what caused it;
-//! neighbouring intervals merge only when their tags agree.
+//! neighbouring intervals merge only when their tags agree. A wait from
+//! `t` to a start `s` is attributed in proportion to the work ahead of it:
+//! [`Timeline::gc_ns_between`] is the time garbage collection holds the
+//! resource within `[t, s)`, and the rest of the wait is other work (or
+//! gaps too short to use).
+//!
+//! Pruning is safe only if nothing is later fitted before the prune
+//! horizon; [`Timeline::enable_audit`] keeps every reservation so a test
+//! can prove that no instant is ever booked twice
+//! ([`Timeline::double_booking`]).
 
 use std::collections::VecDeque;
 
@@ -23,12 +32,10 @@ struct Busy {
     gc: bool,
 }
 
-/// Where an operation fits on a timeline, and what it waited for.
+/// Where an operation fits on a timeline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Fit {
     pub start: u64,
-    /// The last reservation that pushed the start later was garbage collection's.
-    pub behind_gc: bool,
 }
 
 /// One resource's reservations. See the module docs.
@@ -38,15 +45,20 @@ pub struct Timeline {
     /// Total reserved time (for utilisation), ns.
     reserved_ns: u64,
     last_end: u64,
+    /// The prune horizon: intervals ending at or before it are forgotten.
+    pruned_to: u64,
+    /// Every reservation ever made, when auditing (tests).
+    audit: Option<Box<Vec<(u64, u64)>>>,
 }
 
 impl Timeline {
     /// The earliest start at or after `t` where `duration` ns are free.
     pub fn fit(&self, t: u64, duration: u64) -> Fit {
-        let mut fit = Fit { start: t, behind_gc: false };
+        let mut fit = Fit { start: t };
         if duration == 0 {
             return fit; // takes no time, needs nothing
         }
+        debug_assert!(t >= self.pruned_to, "fit at {t} before the prune horizon {}", self.pruned_to);
         if self.busy.back().map_or(true, |b| b.end <= t) {
             return fit; // after everything reserved: the common case
         }
@@ -57,10 +69,29 @@ impl Timeline {
                 break;
             }
             fit.start = fit.start.max(b.end);
-            fit.behind_gc = b.gc;
             i += 1;
         }
         fit
+    }
+
+    /// Time garbage collection holds this resource within `[from, to)`, ns
+    /// (the GC share of a wait over that span).
+    pub fn gc_ns_between(&self, from: u64, to: u64) -> u64 {
+        if to <= from {
+            return 0;
+        }
+        let mut i = self.busy.partition_point(|b| b.end <= from);
+        let mut ns = 0;
+        while let Some(b) = self.busy.get(i) {
+            if b.start >= to {
+                break;
+            }
+            if b.gc {
+                ns += b.end.min(to) - b.start.max(from);
+            }
+            i += 1;
+        }
+        ns
     }
 
     /// Reserve `[start, start + duration)`, which must be free (from [`Timeline::fit`]).
@@ -69,6 +100,9 @@ impl Timeline {
             return;
         }
         let end = start + duration;
+        if let Some(log) = &mut self.audit {
+            log.push((start, end));
+        }
         self.reserved_ns += duration;
         self.last_end = self.last_end.max(end);
         if let Some(last) = self.busy.back_mut() {
@@ -101,9 +135,25 @@ impl Timeline {
     /// Forget reservations that end at or before `now`: nothing scheduled
     /// from now on can start before `now`.
     pub fn prune(&mut self, now: u64) {
+        self.pruned_to = self.pruned_to.max(now);
         while self.busy.front().is_some_and(|b| b.end <= now) {
             self.busy.pop_front();
         }
+    }
+
+    /// Keep every reservation from now on, so that
+    /// [`Timeline::double_booking`] can check them all (memory grows with
+    /// the run: for tests and debugging).
+    pub fn enable_audit(&mut self) {
+        self.audit.get_or_insert_with(Default::default);
+    }
+
+    /// Two audited reservations that overlap, if any: a resource booked
+    /// twice for the same instant.
+    pub fn double_booking(&self) -> Option<((u64, u64), (u64, u64))> {
+        let mut all = self.audit.as_deref()?.clone();
+        all.sort_unstable();
+        all.windows(2).find(|w| w[1].0 < w[0].1).map(|w| (w[0], w[1]))
     }
 
     /// When the last reservation ends.
@@ -178,14 +228,35 @@ mod tests {
     }
 
     #[test]
-    fn waits_are_attributed_to_gc_reservations() {
+    fn waits_are_attributed_to_gc_in_proportion_to_its_work_ahead() {
         let mut t = Timeline::default();
         t.reserve(0, 10, false);
-        t.reserve(10, 10, true);
-        assert_eq!(t.len(), 2, "different tags do not merge");
+        t.reserve(10, 30, true);
+        t.reserve(40, 10, false);
+        assert_eq!(t.len(), 3, "different tags do not merge");
         let f = t.fit(5, 1);
-        assert_eq!((f.start, f.behind_gc), (20, true));
+        assert_eq!(f.start, 50, "behind all three");
+        // Of the 45 ns waited, GC held the resource 30: the last
+        // reservation ahead was not GC's, yet most of the wait was.
+        assert_eq!(t.gc_ns_between(5, f.start), 30);
+        assert_eq!(t.gc_ns_between(20, 45), 20, "clipped to the span");
+        assert_eq!(t.gc_ns_between(0, 10), 0);
         assert_eq!(t.fit(5, 0).start, 5, "zero-length work never waits");
+    }
+
+    #[test]
+    fn the_audit_finds_a_double_booking_and_passes_a_clean_timeline() {
+        let mut t = Timeline::default();
+        t.enable_audit();
+        t.reserve(0, 10, false);
+        t.reserve(20, 10, false);
+        t.prune(30);
+        let f = t.fit(30, 5);
+        t.reserve(f.start, 5, false);
+        assert_eq!(t.double_booking(), None);
+        // Pruned work is invisible to `fit`: booking over it is caught.
+        t.reserve(22, 3, false);
+        assert_eq!(t.double_booking(), Some(((20, 30), (22, 25))));
     }
 
     #[test]
