@@ -485,7 +485,11 @@ fn figures_of(r: &Value) -> Figures {
                     .map(|x| {
                         let w = x["workload"].as_str().unwrap_or("?");
                         let rw = w.split_whitespace().next().unwrap_or(w).to_string();
-                        (format!("{rw} {}", x["arrival"].as_str().unwrap_or("")), f(&x["iops"]), f(&x["latency_mean_us"]))
+                        (
+                            format!("{rw} {}", x["arrival"].as_str().unwrap_or("")),
+                            f(&x["iops"]),
+                            f(&x["latency_mean_us"]),
+                        )
                     })
                     .collect()
             })

@@ -97,3 +97,28 @@ fn perf_replays_a_trace_open_loop_at_its_timestamps() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--flow"), "{stderr}");
 }
+
+#[test]
+fn a_run_too_short_to_time_reports_no_speed() {
+    let json = std::env::temp_dir().join(format!("nandlab-perf-short-{}.json", std::process::id()));
+    let (code, stdout, stderr) = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--requests",
+        "20",
+        "--seed",
+        "1",
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("n/a simulated requests per CPU-second"), "{stdout}");
+    assert!(stdout.contains("  ftl        ") && stdout.contains("  wear       "), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert!(report["perf"]["requests_per_cpu_second"].is_null());
+    assert!(report["perf"]["host_mb_per_cpu_second"].is_null());
+    assert_eq!(report["perf"]["requests"], 20);
+}

@@ -37,6 +37,12 @@ pub struct IntervalRow {
     pub waf: f64,
     /// The FTL's free blocks at the end of the interval (when it reports them).
     pub free_blocks: Option<u64>,
+    /// Pages programmed for any cause (host, GC, metadata).
+    pub pages_programmed: u64,
+    /// Cell reads of any kind (host, GC, OOB, metadata).
+    pub pages_read: u64,
+    /// Mean busy share of the dies in the interval.
+    pub die_utilisation: f64,
 }
 
 /// Builds the series. See the module docs.
@@ -114,6 +120,9 @@ impl SeriesRecorder {
             blocks_erased: 0,
             waf: 0.0,
             free_blocks,
+            pages_programmed: 0,
+            pages_read: 0,
+            die_utilisation: 0.0,
         });
         self.index += 1;
         self.hist.reset();
@@ -146,7 +155,13 @@ impl SeriesRecorder {
     /// Close the last interval (if anything happened in it), dividing by
     /// its real length (it ends at `end_ns`, the last completion), and join
     /// the flash work binned per interval.
-    pub fn finish(mut self, end_ns: u64, free_blocks: Option<u64>, flash: &[FlashInterval]) -> Vec<IntervalRow> {
+    pub fn finish(
+        mut self,
+        end_ns: u64,
+        free_blocks: Option<u64>,
+        flash: &[FlashInterval],
+        dies: u32,
+    ) -> Vec<IntervalRow> {
         let mut sample = || free_blocks;
         self.roll_to(end_ns, &mut sample);
         let open_start = self.origin_ns + self.index * self.interval_ns;
@@ -157,6 +172,9 @@ impl SeriesRecorder {
             row.foreground_gc_pages_moved = f.foreground_gc_pages_moved;
             row.background_gc_pages_moved = f.background_gc_pages_moved;
             row.blocks_erased = f.blocks_erased;
+            row.pages_programmed = f.pages_programmed;
+            row.pages_read = f.pages_read;
+            row.die_utilisation = f.die_busy_ns as f64 / (row.length_s * 1e9 * f64::from(dies.max(1)));
             row.waf = if f.host_pages_programmed == 0 {
                 0.0
             } else {
@@ -170,12 +188,12 @@ impl SeriesRecorder {
 /// The series as CSV, one row per interval, with a header.
 pub fn to_csv(rows: &[IntervalRow]) -> String {
     let mut s = String::from(
-        "start_s,length_s,reads,writes,iops,read_mbps,write_mbps,latency_mean_us,latency_p99_us,foreground_gc_pages_moved,background_gc_pages_moved,blocks_erased,waf,free_blocks\n",
+        "start_s,length_s,reads,writes,iops,read_mbps,write_mbps,latency_mean_us,latency_p99_us,foreground_gc_pages_moved,background_gc_pages_moved,blocks_erased,waf,free_blocks,pages_programmed,pages_read,die_utilisation\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.1},{:.3},{:.3},{:.2},{:.2},{},{},{},{:.4},{}",
+            "{},{},{},{},{:.1},{:.3},{:.3},{:.2},{:.2},{},{},{},{:.4},{},{},{},{:.4}",
             r.start_s,
             r.length_s,
             r.reads,
@@ -189,7 +207,10 @@ pub fn to_csv(rows: &[IntervalRow]) -> String {
             r.background_gc_pages_moved,
             r.blocks_erased,
             r.waf,
-            r.free_blocks.map_or(String::new(), |f| f.to_string())
+            r.free_blocks.map_or(String::new(), |f| f.to_string()),
+            r.pages_programmed,
+            r.pages_read,
+            r.die_utilisation
         );
     }
     s
@@ -212,7 +233,7 @@ mod tests {
             FlashInterval { pages_programmed: 4, host_pages_programmed: 2, blocks_erased: 1, ..Default::default() },
             FlashInterval::default(),
         ];
-        let rows = s.finish(2_600_000_000, Some(5), &flash);
+        let rows = s.finish(2_600_000_000, Some(5), &flash, 1);
         assert_eq!(rows.len(), 3);
         assert_eq!((rows[0].writes, rows[1].writes, rows[2].reads), (2, 0, 1));
         assert_eq!(rows[0].latency_mean_us, 2.0);
@@ -234,7 +255,7 @@ mod tests {
         s.roll_to(6_100_000_000, &mut free);
         s.record(HostOp::Write, 1000, 4096);
         s.record(HostOp::Write, 1000, 4096);
-        let rows = s.finish(6_250_000_000, None, &[]);
+        let rows = s.finish(6_250_000_000, None, &[], 1);
         assert_eq!(rows.len(), 2, "no empty rows for the 5 s before the trace");
         assert_eq!((rows[0].start_s, rows[0].length_s, rows[0].iops), (0.0, 1.0, 1.0));
         assert_eq!((rows[1].start_s, rows[1].length_s), (1.0, 0.25));

@@ -143,6 +143,10 @@ pub struct FlashInterval {
     pub background_gc_pages_moved: u64,
     pub gc_blocks_erased: u64,
     pub blocks_erased: u64,
+    /// Die time reserved in the interval, summed over dies, ns.
+    pub die_busy_ns: u64,
+    /// Cell reads of any kind (data, OOB, metadata, copyback sources): a tR each.
+    pub pages_read: u64,
 }
 
 /// Totals of what the model timed.
@@ -352,6 +356,20 @@ impl FlashTiming {
         f.start + ns
     }
 
+    /// Reserve `[start, start + ns)` on a die, and bin the busy time into
+    /// the flash series' intervals (split at their boundaries).
+    fn reserve_die(&mut self, die: usize, start: u64, ns: u64, gc: bool) {
+        self.dies[die].reserve(start, ns, gc);
+        let (mut t, end) = (start, start + ns);
+        while t < end {
+            let boundary =
+                self.origin_ns + ((t.saturating_sub(self.origin_ns)) / self.interval_ns + 1) * self.interval_ns;
+            let piece = end.min(boundary) - t;
+            self.bucket(t).die_busy_ns += piece;
+            t += piece;
+        }
+    }
+
     fn fit_die(&mut self, die: usize, t: u64, ns: u64) -> Fit {
         let tl = &mut self.dies[die];
         tl.prune(self.now);
@@ -410,7 +428,7 @@ impl FlashTiming {
         tl.reserve(cs, cmd, gc);
         let earliest = (cs + cmd).max(plane_free);
         let f = self.fit_die(die, earliest, cell_ns);
-        self.dies[die].reserve(f.start, cell_ns, gc);
+        self.reserve_die(die, f.start, cell_ns, gc);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
@@ -561,7 +579,7 @@ impl FlashTiming {
         // The suspended operation finishes its remaining work later.
         let delta = suspend_ns + t_r;
         let f = self.fit_die(die, lo.end, delta);
-        self.dies[die].reserve(f.start, delta, lo.gc);
+        self.reserve_die(die, f.start, delta, lo.gc);
         let new_end = f.start + delta;
         for p in &mut self.planes[lo_planes] {
             if p.free_at == lo.end {
@@ -593,7 +611,7 @@ impl FlashTiming {
             let t2 = t1.max(self.planes_free(range.clone()));
             let f = self.fit_die(die, t2, t_prog);
             self.wait(&mut path, die, t1, f.start);
-            self.dies[die].reserve(f.start, t_prog, gc);
+            self.reserve_die(die, f.start, t_prog, gc);
             path.add(Component::Cell, t_prog);
             (f.start, f.start + t_prog)
         } else {
@@ -620,7 +638,7 @@ impl FlashTiming {
             }
             self.wait(&mut path, die, c, d);
             self.channels[ch].reserve(c, xfer, gc);
-            self.dies[die].reserve(d, xfer + t_prog, gc);
+            self.reserve_die(die, d, xfer + t_prog, gc);
             path.add(Component::FlashTransfer, xfer);
             path.add(Component::Cell, t_prog);
             (d + xfer, d + xfer + t_prog)
@@ -691,6 +709,9 @@ impl FlashTiming {
             } else if gc {
                 b.background_gc_pages_moved += n;
             }
+        }
+        if matches!(op.kind, OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta | OpKind::Copyback) {
+            b.pages_read += n;
         }
         if op.kind == OpKind::Erase {
             b.blocks_erased += n;
@@ -976,7 +997,7 @@ mod tests {
         m.enable_audit();
         m.begin_epoch(0, 1, Breakdown::default());
         m.observe(&op(OpKind::Program, 0, 1, 4096, None)); // die 0 until 410.34 us
-        // A cache eviction that waits for a slot until 10 ms (die 1).
+                                                           // A cache eviction that waits for a slot until 10 ms (die 1).
         m.begin_epoch(10_000_000, NO_OWNER, Breakdown::default());
         m.observe(&op(OpKind::Program, 32, 1, 4096, None));
         // A read arriving at 100 us for plane 1 of die 0 must queue behind the program.

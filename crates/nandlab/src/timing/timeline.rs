@@ -48,7 +48,7 @@ pub struct Timeline {
     /// The prune horizon: intervals ending at or before it are forgotten.
     pruned_to: u64,
     /// Every reservation ever made, when auditing (tests).
-    audit: Option<Box<Vec<(u64, u64)>>>,
+    audit: Option<Vec<(u64, u64)>>,
 }
 
 impl Timeline {
@@ -145,13 +145,13 @@ impl Timeline {
     /// [`Timeline::double_booking`] can check them all (memory grows with
     /// the run: for tests and debugging).
     pub fn enable_audit(&mut self) {
-        self.audit.get_or_insert_with(Default::default);
+        self.audit.get_or_insert_with(Vec::new);
     }
 
     /// Two audited reservations that overlap, if any: a resource booked
     /// twice for the same instant.
     pub fn double_booking(&self) -> Option<((u64, u64), (u64, u64))> {
-        let mut all = self.audit.as_deref()?.clone();
+        let mut all = self.audit.clone()?;
         all.sort_unstable();
         all.windows(2).find(|w| w[1].0 < w[0].1).map(|w| (w[0], w[1]))
     }

@@ -628,9 +628,7 @@ impl TimedDevice {
     pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
         let mut at = from_ns.max(self.model.borrow().busy_until());
         let mut steps = 0;
-        while at.saturating_add(self.idle_step_bound_ns) <= until_ns
-            && steps < max_steps
-            && !self.session.ftl_failed()
+        while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
         {
             self.session.flash.set_request(None);
             let (r, end, _) =

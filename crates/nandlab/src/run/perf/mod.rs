@@ -28,7 +28,9 @@ use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::host::Arrival;
 use crate::report::latency::LatencyRecorder;
-use crate::report::perf::{per_cpu_second, BreakdownSummary, DeviceSummary, FlowSummary, PerfGc, PerfReport, PerfSection, Utilisation};
+use crate::report::perf::{
+    per_cpu_second, BreakdownSummary, DeviceSummary, FlowSummary, PerfGc, PerfReport, PerfSection, Utilisation,
+};
 use crate::report::timeseries::SeriesRecorder;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::seed::{derive_seed, rng_for, Rng};
@@ -344,7 +346,9 @@ pub fn run(
             Kind::Arrival(f) => arrive(&mut sim, &mut device, opts, f as usize, ev.time)?,
             Kind::Done(slot) => {
                 let id = sim.done[slot as usize].id;
-                if let Some(later) = sim.extended.remove(&id) {
+                // (Suspends are rare: skip the hash lookup when there are none.)
+                let later = if sim.extended.is_empty() { None } else { sim.extended.remove(&id) };
+                if let Some(later) = later {
                     if later > ev.time {
                         // A read suspended one of its operations: it completes later.
                         sim.done[slot as usize].breakdown.add(Component::DieWait, later - ev.time);
@@ -503,7 +507,7 @@ fn build_report(
         device.host().full_duplex,
     );
     let counters = *model.counters();
-    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series());
+    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series(), config.geometry.dies());
     let host_bytes = host.read_bytes + host.write_bytes;
     let g = &config.geometry;
     let perf = PerfSection {
