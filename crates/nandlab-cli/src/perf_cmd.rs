@@ -1,6 +1,7 @@
 //! `nandlab perf` (timed simulation) and `nandlab bench perf`.
 
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
+use crate::trace_cmd::StressTraceArgs;
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
 use clap::Args;
 use nandlab::config::Config;
@@ -32,8 +33,10 @@ pub struct PerfArgs {
     #[arg(long, help_heading = "Timed run")]
     pub arrival: Option<String>,
     /// An extra flow, as fio options over the workload options:
-    /// `rw=randread,iodepth=16[,arrival=poisson:5000]` (repeatable; when
-    /// given, the flows are exactly these).
+    /// `rw=randread,iodepth=16[,arrival=poisson:5000]`, or a trace replayed
+    /// beside the others: `trace=FILE[,arrival=...]` (read and transformed
+    /// with the --trace-* options; open loop at its timestamps by default).
+    /// Repeatable; when given, the flows are exactly these.
     #[arg(long = "flow", value_name = "KEY=VALUE,...", help_heading = "Timed run")]
     pub flows: Vec<String>,
     /// Precondition untimed first: fill this share of the logical space
@@ -125,8 +128,49 @@ fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The flows of the run: the workload options alone, or each --flow over them.
-fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -> Result<Vec<Flow>, String> {
+/// The file of a `--flow trace=FILE,...`, if the flow is a trace.
+fn flow_trace_path(text: &str) -> Option<&str> {
+    text.split(',').find_map(|part| part.trim().strip_prefix("trace=")).map(str::trim)
+}
+
+/// A `--flow trace=FILE[,arrival=...]`: the trace read with the --trace-*
+/// options, open loop at its own timestamps unless `arrival=` says otherwise.
+fn trace_flow_of(config: &Config, text: &str, index: usize, trace: &StressTraceArgs) -> Result<Flow, String> {
+    let mut path = None;
+    let mut arrival = None;
+    for part in text.split(',').filter(|s| !s.trim().is_empty()) {
+        match part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+            Some(("trace", v)) => path = Some(PathBuf::from(v)),
+            Some(("arrival", v)) => {
+                arrival = Some(parse_arrival(v, 1).map_err(|e| format!("--flow `{text}`: {e}"))?);
+            }
+            _ => {
+                return Err(format!("--flow `{text}`: a trace flow takes only trace=FILE and arrival=…, not `{part}`"))
+            }
+        }
+    }
+    let args = StressTraceArgs { trace: path, ..trace.clone() };
+    let capacity = config.logical_bytes();
+    let workload = args
+        .workload(&WorkloadArgs::default(), capacity, config.geometry.sector_size_bytes())
+        .map_err(|e| format!("--flow `{text}`: {e}"))?
+        .ok_or_else(|| format!("--flow `{text}`: trace= needs a file"))?;
+    Ok(Flow {
+        name: format!("flow{index}.trace"),
+        workload: Box::new(workload),
+        arrival: arrival.unwrap_or(nandlab::host::Arrival::Timestamps { time_scale: 1.0 }),
+    })
+}
+
+/// The flows of the run: the workload options alone, or each --flow over
+/// them (a `trace=FILE` flow replays a trace beside the synthetic ones).
+fn build_flows(
+    config: &Config,
+    base: &SyntheticSpec,
+    p: &PerfArgs,
+    trace: &StressTraceArgs,
+    seed: u64,
+) -> Result<Vec<Flow>, String> {
     let default_arrival = p
         .arrival
         .as_deref()
@@ -137,6 +181,10 @@ fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -
     }
     let mut flows = Vec::new();
     for (i, text) in p.flows.iter().enumerate() {
+        if flow_trace_path(text).is_some() {
+            flows.push(trace_flow_of(config, text, i, trace)?);
+            continue;
+        }
         let mut table = match toml::Value::try_from(base).map_err(|e| e.to_string())? {
             toml::Value::Table(t) => t,
             _ => unreachable!("specs serialise as tables"),
@@ -180,14 +228,17 @@ fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -
 fn trace_flow(
     config: &Config,
     synthetic: &WorkloadArgs,
-    trace: &crate::trace_cmd::StressTraceArgs,
+    trace: &StressTraceArgs,
     p: &PerfArgs,
 ) -> Result<Option<Flow>, String> {
+    if trace.trace.is_none() && p.flows.iter().any(|f| flow_trace_path(f).is_some()) {
+        return Ok(None); // the --trace-* options are for the trace flows
+    }
     let Some(workload) = trace.workload(synthetic, config.logical_bytes(), config.geometry.sector_size_bytes())? else {
         return Ok(None);
     };
     if !p.flows.is_empty() {
-        return Err("--flow describes synthetic flows and cannot be combined with --trace".into());
+        return Err("--trace replays one trace alone: with --flow, give it as a flow (--flow trace=FILE)".into());
     }
     let arrival = match &p.arrival {
         Some(a) => parse_arrival(a, 1).map_err(|e| format!("--arrival {e}"))?,
@@ -215,7 +266,7 @@ fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> 
 pub fn perf_command(
     device: &DeviceArgs,
     workload_args: &WorkloadArgs,
-    trace: &crate::trace_cmd::StressTraceArgs,
+    trace: &StressTraceArgs,
     run: &RunArgs,
     p: &PerfArgs,
 ) -> ExitCode {
@@ -237,7 +288,7 @@ pub fn perf_command(
     let reproduce = options::reproduce_command(seed);
     let flows = match trace_flow(&config, workload_args, trace, p) {
         Ok(Some(flow)) => vec![flow],
-        Ok(None) => match build_flows(&config, &spec, p, seed) {
+        Ok(None) => match build_flows(&config, &spec, p, trace, seed) {
             Ok(f) => f,
             Err(e) => return input_error(e),
         },
@@ -675,13 +726,13 @@ mod tests {
             flows: vec!["rw=randread,iodepth=16".into(), "iodepth=2,numjobs=2,arrival=poisson:100".into()],
             ..Default::default()
         };
-        let flows = build_flows(&c, &base, &p, 1).unwrap();
+        let flows = build_flows(&c, &base, &p, &StressTraceArgs::default(), 1).unwrap();
         assert_eq!(flows.len(), 3);
         assert_eq!(flows[0].arrival, nandlab::host::Arrival::Closed { iodepth: 16 });
         assert!(flows[0].workload.describe().contains("randread"));
         assert!(matches!(flows[2].arrival, nandlab::host::Arrival::Rate { poisson: true, .. }));
         let bad = PerfArgs { flows: vec!["bogus=1".into()], ..Default::default() };
-        let e = build_flows(&c, &base, &bad, 1).err().expect("rejected");
+        let e = build_flows(&c, &base, &bad, &StressTraceArgs::default(), 1).err().expect("rejected");
         assert!(e.contains("bogus"), "{e}");
     }
 

@@ -95,7 +95,42 @@ fn perf_replays_a_trace_open_loop_at_its_timestamps() {
     assert!(text.contains("6999"), "all 6,999 trace requests were issued");
     let (code, _, stderr) = nandlab(&["perf", "--preset", "femu-bbssd", "--trace", trace, "--flow", "iodepth=4"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("--flow"), "{stderr}");
+    assert!(stderr.contains("--flow trace=FILE"), "{stderr}");
+}
+
+#[test]
+fn a_trace_flow_runs_beside_synthetic_flows() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mqsim_tpcc-small.trace");
+    let json = std::env::temp_dir().join(format!("nandlab-perf-mixed-{}.json", std::process::id()));
+    let flow = format!("trace={trace}");
+    let (code, stdout, stderr) = nandlab(&[
+        "perf",
+        "--preset",
+        "femu-bbssd",
+        "--flow",
+        &flow,
+        "--flow",
+        "rw=randwrite,bs=4k,iodepth=4,arrival=rate:20000",
+        "--runtime",
+        "1200ms", // the trace's requests arrive from 0.94 s to 1.08 s
+        "--seed",
+        "1",
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    let flows = report["perf"]["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    assert!(flows[0]["arrival"].as_str().unwrap().starts_with("open loop, trace timestamps"));
+    assert!(flows[0]["requests"].as_u64().unwrap() > 0 && flows[1]["requests"].as_u64().unwrap() > 0);
+    assert_eq!(report["errors"], 0);
+    let (code, _, stderr) =
+        nandlab(&["perf", "--preset", "femu-bbssd", "--flow", &format!("trace={trace},iodepth=4"), "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("only trace=FILE and arrival"), "{stderr}");
 }
 
 #[test]
