@@ -252,7 +252,10 @@ impl Timeline {
     /// Forget reservations that end at or before `now`: nothing scheduled
     /// from now on can start before `now`.
     pub fn prune(&mut self, now: u64) {
-        self.pruned_to = self.pruned_to.max(now);
+        if now <= self.pruned_to {
+            return; // pruned to here already; what was reserved since ends later
+        }
+        self.pruned_to = now;
         if self.count == 0 {
             self.recycle_all();
             return;
