@@ -521,7 +521,7 @@ fn open_loop_arrivals_follow_the_trace_timestamps() {
 fn perf_without_timing_is_a_clear_error() {
     let config = Config::preset("tiny").unwrap();
     let flows = Flow::synthetic(&SyntheticSpec::default(), None, 0, &config, 1).unwrap();
-    let e = perf::run(&config, flows, &PerfOptions::default(), &mut |_| {}).err().expect("rejected");
+    let e = perf::run(&config, flows, &PerfOptions::default(), &mut |_| {}).expect_err("rejected");
     assert!(e.to_string().contains("no [timing] table"), "{e}");
 }
 
