@@ -396,7 +396,8 @@ struct Scenario {
     name: &'static str,
     description: &'static str,
     gc_geometry: bool,
-    args: &'static [&'static str],
+    /// Arguments, in parts (shared between scenarios).
+    args: &'static [&'static [&'static str]],
     mqsim: Mqsim,
 }
 
@@ -424,59 +425,62 @@ const MQSIM_S2: Mqsim = Mqsim {
     simulated: Some("90,691 and 62,455 IOPS, 176 and 256 µs mean response"),
 };
 
+/// MQSim's scenario 1 (see the scenario descriptions).
+#[rustfmt::skip]
+const S1: &[&str] = &[
+    "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+    "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
+];
+/// MQSim's scenario 2.
+#[rustfmt::skip]
+const S2: &[&str] = &[
+    "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+    "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
+    "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
+];
+/// The GC-heavy run.
+#[rustfmt::skip]
+const GC_HEAVY: &[&str] = &[
+    "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
+    "--io_size", "1000x", "--requests", "3000000",
+];
+/// Preconditioned to 75 % first (MQSim's Initial_Occupancy_Percentage).
+const PRE75: &[&str] = &["--precondition", "75%", "--precondition-max", "0.5"];
+
 const SCENARIOS: [Scenario; 5] = [
     Scenario {
         name: "mqsim-s1",
         description: "MQSim scenario 1: two flows of 4 KiB random writes, 8 KiB aligned, over 50 % of the logical space, QD 16 and 2, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[
-            "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
-        ],
+        args: &[S1],
         mqsim: MQSIM_S1,
     },
     Scenario {
         name: "mqsim-s1-pre75",
         description: "MQSim scenario 1 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
         gc_geometry: false,
-        args: &[
-            "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
-            "--precondition", "75%", "--precondition-max", "0.5",
-        ],
+        args: &[S1, PRE75],
         mqsim: Mqsim { requests_per_cpu_second: Some(25_700.0), simulated: None },
     },
     Scenario {
         name: "mqsim-s2",
         description: "MQSim scenario 2: scenario 1 plus two flows of 4 KiB random reads at QD 16 each, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[
-            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
-            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
-        ],
+        args: &[S2],
         mqsim: MQSIM_S2,
     },
     Scenario {
         name: "mqsim-s2-pre75",
         description: "MQSim scenario 2 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
         gc_geometry: false,
-        args: &[
-            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
-            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
-            "--precondition", "75%", "--precondition-max", "0.5",
-        ],
+        args: &[S2, PRE75],
         mqsim: Mqsim { requests_per_cpu_second: Some(35_600.0), simulated: None },
     },
     Scenario {
         name: "gc-heavy",
         description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 3 million requests",
         gc_geometry: true,
-        args: &[
-            "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
-            "--io_size", "1000x", "--requests", "3000000",
-        ],
+        args: &[GC_HEAVY],
         mqsim: Mqsim { requests_per_cpu_second: Some(33_500.0), simulated: None },
     },
 ];
@@ -618,7 +622,7 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
             let status = cmd
                 .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
                 .arg(&json)
-                .args(sc.args)
+                .args(sc.args.iter().flat_map(|part| part.iter()))
                 .args(&a.extra)
                 .stdout(std::process::Stdio::null())
                 .status();

@@ -11,6 +11,18 @@ fn nandlab(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Run `nandlab perf ARGS --json FILE`: exit code, stdout, stderr and the report.
+fn perf_json(name: &str, args: &[&str]) -> (i32, String, String, serde_json::Value) {
+    let json = std::env::temp_dir().join(format!("nandlab-perf-{name}-{}.json", std::process::id()));
+    let mut all = vec!["perf"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-progress", "--json", json.to_str().unwrap()]);
+    let (code, stdout, stderr) = nandlab(&all);
+    let report = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+    std::fs::remove_file(&json).ok();
+    (code, stdout, stderr, report.unwrap_or_default())
+}
+
 #[test]
 fn perf_writes_json_and_a_csv_time_series() {
     let dir = std::env::temp_dir().join(format!("nandlab-perf-cli-{}", std::process::id()));
@@ -101,27 +113,12 @@ fn perf_replays_a_trace_open_loop_at_its_timestamps() {
 #[test]
 fn a_trace_flow_runs_beside_synthetic_flows() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mqsim_tpcc-small.trace");
-    let json = std::env::temp_dir().join(format!("nandlab-perf-mixed-{}.json", std::process::id()));
     let flow = format!("trace={trace}");
-    let (code, stdout, stderr) = nandlab(&[
-        "perf",
-        "--preset",
-        "femu-bbssd",
-        "--flow",
-        &flow,
-        "--flow",
-        "rw=randwrite,bs=4k,iodepth=4,arrival=rate:20000",
-        "--runtime",
-        "1200ms", // the trace's requests arrive from 0.94 s to 1.08 s
-        "--seed",
-        "1",
-        "--no-progress",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let args = ["--preset", "femu-bbssd", "--flow", &flow, "--flow", "rw=randwrite,bs=4k,iodepth=4,arrival=rate:20000"];
+    // The trace's requests arrive from 0.94 s to 1.08 s.
+    let (code, stdout, stderr, report) =
+        perf_json("mixed", &[&args[..], &["--runtime", "1200ms", "--seed", "1"]].concat());
     assert_eq!(code, 0, "{stdout}{stderr}");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    std::fs::remove_file(&json).ok();
     let flows = report["perf"]["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2);
     assert!(flows[0]["arrival"].as_str().unwrap().starts_with("open loop, trace timestamps"));
@@ -135,24 +132,11 @@ fn a_trace_flow_runs_beside_synthetic_flows() {
 
 #[test]
 fn a_run_too_short_to_time_reports_no_speed() {
-    let json = std::env::temp_dir().join(format!("nandlab-perf-short-{}.json", std::process::id()));
-    let (code, stdout, stderr) = nandlab(&[
-        "perf",
-        "--preset",
-        "tiny-timed",
-        "--requests",
-        "20",
-        "--seed",
-        "1",
-        "--no-progress",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr, report) =
+        perf_json("short", &["--preset", "tiny-timed", "--requests", "20", "--seed", "1"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("n/a simulated requests per CPU-second"), "{stdout}");
     assert!(stdout.contains("  ftl        ") && stdout.contains("  wear       "), "{stdout}");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    std::fs::remove_file(&json).ok();
     assert!(report["perf"]["requests_per_cpu_second"].is_null());
     assert!(report["perf"]["host_mb_per_cpu_second"].is_null());
     assert_eq!(report["perf"]["requests"], 20);

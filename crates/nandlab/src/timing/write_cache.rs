@@ -306,6 +306,14 @@ impl WriteCache {
         self.free.push_back(id);
     }
 
+    /// The data just copied into `lines` is in DRAM from `ready_ns` on.
+    pub fn data_ready_at(&mut self, lines: &[u32], ready_ns: u64) {
+        for &l in lines {
+            let line = &mut self.lines[l as usize];
+            line.data_ready_ns = line.data_ready_ns.max(ready_ns);
+        }
+    }
+
     /// A dirty line was written back and stays cached, clean; its DRAM is
     /// busy until `busy_until_ns` (the flash work reading it).
     pub fn clean(&mut self, id: u32, busy_until_ns: u64) {

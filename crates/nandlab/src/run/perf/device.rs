@@ -487,11 +487,7 @@ impl TimedDevice {
         b.add(Component::CacheWait, space - t);
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let ack = self.dram_copy(space, bytes, &mut b);
-        let cache = self.cache.as_mut().expect("cache present");
-        for &l in &lines {
-            let line = cache.line_mut(l);
-            line.data_ready_ns = line.data_ready_ns.max(ack);
-        }
+        self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
         self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
         self.session.flash.free_host_buffer(hbuf);
@@ -541,11 +537,7 @@ impl TimedDevice {
                 }
                 let mut scratch = Breakdown::default();
                 let copied = self.dram_copy(t, bytes, &mut scratch);
-                let cache = self.cache.as_mut().expect("cache present");
-                for &l in &lines {
-                    let line = cache.line_mut(l);
-                    line.data_ready_ns = line.data_ready_ns.max(copied);
-                }
+                self.cache.as_mut().expect("cache present").data_ready_at(&lines, copied);
                 self.scratch_lines = lines;
             }
             Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
