@@ -17,7 +17,17 @@
 //! Write-back evictions go to flash through a window of at most two per
 //! die in flight, as a controller's flash command queues bound them: the
 //! dirty lines wait in DRAM, not as a backlog of programs queued on the
-//! planes ahead of every later read.
+//! planes ahead of every later read. A flush writes every dirty line back
+//! and keeps it cached, clean (a later read still hits it).
+//!
+//! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
+//! which cannot be interrupted once started (MQSim's preemptible GC is not
+//! modelled). So a step starts only when it surely ends before the next
+//! arrival: when the time left is at least a bound on one step — the
+//! longer of the worst case of collecting one block (every page moved
+//! through the controller, serialised on one die, then the erase; see
+//! [`one_block_step_ns`]) and the longest step seen so far. Steps start
+//! once all flash work in flight has ended, so nothing else delays them.
 
 use super::super::{RunError, Session};
 use crate::config::Config;
@@ -94,6 +104,21 @@ pub struct TimedDevice {
     /// unbounded backlog of write-back programs).
     evictions: BinaryHeap<Reverse<u64>>,
     max_evictions: usize,
+    /// Upper bound on one idle step's duration, ns (see the module docs).
+    idle_step_bound_ns: u64,
+    /// Idle steps that ended after the arrival they had to end before
+    /// (only when a step exceeds every bound above; reported).
+    pub idle_overruns: u64,
+}
+
+/// The worst case of one idle step that collects one block: every page of
+/// the block (and one page of FTL metadata) read and programmed through the
+/// controller, all on one die and channel, then the block erased, ns.
+pub fn one_block_step_ns(timing: &Timing, pages_per_block: u32, page_bytes: u64) -> u64 {
+    let t_r = timing.read_ns_by_level.iter().copied().max().unwrap_or(0);
+    let t_prog = timing.program_ns_by_level.iter().copied().max().unwrap_or(0);
+    let move_ns = 2 * timing.command_ns + t_r + t_prog + 2 * timing.channel_ns(page_bytes);
+    (u64::from(pages_per_block) + 1) * move_ns + timing.command_ns + timing.erase_ns
 }
 
 impl TimedDevice {
@@ -149,6 +174,8 @@ impl TimedDevice {
             now: 0,
             evictions: BinaryHeap::new(),
             max_evictions: 2 * g.dies() as usize,
+            idle_step_bound_ns: one_block_step_ns(&timing, g.pages_per_block(), page_bytes),
+            idle_overruns: 0,
             timing,
             host,
         })
@@ -278,6 +305,10 @@ impl TimedDevice {
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let all_cached = pieces(self.spp, req.lba, req.sectors)
             .all(|(lpn, first, n, _)| cache.lookup(lpn).is_some_and(|l| cache.covers(l, first, n)));
+        // Cached sectors can be read once the writes that put them in DRAM are there.
+        let data_ready = pieces(self.spp, req.lba, req.sectors)
+            .filter_map(|(lpn, ..)| cache.lookup(lpn))
+            .fold(t, |at, l| at.max(cache.line(l).data_ready_ns));
         let cache = self.cache.as_mut().expect("checked");
         if all_cached {
             cache.counters.read_hits += 1;
@@ -306,7 +337,13 @@ impl TimedDevice {
             Err(e) => self.session.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
         if all_cached {
-            end = self.dram_copy(t, bytes, &mut p);
+            end = self.dram_copy(data_ready, bytes, &mut p);
+            // (The wait for the data is DRAM work: the write's copy in.)
+            p.add(Component::Dram, data_ready - t);
+        } else if data_ready > end {
+            // Sectors laid over from the cache arrive later than the flash data.
+            p.add(Component::Dram, data_ready - end);
+            end = data_ready;
         }
         self.session.flash.free_host_buffer(buf);
         self.session.host.read_requests += 1;
@@ -359,10 +396,19 @@ impl TimedDevice {
     /// Write a line's sectors to the FTL (if dirty) and free it once that
     /// flash work completes.
     fn evict(&mut self, line: u32, t: u64) {
+        self.write_back_line(line, t, false);
+    }
+
+    /// Write a line's sectors to the FTL (if dirty); then free the line, or
+    /// (`keep`) keep it cached and clean. Either way its DRAM is busy until
+    /// that flash work completes.
+    fn write_back_line(&mut self, line: u32, t: u64, keep: bool) {
         let cache = self.cache.as_mut().expect("cache present");
         let l = cache.line(line).clone();
         if !l.dirty {
-            cache.release(line, l.busy_until_ns);
+            if !keep {
+                cache.release(line, l.busy_until_ns);
+            }
             return;
         }
         cache.counters.evictions += 1;
@@ -382,7 +428,12 @@ impl TimedDevice {
         });
         self.evictions.push(Reverse(end));
         self.scratch_runs = runs;
-        self.cache.as_mut().expect("cache present").release(line, end);
+        let cache = self.cache.as_mut().expect("cache present");
+        if keep {
+            cache.clean(line, end);
+        } else {
+            cache.release(line, end);
+        }
     }
 
     /// Evictions whose flash work is still running at `t`.
@@ -436,11 +487,7 @@ impl TimedDevice {
         b.add(Component::CacheWait, space - t);
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let ack = self.dram_copy(space, bytes, &mut b);
-        let cache = self.cache.as_mut().expect("cache present");
-        for &l in &lines {
-            let line = cache.line_mut(l);
-            line.data_ready_ns = line.data_ready_ns.max(ack);
-        }
+        self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
         self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
         self.session.flash.free_host_buffer(hbuf);
@@ -478,15 +525,20 @@ impl TimedDevice {
             Ok(_) => {
                 self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
                 // Keep a clean copy for reads (in DRAM while flash programs).
+                let mut lines = std::mem::take(&mut self.scratch_lines);
+                lines.clear();
                 for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
                     let line = self.line_for(lpn, t);
                     let cache = self.cache.as_mut().expect("cache present");
                     cache.set_present(line, first, n, true);
                     let lbuf = cache.line(line).buf;
                     let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+                    lines.push(line);
                 }
                 let mut scratch = Breakdown::default();
-                self.dram_copy(t, bytes, &mut scratch);
+                let copied = self.dram_copy(t, bytes, &mut scratch);
+                self.cache.as_mut().expect("cache present").data_ready_at(&lines, copied);
+                self.scratch_lines = lines;
             }
             Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
@@ -533,7 +585,7 @@ impl TimedDevice {
             cache.counters.flushes += 1;
             cache.dirty_in_lru_order(&mut lines);
             for &l in &lines {
-                self.evict(l, t);
+                self.write_back_line(l, t, true);
             }
             self.scratch_lines = lines;
             self.session.end_request();
@@ -557,22 +609,29 @@ impl TimedDevice {
         self.cache.as_ref().expect("cache present").dirty_in_lru_order(&mut lines);
         let t = self.now;
         for l in lines {
-            self.evict(l, t);
+            self.write_back_line(l, t, true);
         }
     }
 
-    /// Background work in idle time: FTL idle steps starting at `from_ns`
-    /// while they end before `until_ns`. Returns the steps done.
+    /// Background work in idle time: FTL idle steps from `from_ns` (or
+    /// when the flash work in flight ends, if later), each started only if
+    /// it surely ends by `until_ns` (see the module docs). Returns the
+    /// steps done.
     pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
-        let mut at = from_ns;
+        let mut at = from_ns.max(self.model.borrow().busy_until());
         let mut steps = 0;
-        while at < until_ns && steps < max_steps && !self.session.ftl_failed() {
+        while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
+        {
             self.session.flash.set_request(None);
             let (r, end, _) =
                 self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.ftl.idle(&mut d.session.flash));
             match r {
                 Ok(crate::ftl::IdleOutcome::Worked) => {
                     steps += 1;
+                    self.idle_step_bound_ns = self.idle_step_bound_ns.max(end - at);
+                    if end > until_ns {
+                        self.idle_overruns += 1;
+                    }
                     at = end.max(at + 1);
                 }
                 Ok(crate::ftl::IdleOutcome::Nothing) => break,
