@@ -31,7 +31,8 @@ pub fn read_all(format: Option<TraceFormat>, data: &[u8]) {
             (Some(TraceFormat::Blkparse), 2) => Some(BlkparseEvents::Issued),
             _ => None,
         },
-        sector_bytes: if bits & 64 != 0 { 4096 } else { 512 },
+        // Only where it applies: msr and fio refuse a sector size.
+        sector_bytes: (bits & 64 != 0 && format.is_some_and(TraceFormat::sector_based)).then_some(4096),
     };
     let mut reader = match TraceReader::from_bytes("fuzz.trace", text.to_vec(), &options) {
         Ok(r) => r,

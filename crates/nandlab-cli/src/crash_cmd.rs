@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use nandlab::flash::PowerCut;
 use nandlab::ftl::Guarantee;
 use nandlab::nand::power::PowerCutEffects;
-use nandlab::run::crash::{self, CrashOptions, CrashReport, Phase, PointSelection};
+use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, Shrunk};
 use nandlab::run::RunError;
 use nandlab::workload::size::SizeSpec;
 use std::path::PathBuf;
@@ -39,7 +39,9 @@ pub struct CrashArgs {
     /// Length of the window in flash operations (default: to the end of the workload).
     #[arg(long = "crash-span", value_name = "OPS", help_heading = "Crash points")]
     pub crash_span: Option<u64>,
-    /// Cut between operations, during them (tearing programs and erases), or both.
+    /// Cut between operations, during them (tearing programs and erases), or
+    /// both (--crash-points: each point draws one; --crash-every: both at
+    /// each selected operation).
     #[arg(long = "crash-phase", value_enum, default_value_t = PhaseArg::Both, help_heading = "Crash points")]
     pub crash_phase: PhaseArg,
     /// Test exactly this cut: OP or OP:during (repeatable; what a reproducer uses).
@@ -49,12 +51,19 @@ pub struct CrashArgs {
     #[arg(long, value_name = "SIZE", help_heading = "Crash points")]
     pub warmup: Option<String>,
     /// A power-cut effect on or off, EFFECT=on|off (repeatable): torn_programs,
-    /// paired_pages, torn_erases, write_cache_lost.
+    /// paired_pages, torn_erases, write_cache_lost (off: power-loss
+    /// protection, the FTL finishes its request and flushes its cache as the
+    /// power fails, and every acknowledged write must survive).
     #[arg(long = "power-cut", value_name = "EFFECT=on|off", help_heading = "Crash points")]
     pub power_cut: Vec<String>,
     /// Do not cut the power again during recovery.
     #[arg(long = "no-nested", help_heading = "Crash points")]
     pub no_nested: bool,
+    /// Cut every recovery at its K-th state-changing flash operation
+    /// (program, copyback, erase; from 0), before it or during it; K at or
+    /// beyond their count: after the last (default: drawn per point).
+    #[arg(long = "nested-at", value_name = "K[:during]", conflicts_with = "no_nested", help_heading = "Crash points")]
+    pub nested_at: Option<String>,
     /// Requests of the workload run on each recovered drive.
     #[arg(long = "post-requests", default_value_t = 64, help_heading = "Crash points")]
     pub post_requests: u64,
@@ -81,15 +90,27 @@ pub struct CrashArgs {
     pub quiet: bool,
 }
 
-fn parse_cut(text: &str) -> Result<PowerCut, String> {
-    let (op, phase) = text.split_once(':').unwrap_or((text, "between"));
-    let op_index = op.trim().parse().map_err(|_| format!("--crash-at `{text}`: `{op}` is not an operation index"))?;
+/// `N` or `N:between` or `N:during` (as `--crash-at` and `--nested-at` take them).
+fn parse_phased(flag: &str, what: &str, text: &str) -> Result<(u64, bool), String> {
+    let (n, phase) = text.split_once(':').unwrap_or((text, "between"));
+    let n = n.trim().parse().map_err(|_| format!("{flag} `{text}`: `{n}` is not {what}"))?;
     let during = match phase.trim() {
         "during" => true,
         "between" => false,
-        p => return Err(format!("--crash-at `{text}`: phase `{p}` is not `during` or `between`")),
+        p => return Err(format!("{flag} `{text}`: phase `{p}` is not `during` or `between`")),
     };
+    Ok((n, during))
+}
+
+fn parse_cut(text: &str) -> Result<PowerCut, String> {
+    let (op_index, during) = parse_phased("--crash-at", "an operation index", text)?;
     Ok(PowerCut { op_index, during })
+}
+
+fn parse_nested(text: &str) -> Result<NestedCut, String> {
+    let (nth, during) = parse_phased("--nested-at", "a count of state-changing operations", text)?;
+    let nth = u32::try_from(nth).map_err(|_| format!("--nested-at `{text}`: {nth} is too large"))?;
+    Ok(NestedCut { nth, during })
 }
 
 impl CrashArgs {
@@ -133,6 +154,7 @@ impl CrashArgs {
             },
             effects,
             nested: !self.no_nested,
+            nested_at: self.nested_at.as_deref().map(parse_nested).transpose()?,
             post_requests: self.post_requests,
             threads: self.threads,
             warmup_write_bytes,
@@ -144,8 +166,9 @@ impl CrashArgs {
     }
 }
 
-/// The command that reproduces one crash point alone.
-fn reproducer(seed: u64, cut: PowerCut, requests_before: u64) -> String {
+/// The command that reproduces the shrunk finding alone.
+fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
+    let cut = shrunk.cut;
     let skip_value = [
         "--seed",
         "--json",
@@ -157,6 +180,7 @@ fn reproducer(seed: u64, cut: PowerCut, requests_before: u64) -> String {
         "--warmup",
         "--max-requests",
         "--threads",
+        "--nested-at",
     ];
     let mut out = vec!["nandlab".to_string()];
     let mut args = std::env::args().skip(1);
@@ -172,7 +196,10 @@ fn reproducer(seed: u64, cut: PowerCut, requests_before: u64) -> String {
     }
     out.push(format!("--seed {seed}"));
     out.push(format!("--crash-at {}:{}", cut.op_index, if cut.during { "during" } else { "between" }));
-    out.push(format!("--max-requests {}", requests_before + 1));
+    if let Some(n) = shrunk.nested_cut {
+        out.push(format!("--nested-at {}", crash::nested_name(n)));
+    }
+    out.push(format!("--max-requests {}", shrunk.requests_before + 1));
     out.push("--no-shrink".into());
     out.join(" ")
 }
@@ -197,7 +224,7 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
     };
     if let Some(sh) = &mut report.shrunk {
-        sh.command = Some(reproducer(seed, sh.cut, sh.requests_before));
+        sh.command = Some(reproducer(seed, sh));
     }
     finish(&report, args)
 }
@@ -214,7 +241,11 @@ fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
                     "  op {} {}{}: {what}",
                     p.cut.op_index,
                     if p.cut.during { "during" } else { "between" },
-                    p.recovery_cut.map_or(String::new(), |c| format!(" (recovery cut at op {})", c.op_index))
+                    p.recovery_cut.zip(p.nested_cut).map_or(String::new(), |(c, n)| format!(
+                        " (recovery cut {}, op {})",
+                        crash::describe_nested(n, p.recovery_state_changes),
+                        c.op_index
+                    ))
                 );
             }
         }
@@ -261,7 +292,7 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
     let mut failed = false;
     for ftl in &ftls {
         println!("\n{ftl}:");
-        let mut rows: Vec<[f64; 5]> = Vec::new();
+        let mut rows: Vec<[f64; 6]> = Vec::new();
         for i in 0..runs {
             let json = dir.join(format!("{ftl}-{i}.json"));
             let status = Command::new(&exe)
@@ -285,21 +316,24 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
             let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
             let row = [
                 f("points_per_test_wall_second"),
-                f("points_per_cpu_second"),
-                f("points_per_wall_second"),
+                f("points_per_test_cpu_second"),
+                f("points_per_run_wall_second"),
+                f("points_per_run_cpu_second"),
                 f("test_wall_seconds"),
-                f("wall_seconds"),
+                f("run_wall_seconds"),
             ];
             let bad = r["failed"].as_u64().unwrap_or(0) > 0 || !r["base_failure"].is_null();
             failed |= bad;
             println!(
-                "  run {}: {:6.2} points/s (testing wall)  {:6.2} points/CPU-s  {:6.2} points/s (whole campaign, base run included)  testing {:6.1} s of {:6.1} s wall{}",
+                "  run {}: testing only {:7.2} points/s {:7.2} points/CPU-s | whole run {:7.2} points/s \
+                 {:7.2} points/CPU-s | testing {:6.1} s of {:6.1} s wall{}",
                 i + 1,
                 row[0],
                 row[1],
                 row[2],
                 row[3],
                 row[4],
+                row[5],
                 if bad { "  (FINDINGS)" } else { "" }
             );
             rows.push(row);
@@ -307,13 +341,20 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
         if !rows.is_empty() {
             let med = |k: usize| crate::bench::median(rows.iter().map(|r| r[k]).collect());
             println!(
-                "  median: {:6.2} points/s (testing wall)  {:6.2} points/CPU-s  {:6.2} points/s (whole campaign)",
+                "  median: testing only {:7.2} points/s {:7.2} points/CPU-s | whole run {:7.2} points/s \
+                 {:7.2} points/CPU-s",
                 med(0),
                 med(1),
-                med(2)
+                med(2),
+                med(3)
             );
         }
     }
+    println!(
+        "\n  testing only: the time threads spent testing points (rolling back, tearing, recovering, reading \
+         back, more workload);\n  whole run: the campaign's time, every thread's base run with its warm-up and the \
+         counting pass included."
+    );
     let _ = std::fs::remove_dir_all(&dir);
     if failed {
         ExitCode::from(crate::EXIT_VIOLATIONS)

@@ -163,6 +163,9 @@ fn stress_command(
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    if spec.iodepth > 1 {
+        eprintln!("note: stress runs requests one at a time; iodepth={} takes effect in `perf`", spec.iodepth);
+    }
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,
@@ -200,6 +203,11 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
     report.reproduce = Some(reproduce);
+    if let Some(w) = &report.workload_report {
+        for warning in trace_cmd::warnings(w) {
+            eprintln!("warning: {warning}");
+        }
+    }
     let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
     finish_report(&report, run.json.as_deref(), trace_line.as_deref())
 }

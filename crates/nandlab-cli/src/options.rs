@@ -131,10 +131,10 @@ pub struct WorkloadArgs {
     /// random (uniform), zipf:θ, pareto:h.
     #[arg(long = "random_distribution", alias = "random-distribution", help_heading = "Workload (fio names)")]
     pub random_distribution: Option<String>,
-    /// Outstanding requests per job (timed modes).
+    /// Outstanding requests per job (`perf`; `stress` runs one request at a time).
     #[arg(long, help_heading = "Workload (fio names)")]
     pub iodepth: Option<u32>,
-    /// Jobs issuing requests.
+    /// Jobs issuing requests, interleaved; each has its own stream and limit.
     #[arg(long, help_heading = "Workload (fio names)")]
     pub numjobs: Option<u32>,
     /// A flush after every N writes.
@@ -154,6 +154,12 @@ impl WorkloadArgs {
     pub fn apply(&self, mut s: SyntheticSpec) -> Result<SyntheticSpec, String> {
         if let Some(rw) = &self.rw {
             s.rw = rw.parse::<RwMode>().map_err(|e| format!("--rw: {e}"))?;
+            // A preset's write_size cannot stop a mode that never writes:
+            // the run then ends at io_size (default: the region) instead.
+            // An explicit --write_size with such a mode stays an error.
+            if !s.rw.writes() && self.write_size.is_none() {
+                s.write_size = None;
+            }
         }
         if let Some(bs) = &self.bs {
             s.bs = size("bs", bs)?;
@@ -277,6 +283,11 @@ mod tests {
         assert_eq!(s.bs, SizeSpec::Bytes(16384));
         assert_eq!(s.bsrange, None);
         assert_eq!(s.rw, RwMode::Write);
+        let reads = WorkloadArgs { rw: Some("randread".into()), ..Default::default() };
+        let preset = SyntheticSpec { write_size: Some(SizeSpec::TimesCapacity(4.0)), ..Default::default() };
+        assert_eq!(reads.apply(preset.clone()).unwrap().write_size, None, "a read mode ends at io_size");
+        let explicit = WorkloadArgs { write_size: Some("1x".into()), ..reads };
+        assert!(explicit.apply(preset).unwrap().write_size.is_some(), "left for the workload to reject");
         let bad = WorkloadArgs { rw: Some("sideways".into()), ..Default::default() };
         assert!(bad.apply(SyntheticSpec::default()).unwrap_err().starts_with("--rw"));
     }

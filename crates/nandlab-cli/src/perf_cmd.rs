@@ -1,6 +1,7 @@
 //! `nandlab perf` (timed simulation) and `nandlab bench perf`.
 
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
+use crate::trace_cmd::StressTraceArgs;
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
 use clap::Args;
 use nandlab::config::Config;
@@ -32,8 +33,10 @@ pub struct PerfArgs {
     #[arg(long, help_heading = "Timed run")]
     pub arrival: Option<String>,
     /// An extra flow, as fio options over the workload options:
-    /// `rw=randread,iodepth=16[,arrival=poisson:5000]` (repeatable; when
-    /// given, the flows are exactly these).
+    /// `rw=randread,iodepth=16[,arrival=poisson:5000]`, or a trace replayed
+    /// beside the others: `trace=FILE[,arrival=...]` (read and transformed
+    /// with the --trace-* options; open loop at its timestamps by default).
+    /// Repeatable; when given, the flows are exactly these.
     #[arg(long = "flow", value_name = "KEY=VALUE,...", help_heading = "Timed run")]
     pub flows: Vec<String>,
     /// Precondition untimed first: fill this share of the logical space
@@ -125,8 +128,49 @@ fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The flows of the run: the workload options alone, or each --flow over them.
-fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -> Result<Vec<Flow>, String> {
+/// The file of a `--flow trace=FILE,...`, if the flow is a trace.
+fn flow_trace_path(text: &str) -> Option<&str> {
+    text.split(',').find_map(|part| part.trim().strip_prefix("trace=")).map(str::trim)
+}
+
+/// A `--flow trace=FILE[,arrival=...]`: the trace read with the --trace-*
+/// options, open loop at its own timestamps unless `arrival=` says otherwise.
+fn trace_flow_of(config: &Config, text: &str, index: usize, trace: &StressTraceArgs) -> Result<Flow, String> {
+    let mut path = None;
+    let mut arrival = None;
+    for part in text.split(',').filter(|s| !s.trim().is_empty()) {
+        match part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+            Some(("trace", v)) => path = Some(PathBuf::from(v)),
+            Some(("arrival", v)) => {
+                arrival = Some(parse_arrival(v, 1).map_err(|e| format!("--flow `{text}`: {e}"))?);
+            }
+            _ => {
+                return Err(format!("--flow `{text}`: a trace flow takes only trace=FILE and arrival=…, not `{part}`"))
+            }
+        }
+    }
+    let args = StressTraceArgs { trace: path, ..trace.clone() };
+    let capacity = config.logical_bytes();
+    let workload = args
+        .workload(&WorkloadArgs::default(), capacity, config.geometry.sector_size_bytes())
+        .map_err(|e| format!("--flow `{text}`: {e}"))?
+        .ok_or_else(|| format!("--flow `{text}`: trace= needs a file"))?;
+    Ok(Flow {
+        name: format!("flow{index}.trace"),
+        workload: Box::new(workload),
+        arrival: arrival.unwrap_or(nandlab::host::Arrival::Timestamps { time_scale: 1.0 }),
+    })
+}
+
+/// The flows of the run: the workload options alone, or each --flow over
+/// them (a `trace=FILE` flow replays a trace beside the synthetic ones).
+fn build_flows(
+    config: &Config,
+    base: &SyntheticSpec,
+    p: &PerfArgs,
+    trace: &StressTraceArgs,
+    seed: u64,
+) -> Result<Vec<Flow>, String> {
     let default_arrival = p
         .arrival
         .as_deref()
@@ -137,6 +181,10 @@ fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -
     }
     let mut flows = Vec::new();
     for (i, text) in p.flows.iter().enumerate() {
+        if flow_trace_path(text).is_some() {
+            flows.push(trace_flow_of(config, text, i, trace)?);
+            continue;
+        }
         let mut table = match toml::Value::try_from(base).map_err(|e| e.to_string())? {
             toml::Value::Table(t) => t,
             _ => unreachable!("specs serialise as tables"),
@@ -180,14 +228,17 @@ fn build_flows(config: &Config, base: &SyntheticSpec, p: &PerfArgs, seed: u64) -
 fn trace_flow(
     config: &Config,
     synthetic: &WorkloadArgs,
-    trace: &crate::trace_cmd::StressTraceArgs,
+    trace: &StressTraceArgs,
     p: &PerfArgs,
 ) -> Result<Option<Flow>, String> {
+    if trace.trace.is_none() && p.flows.iter().any(|f| flow_trace_path(f).is_some()) {
+        return Ok(None); // the --trace-* options are for the trace flows
+    }
     let Some(workload) = trace.workload(synthetic, config.logical_bytes(), config.geometry.sector_size_bytes())? else {
         return Ok(None);
     };
     if !p.flows.is_empty() {
-        return Err("--flow describes synthetic flows and cannot be combined with --trace".into());
+        return Err("--trace replays one trace alone: with --flow, give it as a flow (--flow trace=FILE)".into());
     }
     let arrival = match &p.arrival {
         Some(a) => parse_arrival(a, 1).map_err(|e| format!("--arrival {e}"))?,
@@ -215,7 +266,7 @@ fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> 
 pub fn perf_command(
     device: &DeviceArgs,
     workload_args: &WorkloadArgs,
-    trace: &crate::trace_cmd::StressTraceArgs,
+    trace: &StressTraceArgs,
     run: &RunArgs,
     p: &PerfArgs,
 ) -> ExitCode {
@@ -237,7 +288,7 @@ pub fn perf_command(
     let reproduce = options::reproduce_command(seed);
     let flows = match trace_flow(&config, workload_args, trace, p) {
         Ok(Some(flow)) => vec![flow],
-        Ok(None) => match build_flows(&config, &spec, p, seed) {
+        Ok(None) => match build_flows(&config, &spec, p, trace, seed) {
             Ok(f) => f,
             Err(e) => return input_error(e),
         },
@@ -339,60 +390,105 @@ fn finish(report: &PerfReport, json: Option<&Path>, csv: Option<&Path>) -> ExitC
 
 // ----- nandlab bench perf -----
 
-/// One benchmark scenario: name, description, preset override, perf arguments.
+/// One benchmark scenario: name, description, preset override, perf
+/// arguments, and MQSim's figures for it.
 struct Scenario {
     name: &'static str,
     description: &'static str,
     gc_geometry: bool,
-    args: &'static [&'static str],
+    /// Arguments, in parts (shared between scenarios).
+    args: &'static [&'static [&'static str]],
+    mqsim: Mqsim,
 }
 
-const SCENARIOS: [Scenario; 4] = [
+/// MQSim's figures for a scenario. Speed: measured running MQSim on the
+/// same kind of 2-core machine (issue 4 of this project, which cites the
+/// measurements). Simulated results: MQSim's published output for its
+/// shipped workloads (no preconditioning; MQSim's own figures, not
+/// nandlab's model).
+struct Mqsim {
+    /// Requests simulated per CPU-second.
+    requests_per_cpu_second: Option<f64>,
+    /// The published simulated result, as published.
+    simulated: Option<&'static str>,
+}
+
+/// Where MQSim's figures come from (printed with them).
+const MQSIM_SOURCES: &str = "MQSim figures: speed and memory as measured running MQSim on the same kind of 2-core machine (cited in issue 4: 25.7 k requests/CPU-s on scenario 1, 35.6 k on scenario 2, 33.5 k on the GC run before it crashes, 2.0-2.3 GB peak RSS); simulated IOPS and mean response time as MQSim publishes them for its shipped scenarios (no preconditioning). README \"Comparing with MQSim\" explains where nandlab's simulated figures differ and why.";
+
+const MQSIM_S1: Mqsim = Mqsim {
+    requests_per_cpu_second: Some(25_700.0),
+    simulated: Some("33,016 and 4,127 IOPS (QD 16 and QD 2 flows), 484 µs mean response"),
+};
+const MQSIM_S2: Mqsim = Mqsim {
+    requests_per_cpu_second: Some(35_600.0),
+    simulated: Some("90,691 and 62,455 IOPS, 176 and 256 µs mean response"),
+};
+
+/// MQSim's scenario 1 (see the scenario descriptions).
+#[rustfmt::skip]
+const S1: &[&str] = &[
+    "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+    "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
+];
+/// MQSim's scenario 2.
+#[rustfmt::skip]
+const S2: &[&str] = &[
+    "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
+    "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
+    "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
+];
+/// The GC-heavy run.
+#[rustfmt::skip]
+const GC_HEAVY: &[&str] = &[
+    "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
+    "--io_size", "1000x", "--requests", "3000000",
+];
+/// Preconditioned to 75 % first (MQSim's Initial_Occupancy_Percentage).
+const PRE75: &[&str] = &["--precondition", "75%", "--precondition-max", "0.5"];
+
+const SCENARIOS: [Scenario; 5] = [
     Scenario {
         name: "mqsim-s1",
         description: "MQSim scenario 1: two flows of 4 KiB random writes, 8 KiB aligned, over 50 % of the logical space, QD 16 and 2, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[
-            "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
-        ],
+        args: &[S1],
+        mqsim: MQSIM_S1,
+    },
+    Scenario {
+        name: "mqsim-s1-pre75",
+        description: "MQSim scenario 1 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
+        gc_geometry: false,
+        args: &[S1, PRE75],
+        mqsim: Mqsim { requests_per_cpu_second: Some(25_700.0), simulated: None },
     },
     Scenario {
         name: "mqsim-s2",
         description: "MQSim scenario 2: scenario 1 plus two flows of 4 KiB random reads at QD 16 each, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[
-            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
-            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
-        ],
+        args: &[S2],
+        mqsim: MQSIM_S2,
     },
     Scenario {
         name: "mqsim-s2-pre75",
         description: "MQSim scenario 2 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
         gc_geometry: false,
-        args: &[
-            "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-            "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
-            "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
-            "--precondition", "75%", "--precondition-max", "0.5",
-        ],
+        args: &[S2, PRE75],
+        mqsim: Mqsim { requests_per_cpu_second: Some(35_600.0), simulated: None },
     },
     Scenario {
         name: "gc-heavy",
         description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 3 million requests",
         gc_geometry: true,
-        args: &[
-            "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
-            "--io_size", "1000x", "--requests", "3000000",
-        ],
+        args: &[GC_HEAVY],
+        mqsim: Mqsim { requests_per_cpu_second: Some(33_500.0), simulated: None },
     },
 ];
 
 /// `nandlab bench perf` options.
 #[derive(Args, Debug, Clone)]
 pub struct BenchPerfArgs {
-    /// Scenarios to run (repeatable): mqsim-s1, mqsim-s2, mqsim-s2-pre75, gc-heavy (default all).
+    /// Scenarios to run (repeatable): mqsim-s1, mqsim-s1-pre75, mqsim-s2, mqsim-s2-pre75, gc-heavy (default all).
     #[arg(long = "scenario")]
     pub scenarios: Vec<String>,
     /// Runs per scenario (the median is reported).
@@ -416,6 +512,8 @@ struct Figures {
     precondition_cpu_s: f64,
     rss_mib: f64,
     errors: u64,
+    /// Per flow: workload, IOPS, mean latency µs.
+    flows: Vec<(String, f64, f64)>,
 }
 
 fn figures_of(r: &Value) -> Figures {
@@ -435,6 +533,22 @@ fn figures_of(r: &Value) -> Figures {
         precondition_cpu_s: f(&p["precondition"]["cpu_seconds"]),
         rss_mib: f(&r["peak_rss_bytes"]) / f64::from(1u32 << 20),
         errors: r["errors"].as_u64().unwrap_or(0),
+        flows: p["flows"]
+            .as_array()
+            .map(|fl| {
+                fl.iter()
+                    .map(|x| {
+                        let w = x["workload"].as_str().unwrap_or("?");
+                        let rw = w.split_whitespace().next().unwrap_or(w).to_string();
+                        (
+                            format!("{rw} {}", x["arrival"].as_str().unwrap_or("")),
+                            f(&x["iops"]),
+                            f(&x["latency_mean_us"]),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -462,6 +576,10 @@ fn gc_config_text() -> String {
         g.insert("blocks_per_plane".into(), toml::Value::Integer(128));
         g.insert("pages_per_block".into(), toml::Value::Integer(64));
     }
+    if let Some(toml::Value::Table(f)) = table.get_mut("ftl") {
+        // MQSim's RGA set size is log2(blocks per plane): 7 for 128 blocks.
+        f.insert("gc_policy".into(), toml::Value::String("d-choices:7".into()));
+    }
     table.insert("name".into(), toml::Value::String("mqsim-default-gc (128 blocks x 64 pages)".into()));
     toml::to_string(&table).expect("tables serialise")
 }
@@ -473,7 +591,8 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
     };
     for s in &a.scenarios {
         if !SCENARIOS.iter().any(|c| c.name == s) {
-            return input_error(format!("--scenario {s}: unknown (mqsim-s1, mqsim-s2, mqsim-s2-pre75, gc-heavy)"));
+            let known: Vec<&str> = SCENARIOS.iter().map(|c| c.name).collect();
+            return input_error(format!("--scenario {s}: unknown ({})", known.join(", ")));
         }
     }
     let dir = std::env::temp_dir().join(format!("nandlab-bench-perf-{}", std::process::id()));
@@ -486,7 +605,7 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
     }
     let runs = a.runs.max(1);
     println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
-    println!("MQSim on the same kind of 2-core machine: 25.7 k (scenario 1) and 35.6 k (scenario 2) requests per CPU-second, 33.5 k on the GC run before it crashes; 2.0-2.3 GB peak RSS");
+    println!("{MQSIM_SOURCES}");
     let mut failed = false;
     for sc in SCENARIOS.iter().filter(|s| a.scenarios.is_empty() || a.scenarios.iter().any(|n| n == s.name)) {
         println!("\n{}: {}", sc.name, sc.description);
@@ -503,7 +622,7 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
             let status = cmd
                 .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
                 .arg(&json)
-                .args(sc.args)
+                .args(sc.args.iter().flat_map(|part| part.iter()))
                 .args(&a.extra)
                 .stdout(std::process::Stdio::null())
                 .status();
@@ -546,6 +665,21 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
                 med(|f| f.iops),
                 med(|f| f.rss_mib)
             );
+            let last = figures.last().expect("non-empty");
+            let flows: Vec<String> =
+                last.flows.iter().map(|(w, iops, mean)| format!("{w}: {iops:.0} IOPS, {mean:.0} µs")).collect();
+            println!("  nandlab simulated (seed 12345): {}", flows.join("; "));
+            if let Some(m) = sc.mqsim.simulated {
+                println!("  MQSim simulated (published):    {m}");
+            }
+            if let Some(m) = sc.mqsim.requests_per_cpu_second {
+                println!(
+                    "  speed vs MQSim ({:.1} k requests/CPU-s measured): {:.1}x timed, {:.1}x incl. setup",
+                    m / 1e3,
+                    med(|f| f.req_per_cpu_s) / m,
+                    med(|f| f.req_per_cpu_s_all) / m
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -596,13 +730,13 @@ mod tests {
             flows: vec!["rw=randread,iodepth=16".into(), "iodepth=2,numjobs=2,arrival=poisson:100".into()],
             ..Default::default()
         };
-        let flows = build_flows(&c, &base, &p, 1).unwrap();
+        let flows = build_flows(&c, &base, &p, &StressTraceArgs::default(), 1).unwrap();
         assert_eq!(flows.len(), 3);
         assert_eq!(flows[0].arrival, nandlab::host::Arrival::Closed { iodepth: 16 });
         assert!(flows[0].workload.describe().contains("randread"));
         assert!(matches!(flows[2].arrival, nandlab::host::Arrival::Rate { poisson: true, .. }));
         let bad = PerfArgs { flows: vec!["bogus=1".into()], ..Default::default() };
-        let e = build_flows(&c, &base, &bad, 1).err().expect("rejected");
+        let e = build_flows(&c, &base, &bad, &StressTraceArgs::default(), 1).err().expect("rejected");
         assert!(e.contains("bogus"), "{e}");
     }
 

@@ -4,7 +4,7 @@
 use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
 use nandlab::workload::size::{parse_bytes, SizeSpec};
-use nandlab::workload::trace::convert::{TargetFormat, TraceWriter};
+use nandlab::workload::trace::convert::{self, TargetFormat, TraceWriter};
 use nandlab::workload::trace::replay::TraceWorkload;
 use nandlab::workload::trace::stats;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
@@ -29,9 +29,9 @@ pub struct ReaderArgs {
     /// blkparse events that are requests: completed (C, default), issued (D), queued (Q).
     #[arg(long = "blkparse-events", help_heading = "Trace reading")]
     pub blkparse_events: Option<String>,
-    /// Bytes per LBA unit in mqsim, disksim, blkparse and spc traces.
-    #[arg(long = "trace-sector-bytes", default_value_t = 512, help_heading = "Trace reading")]
-    pub sector_bytes: u32,
+    /// Bytes per LBA unit in mqsim, disksim, blkparse and spc traces (default 512; refused for msr and fio).
+    #[arg(long = "trace-sector-bytes", value_name = "BYTES", help_heading = "Trace reading")]
+    pub sector_bytes: Option<u32>,
     /// Count malformed lines and go on (reported in the summary and JSON) instead of stopping.
     #[arg(long = "skip-bad-lines", help_heading = "Trace reading")]
     pub skip_bad_lines: bool,
@@ -67,7 +67,7 @@ impl ReaderArgs {
             || self.time_unit.is_some()
             || self.ascii_rw.is_some()
             || self.blkparse_events.is_some()
-            || self.sector_bytes != 512
+            || self.sector_bytes.is_some()
             || self.skip_bad_lines
     }
 }
@@ -303,7 +303,17 @@ pub fn summary_line(report: &serde_json::Value) -> Option<String> {
             s += &format!("\n  bad line   {}", e.as_str().unwrap_or(""));
         }
     }
+    for w in warnings(report) {
+        s += &format!("\n  warning    {w}");
+    }
     Some(s)
+}
+
+/// The warnings of a trace replay's report (none for other workloads).
+pub fn warnings(report: &serde_json::Value) -> Vec<String> {
+    report["warnings"]
+        .as_array()
+        .map_or(Vec::new(), |w| w.iter().filter_map(|w| w.as_str()).map(String::from).collect())
 }
 
 #[derive(Subcommand)]
@@ -320,7 +330,8 @@ pub enum TraceCommand {
         /// Device size for --trace-map (bytes: 3g, 512g, …).
         #[arg(long, value_name = "BYTES")]
         capacity: Option<String>,
-        /// Memory allowed for the exact footprint bitmap (past it: HyperLogLog).
+        /// Memory for the exact footprint bitmap (8 bytes cover 32 KiB of addresses; units
+        /// beyond its range are estimated with HyperLogLog, and only that part is approximate).
         #[arg(long = "footprint-bitmap-max", default_value = "256m")]
         bitmap_max: String,
         /// Print JSON instead of the table.
@@ -403,6 +414,9 @@ pub fn run(cmd: TraceCommand) -> ExitCode {
                 Ok(s) => s,
                 Err(e) => return input_error(e),
             };
+            for w in &stats.warnings {
+                eprintln!("warning: {w}");
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats).expect("stats serialize"));
             } else {
@@ -429,13 +443,19 @@ fn convert(
         Ok(t) => t,
         Err(e) => return input_error(format!("--to: {e}")),
     };
-    if fio_file.is_empty() || fio_file.contains(char::is_whitespace) {
-        return input_error("--fio-file: a file name without blanks");
+    if let Err(e) = convert::check_fio_file(fio_file) {
+        return input_error(format!("--fio-file {e}"));
+    }
+    if let Err(e) = refuse_same_file(input, output) {
+        return input_error(e);
     }
     let mut stream = match open_stream(input, reader, transform, capacity) {
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
+    if let Some(why) = stream.reader().chosen_because() {
+        eprintln!("  trace format: {} (auto: {why})", stream.reader().format());
+    }
     let out: Box<dyn Write> = match open_output(output) {
         Ok(o) => o,
         Err(e) => return input_error(format!("{}: {e}", output.display())),
@@ -446,7 +466,13 @@ fn convert(
         match stream.next_request() {
             Ok(Some(r)) => {
                 if let Err(e) = writer.write(&r) {
-                    return io_error(e);
+                    let r = stream.reader();
+                    // The partial output would read back, but it is not the trace asked for.
+                    drop(writer);
+                    if output.as_os_str() != "-" {
+                        let _ = std::fs::remove_file(output);
+                    }
+                    return input_error(e.located(r.name(), r.format(), &output.display().to_string()));
                 }
             }
             Ok(None) => break,
@@ -481,7 +507,46 @@ fn convert(
     if r.counts().skipped_bad_lines > 0 {
         eprintln!("  {} bad line(s) skipped", r.counts().skipped_bad_lines);
     }
+    for w in stream.warnings() {
+        eprintln!("warning: {w}");
+    }
     ExitCode::SUCCESS
+}
+
+/// Refuse to write over the input: the output would be truncated before
+/// the input is read. Compares the files themselves (device and inode), so
+/// another path, a symbolic or a hard link to the input is caught too.
+fn refuse_same_file(input: &Path, output: &Path) -> Result<(), String> {
+    if output.as_os_str() == "-" {
+        return Ok(());
+    }
+    if same_file(input, output) {
+        return Err(format!(
+            "{}: the output is the input file {} (writing would truncate it first); choose another output",
+            output.display(),
+            input.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether two paths name one existing file (a missing one never does).
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Whether two paths name one existing file (a missing one never does).
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// A writer for `path`: stdout for `-`, compressed by a `.gz` / `.zst` suffix.

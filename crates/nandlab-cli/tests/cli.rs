@@ -57,12 +57,34 @@ fn a_seed_is_drawn_and_printed_when_absent() {
 
 #[test]
 fn violations_exit_1_with_context_and_a_reproducer() {
-    let (code, out, _) =
-        nandlab(&["stress", "--preset", "tiny", "--seed", "3", "--ftl", "buggy", "--ftl-opt", "bug=gc-stale-remap"]);
+    let json = std::env::temp_dir().join(format!("nandlab-cli-violation-{}.json", std::process::id()));
+    let (code, out, _) = nandlab(&[
+        "stress",
+        "--preset",
+        "tiny",
+        "--seed",
+        "3",
+        "--ftl",
+        "buggy",
+        "--ftl-opt",
+        "bug=gc-stale-remap",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAIL"), "{out}");
     assert!(out.contains("stale_read") && out.contains("request"), "{out}");
+    assert!(out.contains("data from physical page"), "the physical address is named: {out}");
     assert!(out.contains("Reproduce with:") && out.contains("--seed 3"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert_eq!(report["schema_version"], 2);
+    let v = &report["violations"][0];
+    assert_eq!(v["rule"], "stale_read");
+    assert!(v["address"].is_u64(), "address stays the LBA: {v}");
+    for key in ["page", "block", "page_in_block", "sector_in_page", "op_index"] {
+        assert!(v["source"][key].is_u64(), "source lacks `{key}`: {v}");
+    }
 }
 
 #[test]
@@ -96,6 +118,80 @@ fn bad_input_exits_2_with_a_clear_error() {
         assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// Bad input the audit found: each exits 2 with the cause named (before:
+/// a run that never ended, an `ftl_error` exit 1, the wrong field, "0 MiB").
+#[test]
+fn audited_bad_input_exits_2_naming_the_cause() {
+    let tiny = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/tiny.toml")).unwrap();
+    let device = |name: &str, from: &str, to: &str| {
+        let path = std::env::temp_dir().join(format!("nandlab-{name}-{}.toml", std::process::id()));
+        std::fs::write(&path, tiny.replace(from, to)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let oob = device("oob", "oob_size_bytes = 128", "oob_size_bytes = 4");
+    let channels = device("channels", "channels = 2", "channels = 4000000000");
+    let dram = device("dram", "dram_bytes = \"16m\"", "dram_bytes = \"1000\"");
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["stress", "--preset", "tiny", "--rwmixread", "100"], &["`write_size`", "`rwmixread`"]),
+        (&["stress", "--preset", "tiny", "--trim_percent", "100"], &["`write_size`", "`trim_percent`"]),
+        (
+            &["stress", "--preset", "tiny", "--rw", "randwrite", "--trim_percent", "100", "--io_size", "1m"],
+            &["`io_size`", "`trim_percent`"],
+        ),
+        (&["stress", "--preset", "tiny", "--rw", "read", "--write_size", "1x"], &["`write_size`", "never writes"]),
+        (&["stress", "--preset", "tiny", "--io_size", "0"], &["`io_size`"]),
+        (&["stress", "--preset", "tiny", "--size", "2k"], &["`size`"]),
+        (&["stress", "--preset", "tiny", "--ftl-opt", "op=5"], &["unknown option `op`", "`gc_policy`"]),
+        (&["stress", "--config", &oob], &[":15:", "`geometry.oob_size_bytes`", "has 4"]),
+        (&["crash", "--config", &oob], &["`geometry.oob_size_bytes`"]),
+        (&["stress", "--config", &channels], &["`geometry.channels`", "channels 4000000000 x"]),
+        (&["stress", "--config", &dram], &["1000 bytes", "device.dram_bytes"]),
+    ];
+    for (args, needles) in cases {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nandlab"))
+            .args(*args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hang is the bug being tested for: fail instead of waiting forever.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().ok();
+                panic!("{args:?} did not end");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}{err}", String::from_utf8_lossy(&out.stdout));
+        for needle in *needles {
+            assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+        }
+        assert!(!err.contains("option `gc_policy`"), "{args:?}: blames the wrong key: {err}");
+        assert!(!err.contains("0 MiB"), "{args:?}: {err}");
+    }
+    for f in [oob, channels, dram] {
+        std::fs::remove_file(f).ok();
+    }
+}
+
+#[test]
+fn stress_echoes_iodepth_and_says_it_runs_one_request_at_a_time() {
+    let (code, _, err) = nandlab(&["stress", "--preset", "tiny", "--write_size", "0.05x", "--iodepth", "8"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("iodepth=8") && err.contains("one at a time"), "{err}");
+}
+
+#[test]
+fn a_read_mode_on_the_command_line_ends_at_io_size_instead_of_the_presets_write_size() {
+    let (code, out, err) = nandlab(&["stress", "--preset", "tiny", "--rw", "randread", "--io_size", "4m"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = nandlab(&["stress", "--preset", "tiny", "--rw", "randread", "--size", "8m"]);
+    assert_eq!(code, 0, "the default io_size is the region: {out}{err}");
 }
 
 #[test]

@@ -11,6 +11,18 @@ fn nandlab(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Run `nandlab perf ARGS --json FILE`: exit code, stdout, stderr and the report.
+fn perf_json(name: &str, args: &[&str]) -> (i32, String, String, serde_json::Value) {
+    let json = std::env::temp_dir().join(format!("nandlab-perf-{name}-{}.json", std::process::id()));
+    let mut all = vec!["perf"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-progress", "--json", json.to_str().unwrap()]);
+    let (code, stdout, stderr) = nandlab(&all);
+    let report = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+    std::fs::remove_file(&json).ok();
+    (code, stdout, stderr, report.unwrap_or_default())
+}
+
 #[test]
 fn perf_writes_json_and_a_csv_time_series() {
     let dir = std::env::temp_dir().join(format!("nandlab-perf-cli-{}", std::process::id()));
@@ -48,7 +60,7 @@ fn perf_writes_json_and_a_csv_time_series() {
     assert!(report["perf"]["latency"]["write"]["p99_99_us"].as_f64().unwrap() > 0.0);
     assert_eq!(report["errors"], 0);
     let series = std::fs::read_to_string(&csv).unwrap();
-    assert!(series.starts_with("start_s,reads,writes,iops,"));
+    assert!(series.starts_with("start_s,length_s,reads,writes,iops,"));
     assert!(series.lines().count() > 3);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -95,5 +107,37 @@ fn perf_replays_a_trace_open_loop_at_its_timestamps() {
     assert!(text.contains("6999"), "all 6,999 trace requests were issued");
     let (code, _, stderr) = nandlab(&["perf", "--preset", "femu-bbssd", "--trace", trace, "--flow", "iodepth=4"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("--flow"), "{stderr}");
+    assert!(stderr.contains("--flow trace=FILE"), "{stderr}");
+}
+
+#[test]
+fn a_trace_flow_runs_beside_synthetic_flows() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces/mqsim_tpcc-small.trace");
+    let flow = format!("trace={trace}");
+    let args = ["--preset", "femu-bbssd", "--flow", &flow, "--flow", "rw=randwrite,bs=4k,iodepth=4,arrival=rate:20000"];
+    // The trace's requests arrive from 0.94 s to 1.08 s.
+    let (code, stdout, stderr, report) =
+        perf_json("mixed", &[&args[..], &["--runtime", "1200ms", "--seed", "1"]].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let flows = report["perf"]["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    assert!(flows[0]["arrival"].as_str().unwrap().starts_with("open loop, trace timestamps"));
+    assert!(flows[0]["requests"].as_u64().unwrap() > 0 && flows[1]["requests"].as_u64().unwrap() > 0);
+    assert_eq!(report["errors"], 0);
+    let (code, _, stderr) =
+        nandlab(&["perf", "--preset", "femu-bbssd", "--flow", &format!("trace={trace},iodepth=4"), "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("only trace=FILE and arrival"), "{stderr}");
+}
+
+#[test]
+fn a_run_too_short_to_time_reports_no_speed() {
+    let (code, stdout, stderr, report) =
+        perf_json("short", &["--preset", "tiny-timed", "--requests", "20", "--seed", "1"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("n/a simulated requests per CPU-second"), "{stdout}");
+    assert!(stdout.contains("  ftl        ") && stdout.contains("  wear       "), "{stdout}");
+    assert!(report["perf"]["requests_per_cpu_second"].is_null());
+    assert!(report["perf"]["host_mb_per_cpu_second"].is_null());
+    assert_eq!(report["perf"]["requests"], 20);
 }

@@ -1,5 +1,7 @@
 //! The trace commands end to end: exit codes, bad-line messages, skipped
-//! lines in the summary and JSON, stats counts, convert, stress --trace.
+//! lines in the summary and JSON, stats counts, inter-arrival quantiles and
+//! footprints (checked against values computed here from the files),
+//! convert and what it refuses, warnings, stress --trace.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -8,8 +10,16 @@ fn nandlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("nandlab runs")
 }
 
+/// A public trace from `shared/traces/` (see its SOURCES.md), found in a
+/// directory above this crate: beside a clone and beside a worktree alike.
 fn shared(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(name).display().to_string()
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|d| d.join("shared/traces").join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("shared/traces/{name} not found above {}", here.display()))
+        .display()
+        .to_string()
 }
 
 fn temp(name: &str, text: &str) -> PathBuf {
@@ -22,6 +32,44 @@ fn temp(name: &str, text: &str) -> PathBuf {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `stress --preset tiny --trace TRACE ARGS… --seed 1`, which must succeed:
+/// its output and its JSON report.
+fn stress_trace(trace: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+    let json = trace.with_extension("json");
+    let mut all = vec!["stress", "--preset", "tiny", "--trace", trace.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--seed", "1", "--no-progress", "--json", json.to_str().unwrap()]);
+    let o = nandlab(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (o, report)
+}
+
+/// `trace stats FILE ARGS… --json`, which must succeed.
+fn stats_json(file: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["trace", "stats", file, "--json"];
+    all.extend_from_slice(args);
+    let o = nandlab(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The nearest-rank quantile of sorted values (what `trace stats` reports, up to its histogram's precision).
+fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+    sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1]
+}
+
+/// A reported quantile (µs) against the true one (ns): never below it, at
+/// most 0.1 % above (3 significant digits), never above the maximum.
+fn assert_quantile(reported_us: &serde_json::Value, true_ns: u64, max_ns: u64, what: &str) {
+    let got_ns = reported_us.as_f64().unwrap() * 1e3;
+    let t = true_ns as f64;
+    assert!(
+        got_ns >= t - 1e-3 && got_ns <= t * 1.001 + 1e-3 && got_ns <= max_ns as f64 + 1e-3,
+        "{what}: {got_ns} ns, true {t} ns"
+    );
 }
 
 const BAD: &str = "100 0 0 8 0\n200 0 8 8 2\n300 0 16 8 1\n";
@@ -45,26 +93,9 @@ fn skipped_bad_lines_are_counted_in_stats_json_and_the_stress_summary() {
     assert_eq!(j["requests"], 2);
     assert!(j["bad_line_examples"][0].as_str().unwrap().contains("skip.trace:2"));
 
-    let json = p.with_extension("json");
-    let o = nandlab(&[
-        "stress",
-        "--preset",
-        "tiny",
-        "--trace",
-        p.to_str().unwrap(),
-        "--trace-format",
-        "mqsim",
-        "--skip-bad-lines",
-        "--seed",
-        "1",
-        "--no-progress",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (o, r) = stress_trace(&p, &["--trace-format", "mqsim", "--skip-bad-lines"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("1 bad lines skipped"), "{out}");
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["workload_report"]["read"]["skipped_bad_lines"], 1);
     assert_eq!(r["host"]["write_requests"], 1);
     assert_eq!(r["host"]["read_requests"], 1);
@@ -150,4 +181,236 @@ fn stress_replays_a_trace_repeated_until_twice_the_device_and_verifies_it() {
     assert_eq!(r["host"]["write_bytes"].as_u64(), Some(2 * logical));
     assert!(r["workload_report"]["transforms"]["passes"].as_u64().unwrap() > 1);
     assert_eq!(r["errors"], 0);
+}
+
+#[test]
+fn inter_arrival_figures_are_the_gaps_of_a_fixture() {
+    // Gaps 1 ms, 1 ms, 2 s, 1 µs, 3 ms: min 1 µs, median 1 ms, p99 and max 2 s.
+    let p = temp(
+        "gaps.trace",
+        "5000 0 0 8 1\n1005000 0 0 8 1\n2005000 0 0 8 1\n2002005000 0 0 8 1\n2002006000 0 0 8 1\n2005006000 0 0 8 1\n",
+    );
+    let j = stats_json(p.to_str().unwrap(), &["--trace-format", "mqsim"]);
+    let ia = &j["inter_arrival"];
+    assert_eq!((ia["min_us"].as_f64(), ia["max_us"].as_f64()), (Some(1.0), Some(2_000_000.0)));
+    assert_eq!(ia["mean_us"].as_f64(), Some(401_000.2));
+    assert_quantile(&ia["p50_us"], 1_000_000, 2_000_000_000, "median");
+    assert_eq!(ia["p99_us"].as_f64(), Some(2_000_000.0));
+}
+
+#[test]
+fn inter_arrival_figures_of_tpcc_small_match_the_file() {
+    let path = shared("mqsim_tpcc-small.trace");
+    let times: Vec<u64> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let backwards = times.windows(2).filter(|w| w[1] < w[0]).count() as u64;
+    let mut gaps: Vec<u64> = times.windows(2).filter(|w| w[1] >= w[0]).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    let (min, max) = (gaps[0], *gaps.last().unwrap());
+    let mean_us = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64 / 1e3;
+    let j = stats_json(&path, &[]);
+    let ia = &j["inter_arrival"];
+    assert_eq!(ia["backwards"].as_u64(), Some(backwards));
+    assert_eq!(ia["min_us"].as_f64(), Some(min as f64 / 1e3));
+    assert_eq!(ia["max_us"].as_f64(), Some(max as f64 / 1e3));
+    assert!((ia["mean_us"].as_f64().unwrap() - mean_us).abs() < 1e-9 * mean_us, "mean {} vs {mean_us}", ia["mean_us"]);
+    assert_quantile(&ia["p50_us"], nearest_rank(&gaps, 0.5), max, "median");
+    assert_quantile(&ia["p99_us"], nearest_rank(&gaps, 0.99), max, "p99");
+    assert!(nearest_rank(&gaps, 0.5) > 2_000, "the gaps are microseconds, far above the 2 µs that used to clamp them");
+}
+
+#[test]
+fn the_approximate_footprint_agrees_with_the_exact_one_within_its_stated_error() {
+    let path = shared("mqsim_tpcc-small.trace");
+    let mut sectors = std::collections::HashSet::new();
+    for l in std::fs::read_to_string(&path).unwrap().lines() {
+        let f: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        sectors.extend(f[2]..f[2] + f[3]);
+    }
+    let exact = stats_json(&path, &[]);
+    assert_eq!(exact["footprint_exact"], true);
+    assert_eq!(exact["footprint_bytes"].as_u64(), Some(sectors.len() as u64 * 512));
+    // A 1 KiB bitmap covers the first 4 MiB of addresses; the rest is estimated.
+    let approx = stats_json(&path, &["--footprint-bitmap-max", "1k"]);
+    assert_eq!(approx["footprint_exact"], false);
+    assert_eq!(approx["footprint_exact_below_bytes"].as_u64(), Some(4 << 20));
+    let below = sectors.iter().filter(|&&s| s < (4 << 20) / 512).count() as u64 * 512;
+    assert_eq!(approx["footprint_exact_part_bytes"].as_u64(), Some(below));
+    let total = approx["footprint_bytes"].as_u64().unwrap();
+    let estimated = approx["footprint_estimated_part_bytes"].as_u64().unwrap();
+    assert_eq!(total, below + estimated);
+    let sigma = approx["footprint_standard_error_bytes"].as_u64().unwrap() as f64;
+    assert!((sigma - 0.0081 * estimated as f64).abs() <= 512.0, "σ {sigma}");
+    let err = (total as f64 - (sectors.len() * 512) as f64).abs();
+    assert!(err <= 3.0 * sigma, "approximate {total} vs exact {} (σ {sigma})", sectors.len() * 512);
+    let method = approx["footprint_method"].as_str().unwrap();
+    assert!(
+        method.starts_with("distinct 512-byte units touched") && method.contains("HyperLogLog, standard error 0.81 %"),
+        "{method}"
+    );
+}
+
+/// Requests and bytes per operation of a blkparse file's completion
+/// events, by the README's RWBS rules, computed here independently.
+fn blkparse_completions(path: &str) -> [(u64, u64); 4] {
+    let mut per_op = [(0u64, 0u64); 4]; // read, write, trim, flush
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 7 || !f[0].contains(',') || f[5] != "C" {
+            continue;
+        }
+        let rwbs = f[6];
+        let bytes = match (f.get(7), f.get(8), f.get(9)) {
+            (Some(_), Some(&"+"), Some(n)) => n.parse::<u64>().unwrap() * 512,
+            _ => 0,
+        };
+        let dir = rwbs.find(|c| "RWDN".contains(c)).unwrap();
+        if rwbs[..dir].contains('F') || rwbs.contains('B') {
+            per_op[3].0 += 1;
+        }
+        let op = match &rwbs[dir..dir + 1] {
+            "R" => Some(0),
+            "W" => Some(1),
+            "D" => Some(2),
+            _ => None,
+        };
+        if let Some(i) = op {
+            per_op[i].0 += 1;
+            per_op[i].1 += bytes;
+            if i == 1 && rwbs[dir + 1..].contains('F') {
+                per_op[3].0 += 1;
+            }
+        }
+    }
+    per_op
+}
+
+#[test]
+fn blkparse_sample_stats_count_what_the_completion_lines_say() {
+    let path = shared("apress_blkparse.txt");
+    let want = blkparse_completions(&path);
+    assert!(want[0].0 > 0 && want[1].0 > 0, "the sample has reads and writes: {want:?}");
+    let j = stats_json(&path, &[]);
+    for (i, op) in ["read", "write", "trim", "flush"].iter().enumerate() {
+        assert_eq!((j[op]["requests"].as_u64(), j[op]["bytes"].as_u64()), (Some(want[i].0), Some(want[i].1)), "{op}");
+    }
+    assert_eq!(j["requests"].as_u64(), Some(want.iter().map(|w| w.0).sum()));
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nandlab/tests/fixtures/traces/blkparse.txt");
+    let fixture = fixture.to_str().unwrap();
+    let want = blkparse_completions(fixture);
+    assert!(want[2].0 > 0 && want[3].0 > 0, "the fixture has trims and flushes: {want:?}");
+    let j = stats_json(fixture, &[]);
+    for (i, op) in ["read", "write", "trim", "flush"].iter().enumerate() {
+        assert_eq!((j[op]["requests"].as_u64(), j[op]["bytes"].as_u64()), (Some(want[i].0), Some(want[i].1)), "{op}");
+    }
+}
+
+#[test]
+fn convert_refuses_a_request_the_target_reader_would_reject_naming_line_and_field() {
+    let src = temp("huge.log", "fio version 2 iolog\nf add\nf write 0 4096\nf write 0 18446744073709551615\n");
+    let out = src.with_extension("mqsim");
+    let o = nandlab(&["trace", "convert", src.to_str().unwrap(), "--to", "mqsim", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(
+            "huge.log:4: field `length`: cannot be written as mqsim: the request ends at byte 18446744073709551615"
+        ),
+        "{e}"
+    );
+    assert!(!out.exists(), "no partial output is left");
+    // fio represents it and reads it back.
+    let fio = src.with_extension("v3.log");
+    let o = nandlab(&["trace", "convert", src.to_str().unwrap(), "--to", "fio", "-o", fio.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stats_json(fio.to_str().unwrap(), &[])["write"]["bytes"].as_u64(),
+        Some(u64::MAX),
+        "4096 + 2^64 - 1 saturates"
+    );
+    let o = nandlab(&[
+        "trace",
+        "convert",
+        src.to_str().unwrap(),
+        "--to",
+        "fio",
+        "--fio-file",
+        "#x",
+        "-o",
+        fio.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--fio-file `#x`"), "{}", stderr(&o));
+}
+
+#[test]
+fn convert_refuses_to_write_over_its_input_by_any_path() {
+    let text = "100 0 0 8 0\n200 0 8 8 1\n";
+    let src = temp("self.trace", text);
+    let dir = src.parent().unwrap();
+    let link = dir.join("self-link.trace");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&src, &link).unwrap();
+    let dotted = dir.join(".").join("self.trace");
+    for out in [&src, &link, &dotted] {
+        let o = nandlab(&["trace", "convert", src.to_str().unwrap(), "--to", "mqsim", "-o", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", out.display());
+        assert!(stderr(&o).contains("the output is the input file"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&src).unwrap(), text, "the input is untouched");
+    }
+}
+
+#[test]
+fn sector_bytes_is_refused_for_byte_addressed_formats() {
+    let msr = temp("s.csv", "128166372003061629,hm,1,Read,4096,4096,1\n");
+    let fio = temp("s.log", "fio version 2 iolog\nf write 0 4096\n");
+    for (p, format) in [(&msr, "msr"), (&fio, "fio")] {
+        let o = nandlab(&["trace", "stats", p.to_str().unwrap(), "--trace-sector-bytes", "4096"]);
+        assert_eq!(o.status.code(), Some(2), "{format}");
+        assert!(
+            stderr(&o).contains(&format!(
+                "--trace-sector-bytes applies to sector-based traces (mqsim, disksim, blkparse, spc), not {format}"
+            )),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let spc = temp("s.spc", "0,2,4096,w,0.0\n");
+    let j = stats_json(spc.to_str().unwrap(), &["--trace-sector-bytes", "4096"]);
+    assert_eq!(j["offset_min_bytes"].as_u64(), Some(8192));
+}
+
+#[test]
+fn filters_that_keep_nothing_warn_in_stats_and_stress() {
+    let p = temp("filtered.trace", "100 0 0 8 0\n200 1 8 8 1\n");
+    let o = nandlab(&["trace", "stats", p.to_str().unwrap(), "--trace-device", "5", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let warning = "no request replayed: the filters (--trace-device 5) kept none of the trace's 2 requests; it has device(s) 0, 1 and operation(s) read, write";
+    assert!(stderr(&o).contains(&format!("warning: {warning}")), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["warnings"][0].as_str(), Some(warning));
+
+    let (o, r) = stress_trace(&p, &["--trace-op", "trim"]);
+    let warning = "no request replayed: the filters (--trace-op trim) kept none of the trace's 2 requests; it has device(s) 0, 1 and operation(s) read, write";
+    assert!(stderr(&o).contains(&format!("warning: {warning}")), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("warning    {warning}")));
+    assert_eq!(r["workload_report"]["warnings"][0].as_str(), Some(warning));
+    // A filter that keeps something gives no warning.
+    let j = stats_json(p.to_str().unwrap(), &["--trace-device", "1"]);
+    assert_eq!(j["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn an_alignment_larger_than_the_device_is_an_input_error() {
+    let o =
+        nandlab(&["stress", "--preset", "tiny", "--trace", &shared("mqsim_tpcc-small.trace"), "--trace-align", "1t"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--trace-align 1099511627776: larger than the device's logical capacity"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -51,7 +51,7 @@ fn nand_ops(c: &mut Criterion) {
         let mut block = 0u64;
         b.iter(|| {
             let (src, dst) = (block % blocks, (block + blocks / 2) % blocks);
-            let mut ck = Checker { severities: &severities, log: &mut log, op_index: 0, request_id: None };
+            let mut ck = Checker::new(&severities, &mut log, 0, None);
             let mut out = Vec::with_capacity(4);
             for p in 0..ppb {
                 nand.program(&mut ck, PageAddr(src * ppb + p), &runs, &oob).unwrap();
@@ -84,7 +84,7 @@ fn oracle(c: &mut Criterion) {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let lba = (x >> 20) % (sectors - 64) / 16 * 16;
             o.record_write(lba, 64, w);
-            let mut ck = Checker { severities: &severities, log: &mut log, op_index: 0, request_id: None };
+            let mut ck = Checker::new(&severities, &mut log, 0, None);
             o.check_read(&mut ck, lba, &[Run::data(lba as u32, w, 64)]);
             w += 1;
         })

@@ -139,6 +139,10 @@ pub struct Config {
     pub workload: Option<SyntheticSpec>,
     pub timing: Option<Timing>,
     pub host: Host,
+    /// Where the configuration came from (a path, or `presets/NAME.toml`)
+    /// and its text, so checks made after loading still name file and line.
+    file: String,
+    text: std::sync::Arc<str>,
 }
 
 /// Default device DRAM when a configuration does not say: 1 GiB.
@@ -217,7 +221,21 @@ impl Config {
             workload: raw.workload,
             timing,
             host,
+            file: file.to_string(),
+            text: text.into(),
         })
+    }
+
+    /// An error about `table.key` of this configuration found after it was
+    /// loaded (e.g. a requirement of the FTL chosen on the command line),
+    /// naming the file and, where the key is set, its line.
+    pub fn field_error(&self, table: &str, key: &str, reason: String) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: locate(&self.text, table, key),
+            field: if table.is_empty() { key.to_string() } else { format!("{table}.{key}") },
+            reason,
+        }
     }
 
     /// The timing of a device, or an error saying that `perf` needs one.
@@ -321,6 +339,21 @@ mod tests {
             let c = Config::preset(name).unwrap_or_else(|e| panic!("{e}"));
             assert!(!c.source.is_empty(), "{name} has no source");
             assert!(c.logical_sectors < c.geometry.raw_sectors());
+        }
+    }
+
+    /// A preset's citations must resolve in a fresh clone: no paths outside
+    /// the repository, and every published preset described in SOURCES.md.
+    #[test]
+    fn every_preset_cites_sources_a_clone_has() {
+        let sources = include_str!("../../../presets/SOURCES.md");
+        for (name, text) in PRESETS {
+            let c = Config::preset(name).unwrap();
+            assert!(!text.contains("../"), "{name} cites a path outside the repository");
+            if !name.starts_with("tiny") {
+                assert!(sources.contains(&format!("## {name}\n")), "presets/SOURCES.md describes {name}");
+                assert!(c.source.contains("SOURCES.md"), "{name}: {}", c.source);
+            }
         }
     }
 

@@ -8,7 +8,12 @@
 //!
 //! NAND rules have a configurable [`Severity`] because some FTLs break a
 //! rule on purpose (e.g. a device that allows out-of-order programming);
-//! oracle rules are always errors: a wrong read is never acceptable.
+//! oracle rules are always errors: a wrong read is never acceptable. One
+//! oracle rule is a convention rather than correctness and is configurable
+//! too: `unwritten_not_zero`. nandlab requires a never-written sector to
+//! read as zeros, like a deallocated block of an NVMe drive that reports
+//! DLFEAT "reads return zeros"; NVMe also lets a drive report all-0xFF
+//! reads, so a drive built that way can set the rule to `allow`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -54,6 +59,10 @@ pub enum Rule {
     /// A trimmed sector does not read as zeros (NVMe DSM deterministic
     /// read-zero after trim).
     TrimNotZero,
+    /// A never-written sector reads as erased flash (0xFF) instead of zeros:
+    /// the FTL returned a never-programmed page as host data. Configurable
+    /// (see the module docs); an error by default.
+    UnwrittenNotZero,
     /// A sector returns torn or corrupted (uncorrectable) content.
     CorruptRead,
     /// The FTL completed a read without filling every sector of the buffer.
@@ -77,7 +86,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 20] = [
+    pub const ALL: [Rule; 21] = [
         Rule::ProgramNotErased,
         Rule::ProgramOutOfOrder,
         Rule::BadBlock,
@@ -91,6 +100,7 @@ impl Rule {
         Rule::ErasedRead,
         Rule::PhantomData,
         Rule::TrimNotZero,
+        Rule::UnwrittenNotZero,
         Rule::CorruptRead,
         Rule::MissingData,
         Rule::FtlError,
@@ -115,6 +125,7 @@ impl Rule {
             Rule::ErasedRead => "erased_read",
             Rule::PhantomData => "phantom_data",
             Rule::TrimNotZero => "trim_not_zero",
+            Rule::UnwrittenNotZero => "unwritten_not_zero",
             Rule::CorruptRead => "corrupt_read",
             Rule::MissingData => "missing_data",
             Rule::FtlError => "ftl_error",
@@ -143,6 +154,12 @@ impl Rule {
         )
     }
 
+    /// True for rules whose severity a configuration may change: the NAND
+    /// rules and `unwritten_not_zero` (see the module docs).
+    pub fn is_configurable(self) -> bool {
+        self.is_nand_rule() || self == Rule::UnwrittenNotZero
+    }
+
     pub fn default_severity(self) -> Severity {
         match self {
             Rule::ReadErasedPage => Severity::Allow,
@@ -165,6 +182,7 @@ impl Rule {
             Rule::ErasedRead => "written or trimmed sector returned erased flash (0xFF)",
             Rule::PhantomData => "sector returned data never written to it",
             Rule::TrimNotZero => "trimmed sector did not read as zeros",
+            Rule::UnwrittenNotZero => "never-written sector returned erased flash (0xFF) instead of zeros",
             Rule::CorruptRead => "sector returned torn or corrupted data",
             Rule::MissingData => "FTL completed a read without filling every sector",
             Rule::FtlError => "the FTL returned an error for a host request",
@@ -206,7 +224,7 @@ impl std::str::FromStr for Severity {
     }
 }
 
-/// Severity per NAND rule (the `[rules]` table of a configuration).
+/// Severity per configurable rule (the `[rules]` table of a configuration).
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RuleConfig {
@@ -215,15 +233,15 @@ pub struct RuleConfig {
 
 impl RuleConfig {
     pub fn severity(&self, rule: Rule) -> Severity {
-        if !rule.is_nand_rule() {
+        if !rule.is_configurable() {
             return Severity::Error;
         }
         self.overrides.get(&rule).copied().unwrap_or_else(|| rule.default_severity())
     }
 
-    /// Set the severity of a NAND rule; oracle rules cannot be relaxed.
+    /// Set the severity of a configurable rule; the other oracle rules cannot be relaxed.
     pub fn set(&mut self, rule: Rule, severity: Severity) -> Result<(), String> {
-        if !rule.is_nand_rule() {
+        if !rule.is_configurable() {
             return Err(format!("`{rule}` is an oracle check and is always an error"));
         }
         self.overrides.insert(rule, severity);
@@ -249,6 +267,31 @@ impl RuleConfig {
     }
 }
 
+/// The physical page that supplied wrong host data, and the flash read
+/// that brought it into the buffer (see [`crate::flash::sources`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlashSource {
+    /// Linear physical page number.
+    pub page: u64,
+    /// The page's block, and its index in the block.
+    pub block: u64,
+    pub page_in_block: u32,
+    /// The sector of the page that landed on the reported LBA.
+    pub sector_in_page: u32,
+    /// Index of the flash read operation.
+    pub op_index: u64,
+}
+
+impl fmt::Display for FlashSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "physical page {} (block {} page {}, sector {}) read at flash op {}",
+            self.page, self.block, self.page_in_block, self.sector_in_page, self.op_index
+        )
+    }
+}
+
 /// One broken rule, with everything needed to find it again.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
@@ -263,6 +306,11 @@ pub struct Violation {
     /// oracle rules; `message` says which.
     pub address: u64,
     pub message: String,
+    /// For a wrong read, the physical page the data at `address` came from,
+    /// when a flash read of the same request brought it (absent for data
+    /// never read from flash: zeros, an FTL's DRAM cache, unfilled sectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<FlashSource>,
 }
 
 impl fmt::Display for Violation {
@@ -271,7 +319,11 @@ impl fmt::Display for Violation {
             Some(r) => format!("request {r}"),
             None => "background".to_string(),
         };
-        write!(f, "[{:?}] {} at flash op {} ({}): {}", self.severity, self.rule, self.op_index, req, self.message)
+        write!(f, "[{:?}] {} at flash op {} ({}): {}", self.severity, self.rule, self.op_index, req, self.message)?;
+        match &self.source {
+            Some(source) => write!(f, "; data from {source}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -331,6 +383,72 @@ impl ViolationLog {
     }
 }
 
+/// Where the sectors of the buffer being checked came from: the flash
+/// controller answers for a host read (see [`crate::flash::sources`]).
+pub trait SourceLookup {
+    /// The flash page that supplied sector `buffer_sector` of the buffer.
+    fn source(&self, buffer_sector: u32) -> Option<FlashSource>;
+}
+
+/// Everything a checker needs to record a violation at the current operation.
+pub struct Checker<'a> {
+    pub severities: &'a [Severity; Rule::ALL.len()],
+    pub log: &'a mut ViolationLog,
+    pub op_index: u64,
+    pub request_id: Option<u64>,
+    /// When checking a host buffer: where its sectors came from.
+    pub sources: Option<&'a dyn SourceLookup>,
+}
+
+impl<'a> Checker<'a> {
+    /// A checker recording into `log` at operation `op_index` of `request_id`.
+    pub fn new(
+        severities: &'a [Severity; Rule::ALL.len()],
+        log: &'a mut ViolationLog,
+        op_index: u64,
+        request_id: Option<u64>,
+    ) -> Checker<'a> {
+        Checker { severities, log, op_index, request_id, sources: None }
+    }
+
+    /// Record a broken rule; the message is built only if it will be kept.
+    #[inline]
+    pub fn flag(&mut self, rule: Rule, address: u64, message: impl FnOnce() -> String) {
+        self.record(rule, address, None, message);
+    }
+
+    /// Record a wrong read at LBA `address`, sector `buffer_sector` of the
+    /// buffer being checked; a kept violation names the flash page that
+    /// supplied the data, if one did.
+    #[inline]
+    pub fn flag_read(&mut self, rule: Rule, address: u64, buffer_sector: u64, message: impl FnOnce() -> String) {
+        let sector = u32::try_from(buffer_sector).ok();
+        self.record(rule, address, sector, message);
+    }
+
+    #[inline]
+    fn record(&mut self, rule: Rule, address: u64, buffer_sector: Option<u32>, message: impl FnOnce() -> String) {
+        let severity = self.severities[rule as usize];
+        if severity == Severity::Allow {
+            return;
+        }
+        let keep = self.log.would_keep();
+        let source = match (keep, self.sources, buffer_sector) {
+            (true, Some(sources), Some(sector)) => sources.source(sector),
+            _ => None,
+        };
+        self.log.record(Violation {
+            rule,
+            severity,
+            op_index: self.op_index,
+            request_id: self.request_id,
+            address,
+            message: if keep { message() } else { String::new() },
+            source,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,6 +476,9 @@ mod tests {
         assert_eq!(c.severity(Rule::ProgramOutOfOrder), Severity::Warn);
         assert!(c.parse_assignment("no_such_rule=warn").is_err());
         assert!(c.parse_assignment("bad_block=sometimes").is_err());
+        assert_eq!(c.severity(Rule::UnwrittenNotZero), Severity::Error, "zeros are required by default");
+        c.parse_assignment("unwritten_not_zero=allow").unwrap();
+        assert_eq!(c.severity(Rule::UnwrittenNotZero), Severity::Allow, "a 0xFF-deallocating drive may allow it");
     }
 
     #[test]
@@ -370,6 +491,7 @@ mod tests {
             request_id: None,
             address: 0,
             message: String::new(),
+            source: None,
         };
         log.record(v(Severity::Allow));
         log.record(v(Severity::Warn));
@@ -379,32 +501,5 @@ mod tests {
         assert!(!log.is_clean());
         assert_eq!(log.kept().len(), 1);
         assert_eq!(log.count(Rule::ProgramOutOfOrder), 3);
-    }
-}
-
-/// Everything a checker needs to record a violation at the current operation.
-pub struct Checker<'a> {
-    pub severities: &'a [Severity; Rule::ALL.len()],
-    pub log: &'a mut ViolationLog,
-    pub op_index: u64,
-    pub request_id: Option<u64>,
-}
-
-impl Checker<'_> {
-    /// Record a broken rule; the message is built only if it will be kept.
-    #[inline]
-    pub fn flag(&mut self, rule: Rule, address: u64, message: impl FnOnce() -> String) {
-        let severity = self.severities[rule as usize];
-        if severity == Severity::Allow {
-            return;
-        }
-        self.log.record(Violation {
-            rule,
-            severity,
-            op_index: self.op_index,
-            request_id: self.request_id,
-            address,
-            message: if self.log.would_keep() { message() } else { String::new() },
-        });
     }
 }

@@ -8,6 +8,8 @@ use nandlab::config::Config;
 use nandlab::ftl::buggy::{Bug, BuggyFtl};
 use nandlab::report::StressReport;
 use nandlab::violation::{Rule, Severity};
+use nandlab::workload::size::SizeSpec;
+use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::*;
 
 fn run_bug(config: &Config, bug: Bug) -> StressReport {
@@ -63,6 +65,49 @@ fn gc_remapping_a_page_the_host_overwrote_is_a_stale_read() {
     caught(&tiny(), Bug::GcStaleRemap, Rule::StaleRead);
 }
 
+/// The finding names the physical page that supplied the wrong data: for
+/// the GC that remapped a stale copy, that page holds an older write of
+/// the LBA than the oracle's latest.
+#[test]
+fn a_stale_read_names_the_physical_page_holding_the_stale_copy() {
+    use nandlab::nand::payload::RunKind;
+    use nandlab::nand::{PageAddr, PageContent};
+    use nandlab::oracle::SectorVersion;
+    use nandlab::run::Session;
+    use nandlab::workload::Workload;
+    let config = tiny();
+    let mut wl = workload(&config, &preset_workload(&config), 42);
+    let factory: nandlab::run::FtlFactory = Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::GcStaleRemap))));
+    let mut session = Session::with_factory(&config, factory, 42, wl.alignment_sectors(), 20).unwrap();
+    while let Some(r) = wl.next_request().unwrap() {
+        session.submit(&r).unwrap();
+        if session.flash.log().errors() > 0 {
+            break;
+        }
+    }
+    let v = session.flash.log().first_error().expect("caught").clone();
+    assert_eq!(v.rule, Rule::StaleRead, "{v}");
+    let source = v.source.expect("the finding names the physical page");
+    assert!(source.op_index < v.op_index, "read before it was checked: {v}");
+    assert!(v.to_string().contains(&format!("physical page {}", source.page)), "{v}");
+    let PageContent::Data(runs) = session.flash.nand().page_content(PageAddr(source.page)) else {
+        panic!("page {} holds no host data", source.page)
+    };
+    let mut start = 0;
+    let run = runs
+        .iter()
+        .find(|r| {
+            start += r.len;
+            source.sector_in_page < start
+        })
+        .unwrap();
+    let first = start - run.len;
+    assert_eq!(run.kind, RunKind::Data);
+    assert_eq!(u64::from(run.lba + (source.sector_in_page - first)), v.address, "the page holds that LBA");
+    let SectorVersion::Written(latest) = session.oracle.version(v.address) else { panic!("written") };
+    assert!(run.write < latest, "and an older write of it: #{} < #{latest}", run.write);
+}
+
 #[test]
 fn gc_dropping_a_valid_page_is_a_lost_write() {
     caught(&tiny(), Bug::GcDropsValidPage, Rule::LostWrite);
@@ -107,10 +152,26 @@ fn copyback_across_planes_is_caught() {
 }
 
 #[test]
-fn reading_never_programmed_pages_is_caught_when_the_rule_is_on() {
-    // Allowed by default (a mount scan legitimately reads erased pages, and
-    // a never-written sector may read as erased); as an error it is caught
-    // at the first such read, before the bug returns another LBA's data.
+fn returning_never_programmed_pages_as_host_data_is_caught_with_the_default_rules() {
+    // The NAND rule `read_erased_page` stays allowed (a mount scan reads
+    // erased pages legitimately); the oracle catches the erased flash the
+    // FTL then returns for a never-written sector, which must read as zeros.
+    caught(&tiny(), Bug::ReadsUnwrittenPages, Rule::UnwrittenNotZero);
+    let reads =
+        SyntheticSpec { rw: RwMode::RandRead, io_size: Some(SizeSpec::TimesCapacity(0.2)), ..Default::default() };
+    let r = stress_with(
+        &tiny(),
+        Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::ReadsUnwrittenPages)))),
+        &reads,
+        &opts(1),
+    );
+    assert_eq!(r.violations.first().map(|v| v.rule), Some(Rule::UnwrittenNotZero), "on an empty drive too");
+    let correct = stress_with(&tiny(), Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::None)))), &reads, &opts(1));
+    assert_clean(&correct);
+}
+
+#[test]
+fn reading_never_programmed_pages_is_caught_by_the_nand_rule_when_it_is_on() {
     let mut config = tiny();
     config.rules.set(Rule::ReadErasedPage, Severity::Error).unwrap();
     caught(&config, Bug::ReadsUnwrittenPages, Rule::ReadErasedPage);
@@ -135,12 +196,11 @@ fn warnings_are_reported_but_do_not_fail_the_run() {
 
 mod zoo {
     use super::*;
+    use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
     use nandlab::ftl::dftl::{DftlBug, DftlFtl, DftlOptions};
     use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
     use nandlab::ftl::page::{PageBug, PageFtl, PageOptions};
     use nandlab::ftl::{parse_options, FtlOptions};
-    use nandlab::workload::size::SizeSpec;
-    use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 
     fn options<T: for<'de> serde::Deserialize<'de>>(text: &str) -> T {
         parse_options("test", &toml::from_str::<FtlOptions>(text).unwrap()).unwrap()
@@ -197,6 +257,27 @@ mod zoo {
         let r = hybrid(&config, HybridBug::MergeReturnsEarlyWithoutLogBlock, &spec);
         eprintln!("hybrid: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::ProgramNotErased, "the next random write lands past the full log block");
+    }
+
+    fn block(config: &Config, bug: BlockBug) -> StressReport {
+        let spec = preset_workload(config);
+        stress_with(
+            config,
+            Box::new(move |env| Ok(Box::new(BlockFtl::with_bug(env, BlockOptions::default(), bug)?))),
+            &spec,
+            &opts(42),
+        )
+    }
+
+    #[test]
+    fn block_dropping_a_page_from_a_read_modify_write_is_a_lost_write() {
+        let config = tiny();
+        let good = block(&config, BlockBug::None);
+        assert_clean(&good);
+        assert!(good.ftl_stats.extra["rmw_merges"].as_u64().unwrap() > 1000, "the workload rewrites blocks");
+        let r = block(&config, BlockBug::ReplacementDropsLastPage);
+        eprintln!("block: {:?}", r.violations.first());
+        assert_eq!(first_error(&r), Rule::LostWrite, "the old block's last page was erased uncopied");
     }
 
     fn dac(config: &Config, bug: PageBug) -> StressReport {

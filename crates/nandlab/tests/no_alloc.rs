@@ -98,3 +98,82 @@ fn zoo_ftls_allocate_nothing_per_flash_operation_either() {
         assert!(allocs * 1000 < ops, "{ftl}: {allocs} allocations for {ops} flash operations");
     }
 }
+
+/// `lines` request lines of `format`, every line a request, sizes and
+/// offsets varied; the fio log switches between two files.
+fn trace_text(format: nandlab::workload::trace::TraceFormat, lines: u64) -> Vec<u8> {
+    use nandlab::workload::trace::TraceFormat as F;
+    use std::fmt::Write as _;
+    let mut t = String::new();
+    if format == F::Fio {
+        t += "fio version 3 iolog\n0 /dev/a add\n0 /dev/b add\n";
+    }
+    for i in 0..lines {
+        let (lba, sectors, read) = (i * 37 % 100_000, 8 << (i % 4), i % 3 == 0);
+        let _ = match format {
+            F::Msr => writeln!(
+                t,
+                "{},hm,1,{},{},{},0",
+                128166372003061629 + i,
+                if read { "Read" } else { "Write" },
+                lba * 512,
+                sectors * 512
+            ),
+            F::Mqsim => writeln!(t, "{} 0 {lba} {sectors} {}", i * 1000, u8::from(read)),
+            F::Disksim => writeln!(t, "{}.5 0 {lba} {sectors} {}", i, u8::from(read)),
+            F::Spc => writeln!(t, "0,{lba},{},{},{}.25", sectors * 512, if read { 'r' } else { 'w' }, i),
+            F::Fio => writeln!(
+                t,
+                "{i} /dev/{} {} {} {}",
+                if i % 2 == 0 { 'a' } else { 'b' },
+                if read { "read" } else { "write" },
+                lba * 512,
+                sectors * 512
+            ),
+            F::Blkparse => writeln!(
+                t,
+                "  8,16   1 {:>8} {i:>5}.000000001  1000  C {} {lba} + {sectors} [0]",
+                i + 1,
+                if read { "R" } else { "FWFS" }
+            ),
+        };
+    }
+    t.into_bytes()
+}
+
+#[test]
+fn trace_readers_and_transforms_allocate_nothing_per_line() {
+    use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
+    use nandlab::workload::transform::{DeviceMap, MapRule, TransformSpec, Transformed};
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    for format in TraceFormat::ALL {
+        let text = trace_text(format, 20_000);
+        // Sniffed, so the sniffing sample is part of the stream too.
+        let reader = TraceReader::from_bytes("a.trace", text, &ReaderOptions::default()).unwrap();
+        assert_eq!(reader.format(), format);
+        let spec = TransformSpec {
+            align_bytes: Some(4096),
+            map: Some(DeviceMap {
+                rule: MapRule::Wrap,
+                capacity_bytes: 1 << 24,
+                grain_bytes: 4096,
+                extent_bytes: None,
+            }),
+            ..Default::default()
+        };
+        let mut stream = Transformed::new(reader, spec).unwrap();
+        for _ in 0..1_000 {
+            stream.next_request().unwrap().unwrap();
+        }
+        let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
+        let mut requests = 0u64;
+        while stream.next_request().unwrap().is_some() {
+            requests += 1;
+        }
+        let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
+        assert!(requests > 18_000, "{format}: {requests} requests");
+        // The counter is global: the test harness's own threads may
+        // allocate meanwhile. Per-line allocation would be one per request.
+        assert!(allocs * 100 < requests, "{format}: {allocs} allocations for {requests} requests");
+    }
+}

@@ -1,8 +1,11 @@
 //! convert → read gives the same request stream, for every field the target
 //! format can represent (and drops exactly what it cannot: flushes and trims
-//! in MQSim, DiskSim, MSR and SPC).
+//! in MQSim, DiskSim, MSR and SPC), and a request a target cannot write
+//! readably is refused, naming its line and field.
 
-use nandlab::workload::trace::convert::{TargetFormat, TraceWriter};
+mod support;
+
+use nandlab::workload::trace::convert::{ConvertError, TargetFormat, TraceWriter};
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader, TraceRequest};
 use nandlab::workload::transform::{TransformSpec, Transformed};
 use nandlab::workload::HostOp;
@@ -124,8 +127,7 @@ fn every_fixture_round_trips_through_every_target() {
 
 #[test]
 fn mqsim_to_mqsim_is_exact_on_a_public_trace() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/mqsim_tpcc-small.trace");
-    let src = source(&path);
+    let src = source(&support::shared_trace("mqsim_tpcc-small.trace"));
     let (bytes, dropped) = convert(&src, TargetFormat::Mqsim);
     assert_eq!(dropped, 0);
     assert_eq!(rows(&read_back(bytes, TargetFormat::Mqsim)), rows(&src));
@@ -157,4 +159,62 @@ fn the_reader_of_each_target_is_the_one_auto_detection_picks() {
         assert_eq!(r.format(), want, "{}", target.name());
     }
     assert_eq!(TargetFormat::Mqsim.reader(), TraceFormat::Mqsim);
+}
+
+#[test]
+fn a_request_ending_past_the_last_64_bit_sector_is_refused_by_sector_targets_only() {
+    let text = b"fio version 2 iolog\nf add\nf write 0 18446744073709551615\n".to_vec();
+    let r = TraceReader::from_bytes("huge.log", text, &ReaderOptions::default()).unwrap();
+    let mut t = Transformed::new(r, TransformSpec::default()).unwrap();
+    let huge = t.next_request().unwrap().unwrap();
+    for target in [TargetFormat::Mqsim, TargetFormat::Disksim] {
+        let mut w = TraceWriter::new(Vec::new(), target, "f");
+        let e = w.write(&huge).unwrap_err();
+        assert!(matches!(e, ConvertError::Unrepresentable { line: 3, .. }), "{e:?}");
+        let msg = e.located("huge.log", TraceFormat::Fio, "out");
+        assert!(
+            msg.starts_with(&format!(
+                "huge.log:3: field `length`: cannot be written as {}: the request ends at byte 18446744073709551615",
+                target.name()
+            )),
+            "{msg}"
+        );
+        let (bytes, counts) = w.finish().unwrap();
+        assert_eq!((bytes.len(), counts.written), (0, 0), "nothing written for the refused request");
+    }
+    // The byte-addressed targets represent it, and their readers take it back.
+    for target in [TargetFormat::Fio, TargetFormat::FioV2, TargetFormat::Msr, TargetFormat::Spc] {
+        let (bytes, _) = convert(std::slice::from_ref(&huge), target);
+        let back = read_back(bytes, target);
+        assert_eq!(back.iter().map(|r| r.end_bytes()).collect::<Vec<_>>(), vec![u64::MAX], "{}", target.name());
+    }
+}
+
+#[test]
+fn a_fio_log_of_more_than_4096_files_is_refused_at_the_first_extra_device() {
+    let mut w = TraceWriter::new(Vec::new(), TargetFormat::Fio, "/dev/x");
+    for d in 0..4096u32 {
+        let r = TraceRequest {
+            op: HostOp::Write,
+            offset_bytes: 0,
+            size_bytes: 512,
+            time_ns: 0,
+            device: d,
+            line: 1 + u64::from(d),
+        };
+        w.write(&r).unwrap();
+    }
+    let again = TraceRequest { op: HostOp::Read, offset_bytes: 0, size_bytes: 512, time_ns: 0, device: 7, line: 4097 };
+    w.write(&again).unwrap();
+    let extra = TraceRequest { device: 4096, line: 4098, ..again };
+    let e = w.write(&extra).unwrap_err().located("in.csv", TraceFormat::Msr, "out");
+    assert!(
+        e.starts_with(
+            "in.csv:4098: field `DiskNumber`: cannot be written as fio: device 4096 would be file number 4097"
+        ),
+        "{e}"
+    );
+    let (bytes, counts) = w.finish().unwrap();
+    assert_eq!(counts.written, 4097);
+    assert_eq!(read_back(bytes, TargetFormat::Fio).len(), 4097, "what was written reads back");
 }

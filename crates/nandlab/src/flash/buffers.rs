@@ -5,21 +5,51 @@
 //! inside. In stamp mode a buffer is a normalized run list (see
 //! [`crate::nand::payload`]); its storage is recycled, so a warm pool
 //! allocates nothing.
+//!
+//! A handle is a slot index tagged with the slot's generation, which moves
+//! on every time the slot is freed. A handle kept after its buffer was
+//! freed — or after a power cycle dropped the device DRAM — no longer
+//! matches its slot and fails with [`FlashError::InvalidBuffer`], even when
+//! the slot has since been handed out again: a freshly mounted FTL cannot
+//! reach data its predecessor left in DRAM by guessing small integers.
 
 use super::FlashError;
 use crate::nand::payload::{push_run, slice_runs, splice_runs, Run, RunKind};
 
-/// Handle to a data buffer. Handles are plain integers so an FTL written in
-/// C can hold them.
+/// Handle to a data buffer: a plain 64-bit integer so an FTL written in C
+/// can hold it (slot index in the low 32 bits, generation in the high 32).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
-pub struct BufId(pub u32);
+pub struct BufId(u64);
+
+impl BufId {
+    /// The handle of slot `index` in generation `generation`.
+    pub fn new(index: u32, generation: u32) -> BufId {
+        BufId(u64::from(generation) << 32 | u64::from(index))
+    }
+    /// The slot: a small integer, dense from 0 (usable as a table index).
+    pub fn index(self) -> u32 {
+        self.0 as u32
+    }
+    pub fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    /// The handle as the integer a C FTL holds.
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+    pub fn from_raw(raw: u64) -> BufId {
+        BufId(raw)
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 struct Buffer {
     sectors: u32,
     runs: Vec<Run>,
     live: bool,
+    /// Bumped when the buffer is freed, so old handles stop matching.
+    generation: u32,
 }
 
 /// The pool of buffers.
@@ -46,30 +76,44 @@ impl BufferPool {
         b.live = true;
         b.runs.clear();
         push_run(&mut b.runs, Run::filler(fill, sectors));
-        BufId(id)
+        BufId::new(id, b.generation)
     }
 
     /// A buffer holding host data `lba .. lba+sectors` of write `write`.
     pub fn alloc_data(&mut self, lba: u32, write: u32, sectors: u32) -> BufId {
         let id = self.alloc(sectors, RunKind::Unfilled);
-        let b = &mut self.bufs[id.0 as usize];
+        let b = &mut self.bufs[id.index() as usize];
         b.runs.clear();
         push_run(&mut b.runs, Run::data(lba, write, sectors));
         id
     }
 
+    /// Free a buffer; a stale handle (freed, or of an earlier generation) is ignored.
     pub fn free(&mut self, id: BufId) {
-        if let Some(b) = self.bufs.get_mut(id.0 as usize) {
-            if b.live {
-                b.live = false;
-                self.free.push(id.0);
-            }
+        if self.get(id).is_ok() {
+            let b = &mut self.bufs[id.index() as usize];
+            b.live = false;
+            b.generation = b.generation.wrapping_add(1);
+            self.free.push(id.index());
         }
     }
 
+    /// Free whatever live buffer occupies slot `index` (the owner's DRAM is
+    /// gone; its handle, whatever generation, goes stale).
+    pub fn free_slot(&mut self, index: u32) {
+        if let Some(b) = self.bufs.get(index as usize).filter(|b| b.live) {
+            self.free(BufId::new(index, b.generation));
+        }
+    }
+
+    /// Whether `id` names a live buffer of the current generation.
+    pub fn is_live(&self, id: BufId) -> bool {
+        self.get(id).is_ok()
+    }
+
     fn get(&self, id: BufId) -> Result<&Buffer, FlashError> {
-        match self.bufs.get(id.0 as usize) {
-            Some(b) if b.live => Ok(b),
+        match self.bufs.get(id.index() as usize) {
+            Some(b) if b.live && b.generation == id.generation() => Ok(b),
             _ => Err(FlashError::InvalidBuffer),
         }
     }
@@ -94,7 +138,7 @@ impl BufferPool {
     /// Append the runs of sectors `start .. start+len` of a buffer to `out`.
     pub fn slice(&self, id: BufId, start: u32, len: u32, out: &mut Vec<Run>) -> Result<(), FlashError> {
         self.check_range(id, start, len)?;
-        slice_runs(&self.bufs[id.0 as usize].runs, start, len, out);
+        slice_runs(&self.bufs[id.index() as usize].runs, start, len, out);
         Ok(())
     }
 
@@ -103,7 +147,7 @@ impl BufferPool {
         let len = crate::nand::payload::total_len(runs);
         self.check_range(id, at, len)?;
         let mut scratch = std::mem::take(&mut self.scratch);
-        splice_runs(&mut self.bufs[id.0 as usize].runs, at, runs, &mut scratch);
+        splice_runs(&mut self.bufs[id.index() as usize].runs, at, runs, &mut scratch);
         self.scratch = scratch;
         Ok(())
     }
@@ -153,6 +197,24 @@ mod tests {
         p.free(b);
         assert_eq!(p.fill(b, 0, 1, RunKind::Erased), Err(FlashError::InvalidBuffer));
         let again = p.alloc(2, RunKind::Erased);
-        assert_eq!(again, b, "freed handles are reused");
+        assert_eq!(again.index(), b.index(), "freed slots are reused");
+        assert_ne!(again, b, "under a new generation");
+    }
+
+    /// A handle kept past its buffer's life cannot reach the slot's next
+    /// buffer (before, handles were bare slot numbers and it could).
+    #[test]
+    fn a_stale_handle_cannot_read_or_free_the_slots_next_buffer() {
+        let mut p = BufferPool::default();
+        let old = p.alloc_data(7, 1, 4);
+        p.free(old);
+        let new = p.alloc_data(100, 2, 4);
+        assert_eq!(new.index(), old.index());
+        assert_eq!(p.runs(old), Err(FlashError::InvalidBuffer));
+        let mut out = Vec::new();
+        assert_eq!(p.slice(old, 0, 4, &mut out), Err(FlashError::InvalidBuffer));
+        p.free(old);
+        assert_eq!(p.runs(new).unwrap(), &[Run::data(100, 2, 4)], "a stale free does not free the new buffer");
+        assert_eq!(BufId::from_raw(new.raw()), new);
     }
 }

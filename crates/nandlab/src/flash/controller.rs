@@ -6,11 +6,12 @@
 //! timing model, `crash` a power-cut injector.
 
 use super::buffers::BufferPool;
+use super::sources::ReadSources;
 use super::{BufId, Cause, CopybackOp, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
 use crate::nand::power::PowerCutEffects;
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
-use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
+use crate::violation::{Checker, FlashSource, Rule, RuleConfig, Severity, SourceLookup, ViolationLog};
 use serde::Serialize;
 
 /// Operation counts of one cause.
@@ -89,6 +90,8 @@ pub struct FlashController {
     observers: Vec<Box<dyn FlashObserver>>,
     runs: Vec<Run>,
     power: PowerState,
+    /// Which flash page filled which buffer sectors in this request.
+    sources: ReadSources,
 }
 
 /// A scheduled power cut: at flash operation `op_index`, before it takes
@@ -108,6 +111,15 @@ struct PowerState {
     effects: PowerCutEffects,
     /// The operation at `cut_at` ran and must be torn when it finishes.
     tear_pending: bool,
+    /// Journal length when the operation to tear began: its entries are the
+    /// ones after this mark. (Not "the entries tagged with its index": a
+    /// crash test's recovery reuses operation indices of the base run,
+    /// whose rolled-back entries stay in the journal for the redo, so a
+    /// read — which journals nothing — would otherwise tear whatever the
+    /// base run did at the same index.)
+    tear_from: usize,
+    /// Pages and blocks the last live cut damaged.
+    torn: (u32, u32),
     /// The journal was started for a live cut (stopped when power returns).
     journal_started: bool,
 }
@@ -130,7 +142,7 @@ pub struct CrashImage {
 /// A checker for the operation `$op`, borrowing only the fields it needs.
 macro_rules! checker {
     ($s:ident, $op:expr) => {
-        Checker { severities: &$s.severities, log: &mut $s.log, op_index: $op.op_index, request_id: $op.request_id }
+        Checker::new(&$s.severities, &mut $s.log, $op.op_index, $op.request_id)
     };
 }
 
@@ -155,8 +167,11 @@ impl FlashController {
                 during: false,
                 effects: PowerCutEffects::default(),
                 tear_pending: false,
+                tear_from: 0,
+                torn: (0, 0),
                 journal_started: false,
             },
+            sources: ReadSources::default(),
         }
     }
 
@@ -184,7 +199,7 @@ impl FlashController {
     }
     /// A checker for findings outside a flash operation (the oracle's).
     pub fn checker(&mut self) -> Checker<'_> {
-        Checker { severities: &self.severities, log: &mut self.log, op_index: self.op_index, request_id: self.request }
+        Checker::new(&self.severities, &mut self.log, self.op_index, self.request)
     }
     pub fn add_observer(&mut self, o: Box<dyn FlashObserver>) {
         self.observers.push(o);
@@ -193,8 +208,10 @@ impl FlashController {
         &mut self.observers
     }
     /// The host request the FTL is now serving (None: background work).
+    /// Read sources are per request: they start over here.
     pub fn set_request(&mut self, request: Option<u64>) {
         self.request = request;
+        self.sources.clear();
     }
     pub fn request(&self) -> Option<u64> {
         self.request
@@ -218,17 +235,21 @@ impl FlashController {
     pub fn buffer_runs(&self, id: BufId) -> Result<&[Run], FlashError> {
         self.bufs.runs(id)
     }
-    /// Let a checker inspect a host buffer's runs (the oracle checking a read).
+    /// Let a checker inspect a host buffer's runs (the oracle checking a
+    /// read); its findings can name the flash page each sector came from.
     pub fn inspect_buffer(&mut self, id: BufId, check: impl FnOnce(&[Run], &mut Checker)) -> Result<(), FlashError> {
         let runs = self.bufs.runs(id)?;
-        let mut ck = Checker {
-            severities: &self.severities,
-            log: &mut self.log,
-            op_index: self.op_index,
-            request_id: self.request,
-        };
+        let lookup =
+            BufferSources { sources: &self.sources, buf: id, pages_per_block: self.nand.geometry().pages_per_block() };
+        let mut ck = Checker::new(&self.severities, &mut self.log, self.op_index, self.request);
+        ck.sources = Some(&lookup);
         check(runs, &mut ck);
         Ok(())
+    }
+
+    /// Where sector `sector` of buffer `id` came from in this request.
+    pub fn buffer_source(&self, id: BufId, sector: u32) -> Option<FlashSource> {
+        self.sources.lookup(id, sector, self.nand.geometry().pages_per_block())
     }
 
     pub fn free_host_buffer(&mut self, id: BufId) {
@@ -240,7 +261,7 @@ impl FlashController {
     }
 
     fn set_owner(&mut self, id: BufId, ftl: bool) {
-        let i = id.0 as usize;
+        let i = id.index() as usize;
         if self.ftl_owned.len() <= i {
             self.ftl_owned.resize(i + 1, false);
         }
@@ -289,7 +310,7 @@ impl FlashController {
             o.after_op(op);
         }
         if self.power.tear_pending {
-            return self.tear_and_power_off(op.op_index);
+            return self.tear_and_power_off();
         }
         Ok(())
     }
@@ -356,7 +377,9 @@ impl FlashController {
         if !oob.is_empty() {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
-        self.bufs.write_runs(dst, dst_sector, &self.runs)
+        self.bufs.write_runs(dst, dst_sector, &self.runs)?;
+        self.sources.record_read(dst, dst_sector, sectors, page.0, first, op.op_index);
+        Ok(())
     }
 }
 
@@ -539,12 +562,14 @@ impl Flash for FlashController {
     }
 
     fn buf_free(&mut self, buf: BufId) {
-        // Only the FTL's own buffers; host buffers belong to the host interface.
-        if self.ftl_owned.get(buf.0 as usize).copied().unwrap_or(false) {
+        // Only the FTL's own live buffers; host buffers belong to the host
+        // interface, and a stale handle names nothing.
+        let i = buf.index() as usize;
+        if self.ftl_owned.get(i).copied().unwrap_or(false) && self.bufs.is_live(buf) {
             if let Ok(sectors) = self.bufs.sectors(buf) {
                 self.ftl_buffer_bytes -= u64::from(self.sector_bytes(sectors));
             }
-            self.ftl_owned[buf.0 as usize] = false;
+            self.ftl_owned[i] = false;
             self.bufs.free(buf);
         }
     }
@@ -557,15 +582,32 @@ impl Flash for FlashController {
         src_sector: u32,
         sectors: u32,
     ) -> Result<(), FlashError> {
-        self.bufs.copy(dst, dst_sector, src, src_sector, sectors)
+        self.bufs.copy(dst, dst_sector, src, src_sector, sectors)?;
+        self.sources.record_copy(dst, dst_sector, src, src_sector, sectors);
+        Ok(())
     }
 
     fn buf_zero(&mut self, dst: BufId, dst_sector: u32, sectors: u32) -> Result<(), FlashError> {
-        self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)
+        self.bufs.fill(dst, dst_sector, sectors, RunKind::Zero)?;
+        self.sources.record_fill(dst, dst_sector, sectors);
+        Ok(())
     }
 
     fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
         self.nand.prefetch_meta(page, offset_bytes as usize);
+    }
+}
+
+/// The read sources of one buffer, as a checker looks them up.
+struct BufferSources<'a> {
+    sources: &'a ReadSources,
+    buf: BufId,
+    pages_per_block: u32,
+}
+
+impl SourceLookup for BufferSources<'_> {
+    fn source(&self, buffer_sector: u32) -> Option<FlashSource> {
+        self.sources.lookup(self.buf, buffer_sector, self.pages_per_block)
     }
 }
 
@@ -594,6 +636,11 @@ impl FlashController {
         }
     }
 
+    /// Pages and blocks the last live cut tore, reset to none.
+    pub fn take_torn(&mut self) -> (u32, u32) {
+        std::mem::take(&mut self.power.torn)
+    }
+
     /// Whether the power is off (a scheduled cut happened).
     pub fn power_is_off(&self) -> bool {
         self.op_index > self.power.cut_at
@@ -614,6 +661,7 @@ impl FlashController {
     fn power_gate(&mut self, index: u64) -> Result<(), FlashError> {
         if index == self.power.cut_at && self.power.during {
             self.power.tear_pending = true;
+            self.power.tear_from = self.nand.journal_len();
             return Ok(());
         }
         self.power.tear_pending = false;
@@ -624,11 +672,11 @@ impl FlashController {
     }
 
     #[cold]
-    fn tear_and_power_off(&mut self, index: u64) -> Result<(), FlashError> {
+    fn tear_and_power_off(&mut self) -> Result<(), FlashError> {
         self.power.tear_pending = false;
-        let entries = self.nand.journal_tail_of(index);
+        let entries = self.power.tear_from..self.nand.journal_len();
         let effects = self.power.effects;
-        self.nand.tear_operation(entries, &effects);
+        self.power.torn = self.nand.tear_operation(entries, &effects);
         self.lose_dram();
         Err(FlashError::PowerLoss)
     }
@@ -641,10 +689,11 @@ impl FlashController {
     }
 
     /// Free every buffer the FTL holds (its DRAM is gone: a power cycle).
+    /// Their handles become stale: a later FTL instance cannot use them.
     pub fn release_ftl_buffers(&mut self) {
         for (i, owned) in self.ftl_owned.iter_mut().enumerate() {
             if std::mem::take(owned) {
-                self.bufs.free(BufId(i as u32));
+                self.bufs.free_slot(i as u32);
             }
         }
         self.ftl_buffer_bytes = 0;

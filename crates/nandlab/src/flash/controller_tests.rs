@@ -1,7 +1,9 @@
-//! Multi-plane operations through the controller: every page is checked,
-//! and an operation that fails part-way is recorded for what it did.
+//! The controller: multi-plane operations (every page is checked, an
+//! operation that fails part-way is recorded for what it did) and live
+//! power cuts (a cut tears only its own operation).
 
 use super::*;
+use crate::nand::PageContent;
 use crate::nand::{CellType, GeometryConfig, PagePairing};
 use crate::violation::RuleConfig;
 use std::cell::RefCell;
@@ -72,7 +74,7 @@ fn a_multi_plane_program_failing_part_way_is_counted_and_observed_for_what_it_di
     let (a, b) = (page_on(&c, 0, 0, 0), page_on(&c, 1, 0, 0));
     let ops = [
         ProgramOp { page: a, src: buf, src_sector: 0, oob: &[1] },
-        ProgramOp { page: b, src: BufId(999), src_sector: 0, oob: &[1] },
+        ProgramOp { page: b, src: BufId::new(999, 0), src_sector: 0, oob: &[1] },
     ];
     assert_eq!(c.program_multi(Cause::Host, &ops), Err(FlashError::InvalidBuffer));
     assert!(c.nand().is_programmed(a) && !c.nand().is_programmed(b));
@@ -82,7 +84,7 @@ fn a_multi_plane_program_failing_part_way_is_counted_and_observed_for_what_it_di
     assert_eq!((ops_seen[0].kind, ops_seen[0].planes, ops_seen[0].transfer_bytes), (OpKind::Program, 1, 2048));
     drop(ops_seen);
     // Nothing done: nothing counted (as for a single-plane failure).
-    let ops = [ProgramOp { page: page_on(&c, 0, 0, 1), src: BufId(999), src_sector: 0, oob: &[] }];
+    let ops = [ProgramOp { page: page_on(&c, 0, 0, 1), src: BufId::new(999, 0), src_sector: 0, oob: &[] }];
     assert_eq!(c.program_multi(Cause::Host, &ops), Err(FlashError::InvalidBuffer));
     assert_eq!(c.stats().cause(Cause::Host).page_programs, 1);
     assert_eq!(seen.borrow().len(), 1);
@@ -95,4 +97,43 @@ fn a_multi_plane_erase_failing_part_way_is_counted() {
     assert_eq!(c.erase_multi(Cause::Gc, &blocks), Err(FlashError::BadBlock));
     assert_eq!(c.stats().cause(Cause::Gc).block_erases, 1);
     assert_eq!(c.nand().erase_count(blocks[0]), 1);
+}
+
+// ----- live power cuts -----
+
+fn mlc_controller() -> FlashController {
+    FlashController::new(crate::nand::power::tests::mlc(), &RuleConfig::default(), 1 << 20, 10)
+}
+
+#[test]
+fn a_live_cut_during_a_read_tears_nothing_even_where_the_base_run_programmed_at_that_index() {
+    // A crash test's recovery reuses the operation indices of the base
+    // run, whose rolled-back entries stay in the journal for the redo.
+    let mut f = mlc_controller();
+    f.nand_mut().journal_start();
+    let data = [7u8; 2048];
+    f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap(); // op 0
+    f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]).unwrap(); // op 1
+    let image = f.enter_crash_image(PowerCut { op_index: 1, during: false });
+    assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "op 1 is rolled back");
+    // The "recovery" reads page 0 as op 1 and is cut during that read.
+    f.schedule_power_cut(PowerCut { op_index: 1, during: true });
+    let mut out = [0u8; 2048];
+    assert_eq!(f.read_meta(Cause::Recovery, PageAddr(0), &mut out, &mut []), Err(FlashError::PowerLoss));
+    assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "a read tears nothing");
+    assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
+    f.leave_crash_image(image);
+    assert!(matches!(f.nand().page_content(PageAddr(1)), PageContent::Metadata(_)), "the base run is back");
+}
+
+#[test]
+fn a_live_cut_during_a_program_tears_that_program() {
+    let mut f = mlc_controller();
+    f.nand_mut().journal_start();
+    let data = [7u8; 2048];
+    f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap();
+    f.schedule_power_cut(PowerCut { op_index: 1, during: true });
+    assert_eq!(f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]), Err(FlashError::PowerLoss));
+    assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Garbage);
+    assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
 }

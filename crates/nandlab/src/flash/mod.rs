@@ -23,6 +23,7 @@
 
 pub mod buffers;
 mod controller;
+pub mod sources;
 
 pub use buffers::BufId;
 pub use controller::{CrashImage, FlashController, FlashStats, OpCounts, PowerCut};
@@ -90,6 +91,31 @@ pub enum FlashError {
     DramExhausted = 9,
     #[error("invalid argument")]
     InvalidArgument = 10,
+}
+
+impl FlashError {
+    pub const ALL: [FlashError; 10] = [
+        FlashError::AddressOutOfRange,
+        FlashError::BadBlock,
+        FlashError::ProgramFailed,
+        FlashError::EraseFailed,
+        FlashError::Uncorrectable,
+        FlashError::PowerLoss,
+        FlashError::OobTooLong,
+        FlashError::InvalidBuffer,
+        FlashError::DramExhausted,
+        FlashError::InvalidArgument,
+    ];
+
+    /// The C ABI error code (stable; 0 means success and is no error).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The error with C ABI code `code`, if there is one.
+    pub fn from_code(code: i32) -> Option<FlashError> {
+        FlashError::ALL.into_iter().find(|e| e.code() == code)
+    }
 }
 
 /// The kind of a flash operation, as seen by observers.

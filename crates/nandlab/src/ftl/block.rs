@@ -29,17 +29,62 @@
 //!
 //! # Persistence and crash guarantee
 //!
-//! Every page's OOB holds its kind (data or pad), its logical block and the
-//! sequence number of the block's creation. Mount reads each block's OOB
-//! (its first page for the logical block and generation, then up to its
-//! write pointer): the newest block of a logical block is current, the one
-//! before it (if any) is the old block of an unfinished replacement, and
-//! older ones are erased. Writes are durable when they complete
-//! ([`Guarantee::Baseline`]).
+//! Every page's OOB holds its kind (host data, copy, pad), its logical
+//! block and the sequence number of its physical block's creation (newer
+//! blocks of a logical block have higher ones). Nothing else is persisted:
+//! no checkpoint, no write cache.
+//!
+//! **Guarantee** ([`Guarantee::Baseline`]): a write is durable when it
+//! completes, and a trim when it completes (its zero pages are programmed
+//! or its blocks erased), so a flush has nothing to do. After a power cut
+//! every logical page reads as its last completed write or trim, or — for
+//! the request in flight — as what that request was writing; never older.
+//! Paired-page corruption (a torn upper page destroying a completed lower
+//! page) is not defended against.
+//!
+//! **Why that holds.** Pages are never rewritten in place: data moves to a
+//! newer block of its logical block only by copy (a read-modify-write, or
+//! recovery), and a newer block's page at an offset is that offset's data
+//! then or later. So at every instant *the newest block whose surviving
+//! prefix covers an offset holds that offset's current version.* A
+//! read-modify-write erases the old block only once the new one holds every
+//! page, so each completed write keeps a durable copy. A whole-block trim
+//! erases the logical block's blocks, the older first: a cut between leaves
+//! some sectors trimmed and the rest as before, which the guarantee allows
+//! for a trim in flight. A cut can tear only the page being programmed —
+//! the last programmed page of its block — or leave the block being
+//! erased undefined.
+//!
+//! **Recovery** (mount, after a clean shutdown or a cut):
+//!
+//! 1. Scan every block's OOBs up to its first erased page. A block whose
+//!    OOB reads fail is undefined (an interrupted erase): erase it. Read
+//!    the data of each block's last programmed page: if it fails ECC the
+//!    page is torn, and is not trusted although its OOB looks valid.
+//! 2. A torn block holding nothing but copies and pads is an interrupted
+//!    copy whose sources survive: erase it. So are blocks left empty.
+//! 3. Per logical block, with its remaining blocks ordered by sequence
+//!    number: if the newest is intact, copy into it (after its last page)
+//!    every offset an older block still holds beyond it — finishing an
+//!    interrupted read-modify-write — then erase the older blocks. If the
+//!    newest ends in a torn page (host data was being programmed; nothing
+//!    may follow the torn page) rewrite the logical block into a fresh block
+//!    from all of them, then erase them.
+//!
+//! Every step leaves the flash in a state step 1 recovers from, so a cut
+//! during recovery is survived like any other: a torn copy is dropped in
+//! step 2, an intact partial one is finished in step 3. Recovery needs one
+//! free block (for a rewrite), which is why `block` keeps two spare blocks
+//! beyond the logical blocks: one for the read-modify-write in progress,
+//! one for recovery.
+//!
+//! Deliberately broken variants ([`BlockBug`]) exist for the checkers' tests.
 
 use super::{
-    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
-    Guarantee, IdleOutcome, IoRequest, OptionDoc,
+    check_range,
+    flash_ops::{self, BlockPages},
+    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
+    IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
@@ -62,6 +107,21 @@ fn build_block(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, Strin
     Ok(Box::new(BlockFtl::new(env, opts)?))
 }
 
+/// Deliberate bugs, for proving that the checkers catch them (tests only;
+/// not reachable from a configuration).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum BlockBug {
+    #[default]
+    None,
+    /// An off-by-one in the read-modify-write: the last page of the old
+    /// block is not copied before the old block is erased (`stress` finds
+    /// the lost write).
+    ReplacementDropsLastPage,
+    /// Recovery reads only the OOB: a torn last page is trusted because its
+    /// OOB looks valid (`crash` finds the unreadable page).
+    MountTrustsTornPage,
+}
+
 fn default_true() -> bool {
     true
 }
@@ -74,14 +134,23 @@ pub struct BlockOptions {
     pub copyback: bool,
 }
 
+impl Default for BlockOptions {
+    fn default() -> Self {
+        BlockOptions { copyback: true }
+    }
+}
+
 const NONE: u32 = u32::MAX;
 
 /// OOB layout: kind (1 byte), logical block (4), the block's creation
 /// sequence number (5 bytes).
 pub const OOB_BYTES: usize = 10;
+/// Host data (a write, or a trim's zeros).
 const OOB_DATA: u8 = 1;
+/// A copy of the same offset from an older block of the logical block.
+const OOB_COPY: u8 = 2;
+/// Zeros for an offset never written, padding up to a later page.
 const OOB_PAD: u8 = 3;
-const OOB_ERASED: u8 = 0xff;
 
 fn encode_oob(kind: u8, lbn: u32, seq: u64) -> [u8; OOB_BYTES] {
     let mut o = [0u8; OOB_BYTES];
@@ -127,6 +196,34 @@ struct Counters {
     trim_block_erases: u64,
     trim_zero_pages: u64,
     mount_scanned_pages: u64,
+    /// Logical blocks recovery rewrote into a fresh block (a torn page).
+    mount_rewrites: u64,
+    /// Pages recovery copied (finishing read-modify-writes, rewrites).
+    mount_copies: u64,
+    /// Blocks recovery erased (undefined, interrupted copies, superseded).
+    mount_erases: u64,
+}
+
+/// One block as the mount scan found it.
+#[derive(Copy, Clone, Debug)]
+struct ScannedBlock {
+    lbn: u32,
+    block: u32,
+    seq: u64,
+    /// Pages whose data survived: those programmed, less a torn last page.
+    valid: u32,
+    /// The last programmed page is torn.
+    torn: bool,
+    /// A surviving page holds host data (not only copies and pads).
+    host_data: bool,
+}
+
+/// What the mount scan found in a block.
+enum Scan {
+    Erased,
+    /// Unreadable (an interrupted erase) or not written by this FTL.
+    Garbage,
+    Found(ScannedBlock),
 }
 
 /// The block-mapped FTL. See the module docs.
@@ -148,11 +245,21 @@ pub struct BlockFtl {
     tmp_buf: Option<BufId>,
     copy_buf: Option<BufId>,
     zero_buf: Option<BufId>,
+    bug: BlockBug,
     counters: Counters,
 }
 
+/// Good blocks beyond the logical blocks: one for the read-modify-write in
+/// progress, one for recovery (see the module docs).
+const SPARE_BLOCKS: u32 = 2;
+
 impl BlockFtl {
     pub fn new(env: &FtlEnv, opts: BlockOptions) -> Result<BlockFtl, String> {
+        Self::with_bug(env, opts, BlockBug::None)
+    }
+
+    /// The FTL with a deliberate bug (for checker tests; see [`BlockBug`]).
+    pub fn with_bug(env: &FtlEnv, opts: BlockOptions, bug: BlockBug) -> Result<BlockFtl, String> {
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -162,19 +269,15 @@ impl BlockFtl {
         }
         let lpns = lpns_u64 as u32;
         let lbns = lpns.div_ceil(ppb);
-        if lbns >= g.blocks() {
+        if lbns + SPARE_BLOCKS > g.blocks() {
             return Err(format!(
-                "block: {lbns} logical blocks need at least one spare among the {} physical blocks",
+                "block: {lbns} logical blocks need {SPARE_BLOCKS} spare blocks among the {} physical blocks",
                 g.blocks()
             ));
         }
         let dram = u64::from(lbns) * 16 + u64::from(g.blocks()) * 4;
         if dram > env.dram_budget_bytes {
-            return Err(format!(
-                "block: the block map needs {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
-            ));
+            return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
         let unit_of_plane = super::data_plane::unit_order(&g);
         let mut plane_order: Vec<u32> = (0..g.planes()).collect();
@@ -195,6 +298,7 @@ impl BlockFtl {
             tmp_buf: None,
             copy_buf: None,
             zero_buf: None,
+            bug,
             counters: Counters::default(),
             geometry: g,
             opts,
@@ -218,9 +322,9 @@ impl BlockFtl {
     }
 
     fn check_spare(&self, good: u32) -> Result<(), FtlError> {
-        if good <= self.lbns {
+        if good < self.lbns + SPARE_BLOCKS {
             return Err(FtlError::NoSpace(format!(
-                "block: {good} good blocks cannot hold {} logical blocks and a spare",
+                "block: {good} good blocks cannot hold {} logical blocks and {SPARE_BLOCKS} spares",
                 self.lbns
             )));
         }
@@ -332,9 +436,11 @@ impl BlockFtl {
     /// Copy the rest of the logical block being replaced and erase its old block.
     fn finish_replacement(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let Some(r) = self.replacing else { return Ok(()) };
-        if r.old.written > 0 {
-            self.fill_to(flash, r.lbn, r.old.written)?;
-        }
+        let end = match self.bug {
+            BlockBug::ReplacementDropsLastPage => r.old.written.saturating_sub(1),
+            _ => r.old.written,
+        };
+        self.fill_to(flash, r.lbn, end)?;
         self.replacing = None;
         self.erase_to_free(flash, r.old.block, Cause::Gc)
     }
@@ -343,22 +449,17 @@ impl BlockFtl {
     /// the old block of a replacement are copied, others padded with zeros.
     fn fill_to(&mut self, flash: &mut dyn Flash, lbn: u32, off: u32) -> Result<(), FtlError> {
         let m = self.map[lbn as usize];
-        let same_plane = self.replacing.is_some_and(|r| self.plane_of(r.old.block) == self.plane_of(m.block));
         for o in m.written..off {
             let dst = m.block * self.ppb + o;
-            let oob_kind;
             match self.replacing {
                 Some(r) if r.lbn == lbn && o < r.old.written => {
-                    let src = r.old.block * self.ppb + o;
-                    oob_kind = OOB_DATA;
-                    let oob = encode_oob(oob_kind, lbn, m.seq);
-                    if self.opts.copyback && same_plane {
-                        flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
-                    } else {
-                        let buf = self.copy_buf.expect("buffers allocated at power-on");
-                        flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
-                        flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
-                    }
+                    self.copy_page(
+                        flash,
+                        Cause::Gc,
+                        r.old.block * self.ppb + o,
+                        dst,
+                        &encode_oob(OOB_COPY, lbn, m.seq),
+                    )?;
                     self.counters.rmw_copies += 1;
                 }
                 _ => {
@@ -370,6 +471,21 @@ impl BlockFtl {
             }
             self.map[lbn as usize].written = o + 1;
         }
+        Ok(())
+    }
+
+    /// Copy page `src` to page `dst` (copyback within a plane when allowed).
+    fn copy_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        cause: Cause,
+        src: u32,
+        dst: u32,
+        oob: &[u8; OOB_BYTES],
+    ) -> Result<(), FtlError> {
+        let copyback = self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb);
+        let buf = self.copy_buf.expect("buffers allocated at power-on");
+        flash_ops::copy_page(flash, cause, self.page_addr(src), self.page_addr(dst), oob, copyback, buf)?;
         Ok(())
     }
 
@@ -401,71 +517,99 @@ impl BlockFtl {
 
     // ----- mount -----
 
+    /// Rebuild the map from the blocks on flash (see the module docs).
     fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let g = self.geometry.clone();
-        // Per logical block: its two newest blocks.
-        let mut newest = vec![[UNMAPPED; 2]; self.lbns as usize];
+        let mut found = Vec::new();
         let mut garbage = Vec::new();
+        let mut oobs = Vec::with_capacity(self.ppb as usize);
         let mut good = 0;
-        let mut oob = [0u8; OOB_BYTES];
-        for block in 0..g.blocks() {
+        for block in 0..self.geometry.blocks() {
             if flash.is_factory_bad(BlockAddr(u64::from(block))) {
                 continue;
             }
             good += 1;
-            let mut found: Option<(u32, u64)> = None;
-            let mut written = 0;
-            for page in 0..self.ppb {
-                flash.read_oob(Cause::Recovery, self.page_addr(block * self.ppb + page), &mut oob)?;
-                self.counters.mount_scanned_pages += 1;
-                let (kind, lbn, seq) = decode_oob(&oob);
-                if kind == OOB_ERASED {
-                    break;
-                }
-                written = page + 1;
-                found.get_or_insert((lbn, seq));
-            }
-            let Some((lbn, seq)) = found.filter(|&(lbn, _)| lbn < self.lbns) else {
-                if written == 0 {
+            match self.scan_block(flash, block, &mut oobs)? {
+                Scan::Erased => {
                     let plane = self.plane_of(block) as usize;
                     self.free[plane].push_back(block);
-                } else {
-                    garbage.push(block);
                 }
-                continue;
-            };
-            self.seq = self.seq.max(seq + 1);
-            let m = Mapped { block, written, seq };
-            let n = &mut newest[lbn as usize];
-            if seq > n[0].seq {
-                if n[1].block != NONE {
-                    garbage.push(n[1].block);
+                Scan::Garbage => garbage.push(block),
+                Scan::Found(b) => {
+                    self.seq = self.seq.max(b.seq + 1);
+                    // An interrupted copy adds nothing: its sources survive.
+                    if b.valid == 0 || (b.torn && !b.host_data) {
+                        garbage.push(block);
+                    } else {
+                        found.push(b);
+                    }
                 }
-                *n = [m, n[0]];
-            } else if seq > n[1].seq {
-                if n[1].block != NONE {
-                    garbage.push(n[1].block);
-                }
-                n[1] = m;
-            } else {
-                garbage.push(block);
             }
         }
         self.check_spare(good)?;
-        let mut pairs = Vec::new();
-        for (lbn, [current, older]) in newest.into_iter().enumerate() {
-            self.map[lbn] = current;
-            if older.block != NONE {
-                pairs.push(Replacement { lbn: lbn as u32, old: older });
-            }
-        }
         for block in garbage {
             self.erase_to_free(flash, block, Cause::Recovery)?;
+            self.counters.mount_erases += 1;
         }
-        // Unfinished replacements (a power cut) are finished now.
-        for r in pairs {
-            self.replacing = Some(r);
-            self.finish_replacement(flash)?;
+        found.sort_unstable_by_key(|b| (b.lbn, b.seq));
+        for chain in found.chunk_by(|a, b| a.lbn == b.lbn) {
+            self.recover_lbn(flash, chain)?;
+        }
+        Ok(())
+    }
+
+    /// Read a block's OOBs up to its first erased page (into `oobs`), and
+    /// check whether its last programmed page survived.
+    fn scan_block(
+        &mut self,
+        flash: &mut dyn Flash,
+        block: u32,
+        oobs: &mut Vec<[u8; OOB_BYTES]>,
+    ) -> Result<Scan, FtlError> {
+        let buf = self.tmp_buf.expect("buffers allocated at power-on");
+        let trust = self.bug == BlockBug::MountTrustsTornPage;
+        let pages = flash_ops::scan_block(flash, u64::from(block * self.ppb), self.ppb, oobs, buf, trust)?;
+        self.counters.mount_scanned_pages += oobs.len() as u64;
+        let (valid, torn) = match pages {
+            BlockPages::Erased => return Ok(Scan::Erased),
+            BlockPages::Undefined => return Ok(Scan::Garbage),
+            BlockPages::Programmed { valid, torn } => (valid, torn),
+        };
+        let (_, lbn, seq) = decode_oob(&oobs[0]);
+        let foreign =
+            oobs.iter().map(decode_oob).any(|(k, l, s)| (l, s) != (lbn, seq) || !(OOB_DATA..=OOB_PAD).contains(&k));
+        if foreign || lbn >= self.lbns {
+            return Ok(Scan::Garbage);
+        }
+        let host_data = oobs[..valid as usize].iter().any(|o| o[0] == OOB_DATA);
+        Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data }))
+    }
+
+    /// Map logical block `chain[0].lbn` from its blocks (oldest first): the
+    /// newest intact one is completed from the older ones, or, if the
+    /// newest ends in a torn page, all are rewritten into a fresh block; the
+    /// others are then erased.
+    fn recover_lbn(&mut self, flash: &mut dyn Flash, chain: &[ScannedBlock]) -> Result<(), FtlError> {
+        let newest = chain[chain.len() - 1];
+        let lbn = newest.lbn;
+        let cover = chain.iter().map(|b| b.valid).max().unwrap_or(0);
+        let target = if newest.torn {
+            self.counters.mount_rewrites += 1;
+            self.open_block(flash, Some(self.plane_of(newest.block)))?
+        } else {
+            Mapped { block: newest.block, written: newest.valid, seq: newest.seq }
+        };
+        self.map[lbn as usize] = target;
+        for off in target.written..cover {
+            // The newest other block holding the offset has its current version.
+            let src = chain.iter().rev().find(|b| b.block != target.block && b.valid > off).expect("covered");
+            let oob = encode_oob(OOB_COPY, lbn, target.seq);
+            self.copy_page(flash, Cause::Recovery, src.block * self.ppb + off, target.block * self.ppb + off, &oob)?;
+            self.counters.mount_copies += 1;
+            self.map[lbn as usize].written = off + 1;
+        }
+        for b in chain.iter().filter(|b| b.block != target.block) {
+            self.erase_to_free(flash, b.block, Cause::Recovery)?;
+            self.counters.mount_erases += 1;
         }
         Ok(())
     }
@@ -603,6 +747,9 @@ impl Ftl for BlockFtl {
             ("trim_zero_pages", c.trim_zero_pages),
             ("free_blocks", self.free.iter().map(|f| f.len() as u64).sum()),
             ("mount_scanned_pages", c.mount_scanned_pages),
+            ("mount_rewrites", c.mount_rewrites),
+            ("mount_copies", c.mount_copies),
+            ("mount_erases", c.mount_erases),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }

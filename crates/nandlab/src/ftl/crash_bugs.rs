@@ -26,6 +26,9 @@ pub enum CrashBug {
     /// `optr`: a flush drops the dirty pages of the write cache instead of
     /// writing them.
     LosesCacheOnFlush,
+    /// `optr`: the emergency flush of power-loss protection drops the dirty
+    /// pages of the write cache (a regular flush still writes them).
+    EmergencyFlushDropsCache,
     /// `optr`: a flush acknowledges before the cache is written; the pages
     /// go to flash after the next write request's.
     ReordersAcrossFlush,

@@ -280,9 +280,8 @@ impl DftlFtl {
         let dram = Self::dram_needed(&g, cmt_capacity, cmt_reserve, tpages) + dp.hot_cold_dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!(
-                "dftl option `cmt_bytes`: the cache and tables need {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
+                "dftl option `cmt_bytes`: the cache and tables need {}",
+                super::dram_shortfall(dram, env.dram_budget_bytes)
             ));
         }
         let cmt = Cmt::new(0, 1, 0, opts.cmt.cmt_replacement, 0.0, per_tpage);

@@ -43,24 +43,49 @@
 //!
 //! # Persistence and crash guarantee
 //!
-//! Every page's OOB holds its kind (data, log, pad), its logical page and a
-//! 40-bit program sequence number. Mount scans every OOB: the newest
-//! version of each logical page is current; a block whose current pages all
-//! belong to one logical block at their own offsets is that logical
-//! block's data block (the oldest such, if several); the other blocks with
-//! current pages are adopted as random log blocks, oldest first (merged
-//! down to the pool size if there are more); blocks with no current page
-//! are erased. No checkpoint is needed, and writes are durable when they
-//! complete ([`Guarantee::Baseline`]).
+//! Every page's OOB holds its kind (a host page of the sequential log, a
+//! host page of a random log, a merge's copy, a pad), its logical page and
+//! a 40-bit program sequence number, new for every program — copies too.
+//! Nothing else is persisted: no map, no checkpoint, no write cache.
+//!
+//! **Guarantee** ([`Guarantee::Baseline`]): a write is durable when it
+//! completes, and so is a trim (its zero pages are programmed), so a flush
+//! has nothing to do. After a power cut every logical page reads as its
+//! last completed write or trim, or — for the request in flight — as what
+//! that request was writing; never older. Paired-page corruption (a torn
+//! upper page destroying a completed lower page) is not defended against.
+//!
+//! **Why that holds.** Pages are never rewritten in place, and the newest
+//! surviving copy of a logical page (by sequence number) is its current
+//! version: a merge copies current versions, with new sequence numbers, and
+//! erases a block (an old data block, the sequential log it superseded, a
+//! reclaimed random log) only after every page current in it has been
+//! copied. So at every instant each completed write has a durable copy,
+//! and a copy with a newer sequence number holds it or a later write of
+//! the same page. A cut can tear only the page
+//! being programmed — the last programmed page of its block — or leave the
+//! block being erased undefined; recovery (`hybrid_recovery.rs`) verifies
+//! the last page of every block, drops what a cut destroyed, and finishes,
+//! redoes or drops the merge the cut interrupted. It follows the same rule
+//! (copy before erase), so a cut during recovery is survived too.
+//!
+//! Recovery needs no free block beyond the merge reserve: at any instant
+//! the flash holds at most the data blocks, the sequential log, the random
+//! pool and one merge block, and the pool is never refilled past its size.
 
 use super::{
-    check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
-    Guarantee, IdleOutcome, IoRequest, OptionDoc,
+    check_range,
+    flash_ops::{self, OOB_ERASED},
+    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
+    IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
+
+#[path = "hybrid_recovery.rs"]
+mod recovery;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "hybrid",
@@ -146,19 +171,24 @@ pub enum HybridBug {
     /// new log block, so the next random write goes to the page after the
     /// full log block — the first page of the next block on the device.
     MergeReturnsEarlyWithoutLogBlock,
+    /// Recovery reads only the OOB: a torn last page is trusted because its
+    /// OOB looks valid (`crash` finds the unreadable page).
+    MountTrustsTornPage,
 }
 
 const NONE: u32 = u32::MAX;
 
 /// OOB layout: kind (1 byte), logical page (4), sequence number (5 bytes).
 pub const OOB_BYTES: usize = 10;
-/// A page of a merged data block (or a switched sequential log).
+/// A merge's copy of a page (into a data block being built, or the rest
+/// of a logical block copied into its sequential log).
 const OOB_DATA: u8 = 1;
-/// A host page in a log block.
-const OOB_LOG: u8 = 2;
+/// A host page in the sequential log block.
+const OOB_SEQ: u8 = 2;
 /// A zero page padding a hole in a merged block.
 const OOB_PAD: u8 = 3;
-const OOB_ERASED: u8 = 0xff;
+/// A host page in a random log block.
+const OOB_RAND: u8 = 4;
 
 fn encode_oob(kind: u8, lpn: u32, seq: u64) -> [u8; OOB_BYTES] {
     let mut o = [0u8; OOB_BYTES];
@@ -205,6 +235,12 @@ struct Counters {
     trim_zero_pages: u64,
     mount_scanned_pages: u64,
     mount_merged_logs: u64,
+    /// Interrupted merges recovery finished (copying into their block).
+    mount_finished_merges: u64,
+    /// Logical blocks recovery merged into a fresh block (a torn sequential log).
+    mount_rewrites: u64,
+    /// Blocks recovery erased (undefined, interrupted merges, superseded).
+    mount_erases: u64,
 }
 
 /// The FAST hybrid FTL. See the module docs.
@@ -274,9 +310,8 @@ impl HybridFtl {
         let dram = Self::dram_needed(&g, lpns, lbns, max_rand_logs);
         if dram > env.dram_budget_bytes {
             return Err(format!(
-                "hybrid option `random_log_blocks`: the maps need {} KiB of device DRAM but the device has {} KiB",
-                dram >> 10,
-                env.dram_budget_bytes >> 10
+                "hybrid option `random_log_blocks`: the maps need {}",
+                super::dram_shortfall(dram, env.dram_budget_bytes)
             ));
         }
         Ok(HybridFtl {
@@ -466,7 +501,7 @@ impl HybridFtl {
         match self.seq_log {
             Some(s) if s.lbn == lbn && s.next == off => {
                 let ppn = s.block * self.ppb + off;
-                self.program_log(flash, lpn, ppn, buf, sector)?;
+                self.program_log(flash, OOB_SEQ, lpn, ppn, buf, sector)?;
                 self.counters.seq_log_pages += 1;
                 let next = off + 1;
                 self.seq_log = Some(SeqLog { next, ..s });
@@ -479,16 +514,17 @@ impl HybridFtl {
         }
     }
 
-    /// Program a host page into a log page and make it current.
+    /// Program a host page into a log page (`kind`: which log) and make it current.
     fn program_log(
         &mut self,
         flash: &mut dyn Flash,
+        kind: u8,
         lpn: u32,
         ppn: u32,
         buf: BufId,
         sector: u32,
     ) -> Result<(), FtlError> {
-        let oob = encode_oob(OOB_LOG, lpn, self.next_seq());
+        let oob = encode_oob(kind, lpn, self.next_seq());
         flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
         self.set_in_data(lpn, false);
         self.log_ppn[lpn as usize] = ppn;
@@ -502,7 +538,7 @@ impl HybridFtl {
         let ppn = self.cursor.0 * self.ppb + self.cursor.1;
         self.cursor.1 += 1;
         self.counters.rand_log_pages += 1;
-        self.program_log(flash, lpn, ppn, buf, sector)
+        self.program_log(flash, OOB_RAND, lpn, ppn, buf, sector)
     }
 
     /// Install a fresh random log block: a free one while the pool has
@@ -526,7 +562,7 @@ impl HybridFtl {
         let lbns = std::mem::take(&mut self.victim_lbns);
         let mut result = Ok(());
         for &lbn in &lbns {
-            result = self.full_merge(flash, lbn);
+            result = self.full_merge(flash, lbn, Cause::Gc);
             if result.is_err() {
                 break;
             }
@@ -575,7 +611,7 @@ impl HybridFtl {
         if let Some(last) = last {
             for off in s.next..=last {
                 let dst = s.block * self.ppb + off;
-                self.fill_page(flash, s.lbn * self.ppb + off, dst)?;
+                self.fill_page(flash, s.lbn * self.ppb + off, dst, Cause::Gc)?;
             }
         }
         self.counters.partial_merges += 1;
@@ -599,27 +635,27 @@ impl HybridFtl {
                 self.set_in_data(lpn, true);
             }
         }
-        self.replace_data_block(flash, s.lbn, s.block)
+        self.replace_data_block(flash, s.lbn, s.block, Cause::Gc)
     }
 
     /// Merge logical block `lbn` into a fresh data block.
-    fn full_merge(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+    fn full_merge(&mut self, flash: &mut dyn Flash, lbn: u32, cause: Cause) -> Result<(), FtlError> {
         let old = self.data_block[lbn as usize];
         let plane = (old != NONE).then(|| self.plane_of(old));
         let block = self.pop_free(plane)?;
         self.role[block as usize] = Role::Data;
         if let Some(last) = self.last_current_offset(lbn, 0) {
             for off in 0..=last {
-                self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off)?;
+                self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off, cause)?;
             }
         }
         self.counters.full_merges += 1;
         // The sequential log of this logical block holds nothing current now.
         if let Some(s) = self.seq_log.filter(|s| s.lbn == lbn) {
             self.seq_log = None;
-            self.erase_to_free(flash, s.block, Cause::Gc)?;
+            self.erase_to_free(flash, s.block, cause)?;
         }
-        self.replace_data_block(flash, lbn, block)
+        self.replace_data_block(flash, lbn, block, cause)
     }
 
     /// The highest offset (from `from`) of `lbn` whose page holds data.
@@ -631,24 +667,20 @@ impl HybridFtl {
     /// Program page `dst` of a block being merged with the current version
     /// of `lpn` (a copy), or a zero page if it has none; `lpn` is then in
     /// the data block being built.
-    fn fill_page(&mut self, flash: &mut dyn Flash, lpn: u32, dst: u32) -> Result<(), FtlError> {
+    fn fill_page(&mut self, flash: &mut dyn Flash, lpn: u32, dst: u32, cause: Cause) -> Result<(), FtlError> {
         let src = self.location(lpn);
         if src == NONE {
             let oob = encode_oob(OOB_PAD, lpn, self.next_seq());
             let zero = self.zero_buf.expect("buffers allocated at power-on");
-            flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob)?;
+            flash.program(cause, self.page_addr(dst), zero, 0, &oob)?;
             self.counters.pad_pages += 1;
             self.set_in_data(lpn, false);
             return Ok(());
         }
         let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
-        if self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb) {
-            flash.copyback(Cause::Gc, self.page_addr(src), self.page_addr(dst), Some(&oob))?;
-        } else {
-            let buf = self.copy_buf.expect("buffers allocated at power-on");
-            flash.read(Cause::Gc, self.page_addr(src), 0, self.spp, buf, 0, &mut [])?;
-            flash.program(Cause::Gc, self.page_addr(dst), buf, 0, &oob)?;
-        }
+        let copyback = self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb);
+        let buf = self.copy_buf.expect("buffers allocated at power-on");
+        flash_ops::copy_page(flash, cause, self.page_addr(src), self.page_addr(dst), &oob, copyback, buf)?;
         self.counters.merge_copies += 1;
         self.log_ppn[lpn as usize] = NONE;
         self.set_in_data(lpn, true);
@@ -656,11 +688,17 @@ impl HybridFtl {
     }
 
     /// `block` is now `lbn`'s data block; the old one holds nothing current.
-    fn replace_data_block(&mut self, flash: &mut dyn Flash, lbn: u32, block: u32) -> Result<(), FtlError> {
+    fn replace_data_block(
+        &mut self,
+        flash: &mut dyn Flash,
+        lbn: u32,
+        block: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
         self.role[block as usize] = Role::Data;
         let old = std::mem::replace(&mut self.data_block[lbn as usize], block);
         if old != NONE {
-            self.erase_to_free(flash, old, Cause::Gc)?;
+            self.erase_to_free(flash, old, cause)?;
         }
         Ok(())
     }
@@ -677,119 +715,7 @@ impl HybridFtl {
         Ok(())
     }
 
-    // ----- mount -----
-
-    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let g = self.geometry.clone();
-        let lpns = self.lpns as usize;
-        let mut best_seq = vec![0u64; lpns];
-        let mut best_ppn = vec![NONE; lpns];
-        let mut written = vec![0u32; g.blocks() as usize];
-        let mut first_seq = vec![u64::MAX; g.blocks() as usize];
-        let mut max_seq = 0;
-        let mut good = 0;
-        let mut oob = [0u8; OOB_BYTES];
-        for block in 0..g.blocks() {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) {
-                self.role[block as usize] = Role::Bad;
-                continue;
-            }
-            good += 1;
-            for page in 0..self.ppb {
-                let ppn = block * self.ppb + page;
-                flash.read_oob(Cause::Recovery, self.page_addr(ppn), &mut oob)?;
-                self.counters.mount_scanned_pages += 1;
-                let (kind, lpn, seq) = decode_oob(&oob);
-                if kind == OOB_ERASED {
-                    break;
-                }
-                written[block as usize] = page + 1;
-                max_seq = max_seq.max(seq);
-                first_seq[block as usize] = first_seq[block as usize].min(seq);
-                if matches!(kind, OOB_DATA | OOB_LOG) && lpn < self.lpns && seq > best_seq[lpn as usize] {
-                    best_seq[lpn as usize] = seq;
-                    best_ppn[lpn as usize] = ppn;
-                }
-            }
-        }
-        self.seq = max_seq + 1;
-        self.settle_log_blocks(good)?;
-        // Per block: the single logical block all its current pages belong
-        // to at their own offsets (NONE: none yet; MIXED: not data-shaped).
-        const MIXED: u32 = u32::MAX - 1;
-        let mut shape = vec![NONE; g.blocks() as usize];
-        let mut current = vec![0u32; g.blocks() as usize];
-        for (lpn, &ppn) in best_ppn.iter().enumerate() {
-            if ppn == NONE {
-                continue;
-            }
-            let (block, lpn) = (ppn / self.ppb, lpn as u32);
-            current[block as usize] += 1;
-            let lbn = lpn / self.ppb;
-            let aligned = ppn % self.ppb == lpn % self.ppb;
-            shape[block as usize] = match shape[block as usize] {
-                NONE if aligned => lbn,
-                s if s == lbn && aligned => lbn,
-                _ => MIXED,
-            };
-        }
-        // Data blocks: the oldest data-shaped block of each logical block.
-        for block in 0..g.blocks() {
-            let lbn = shape[block as usize];
-            if current[block as usize] > 0 && lbn < MIXED {
-                let d = self.data_block[lbn as usize];
-                if d == NONE || first_seq[block as usize] < first_seq[d as usize] {
-                    self.data_block[lbn as usize] = block;
-                }
-            }
-        }
-        for (lpn, &ppn) in best_ppn.iter().enumerate() {
-            if ppn == NONE {
-                continue;
-            }
-            let lpn = lpn as u32;
-            if self.data_block[(lpn / self.ppb) as usize] == ppn / self.ppb {
-                self.set_in_data(lpn, true);
-            } else {
-                self.log_ppn[lpn as usize] = ppn;
-            }
-        }
-        // Roles: data blocks, logs (oldest first), and garbage to erase.
-        for &d in &self.data_block {
-            if d != NONE {
-                self.role[d as usize] = Role::Data;
-            }
-        }
-        let mut logs = Vec::new();
-        for block in 0..g.blocks() {
-            match (self.role[block as usize], written[block as usize], current[block as usize]) {
-                (Role::Bad | Role::Data, _, _) => {}
-                (_, 0, _) => self.push_free(block),
-                (_, _, 0) => self.erase_to_free(flash, block, Cause::Recovery)?,
-                _ => logs.push(block),
-            }
-        }
-        logs.sort_unstable_by_key(|&b| first_seq[b as usize]);
-        for block in logs {
-            self.role[block as usize] = Role::RandLog;
-            self.rand_logs.push_back(block);
-        }
-        // More logs than the pool holds: merge the oldest.
-        while self.rand_logs.len() as u32 > self.max_rand_logs {
-            let victim = self.rand_logs.pop_front().expect("logs");
-            self.collect_victim_lbns(flash, victim)?;
-            let lbns = std::mem::take(&mut self.victim_lbns);
-            for &lbn in &lbns {
-                self.full_merge(flash, lbn)?;
-            }
-            self.victim_lbns = lbns;
-            self.erase_to_free(flash, victim, Cause::Recovery)?;
-            self.counters.mount_merged_logs += 1;
-        }
-        // Adopted logs are not appended to: the next random write opens one.
-        self.cursor = (NONE, self.ppb);
-        Ok(())
-    }
+    // ----- mount: see hybrid_recovery.rs -----
 }
 
 impl Ftl for HybridFtl {
@@ -926,6 +852,9 @@ impl Ftl for HybridFtl {
             ("free_blocks", u64::from(self.free_total)),
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("mount_merged_logs", c.mount_merged_logs),
+            ("mount_finished_merges", c.mount_finished_merges),
+            ("mount_rewrites", c.mount_rewrites),
+            ("mount_erases", c.mount_erases),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }

@@ -14,12 +14,53 @@
 //! under power cuts (`crash`) and with real bytes, and what keeps the
 //! interface expressible over a C ABI: no generics, no closures, plain
 //! integers and byte slices.
+//!
+//! # Over a C ABI
+//!
+//! nandlab does not ship the C ABI yet; this is the mapping it is held to,
+//! so that firmware written in C can implement the same contract:
+//!
+//! - **The FTL** is an opaque `void *` returned by a `create(env, options)`
+//!   function; each [`Ftl`] method is a function taking it and a `flash`
+//!   handle, returning an `int32_t` error code (0 = success) and writing a
+//!   message into a caller-provided `char` buffer on failure. [`FtlEnv`],
+//!   [`FtlInfo`] and [`IoRequest`] are plain structs of integers (the FTL
+//!   name a `const char *`).
+//! - **The flash** ([`Flash`]) is a table of function pointers over plain
+//!   integers: page and block addresses are `uint64_t`, a [`Cause`](crate::flash::Cause)
+//!   is a `uint8_t`, a buffer handle ([`BufId::raw`]) is a `uint64_t`, OOB
+//!   and metadata are `(uint8_t *, size_t)` pairs; each returns a
+//!   [`FlashError`] code (`int32_t`, 0 = success).
+//! - **Options** are `KEY=VALUE` strings exactly as `--ftl-opt` takes them:
+//!   an array of `(const char *key, const char *value)`, the value being the
+//!   TOML text of a scalar (`3`, `true`, `greedy`). The FTL parses and
+//!   validates them itself and fails `create` with a message naming the
+//!   option, as [`parse_options`] does for the Rust FTLs.
+//! - **Stats** are a key/value list of numbers: the FTL fills a
+//!   caller-provided array of `(const char *key, double value)`.
+//!   [`FtlStats::numbers`] is that list for a Rust FTL: `gc_runs`,
+//!   `dram_bytes`, every numeric entry of `extra`, and arrays flattened to
+//!   `key.0`, `key.1`, …; the strings some Rust FTLs add (their policy
+//!   names) echo options and are not stats.
+//! - **Errors** are a stable code plus the message, [`FtlError::code`]:
+//!
+//! | code    | error                                   | meaning                                        |
+//! |---------|-----------------------------------------|------------------------------------------------|
+//! | 0       | —                                       | success                                        |
+//! | 1 … 10  | [`FtlError::Flash`]                     | a flash operation failed: the [`FlashError`] code, passed through |
+//! | 101     | [`FtlError::OutOfRange`]                | the request is beyond the logical capacity (a C shim rebuilds the range from the request it passed) |
+//! | 102     | [`FtlError::NoSpace`]                   | no free space (no block to write or collect)   |
+//! | 103     | [`FtlError::Mount`]                     | mount / recovery failed                        |
+//! | 104     | [`FtlError::Dram`]                      | not enough device DRAM                         |
+//!
+//! Codes are never reused or renumbered; new errors get new codes.
 
 pub mod block;
 pub mod buggy;
 pub mod crash_bugs;
 pub mod data_plane;
 pub mod dftl;
+pub mod flash_ops;
 pub mod hybrid;
 pub mod map_table;
 pub mod optr;
@@ -96,7 +137,34 @@ pub struct FtlStats {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
-/// Errors an FTL returns.
+impl FtlStats {
+    /// The stats as a key/value list of numbers, as a C FTL reports them
+    /// (see the module docs): `gc_runs`, `dram_bytes`, then `extra` in key
+    /// order, arrays flattened to `key.0`, `key.1`, …; non-numbers skipped.
+    pub fn numbers(&self) -> Vec<(String, f64)> {
+        let mut out = vec![("gc_runs".to_string(), self.gc_runs as f64), ("dram_bytes".into(), self.dram_bytes as f64)];
+        for (key, value) in &self.extra {
+            match value {
+                serde_json::Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(x) = item.as_f64() {
+                            out.push((format!("{key}.{i}"), x));
+                        }
+                    }
+                }
+                v => {
+                    if let Some(x) = v.as_f64() {
+                        out.push((key.clone(), x));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Errors an FTL returns. Each has a stable numeric code for a C ABI
+/// ([`FtlError::code`], table in the module docs); the message is kept.
 #[derive(Clone, Debug, Error, PartialEq)]
 pub enum FtlError {
     #[error("flash operation failed: {0}")]
@@ -109,6 +177,30 @@ pub enum FtlError {
     Mount(String),
     #[error("not enough device DRAM: {0}")]
     Dram(String),
+}
+
+impl FtlError {
+    /// Code of [`FtlError::OutOfRange`].
+    pub const CODE_OUT_OF_RANGE: i32 = 101;
+    /// Code of [`FtlError::NoSpace`].
+    pub const CODE_NO_SPACE: i32 = 102;
+    /// Code of [`FtlError::Mount`].
+    pub const CODE_MOUNT: i32 = 103;
+    /// Code of [`FtlError::Dram`].
+    pub const CODE_DRAM: i32 = 104;
+
+    /// The stable numeric code of this error (never 0): a flash failure
+    /// passes its [`FlashError`] code (1 … 10) through; the FTL's own
+    /// errors are 101 and up. See the table in the module docs.
+    pub fn code(&self) -> i32 {
+        match self {
+            FtlError::Flash(e) => e.code(),
+            FtlError::OutOfRange { .. } => Self::CODE_OUT_OF_RANGE,
+            FtlError::NoSpace(_) => Self::CODE_NO_SPACE,
+            FtlError::Mount(_) => Self::CODE_MOUNT,
+            FtlError::Dram(_) => Self::CODE_DRAM,
+        }
+    }
 }
 
 /// What [`Ftl::idle`] did.
@@ -135,6 +227,16 @@ pub trait Ftl {
     fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError>;
     /// Make every completed write durable.
     fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
+    /// The power is failing on a drive with power-loss protection (its
+    /// capacitors hold it up a little longer): make every completed write
+    /// durable before the power is gone. The instance is dropped afterwards
+    /// and a fresh one mounts. `crash` calls it when the
+    /// `write_cache_lost` power-cut effect is off. Default: [`Ftl::flush`];
+    /// firmware with a faster emergency path (a cache dump to a reserved
+    /// area, no GC) overrides it.
+    fn emergency_flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.flush(flash)
+    }
     /// One step of background work (e.g. collect one victim) while the host is idle.
     fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError>;
     /// Clean power-off: persist whatever a later mount needs.
@@ -146,12 +248,44 @@ pub trait Ftl {
     fn prefetch(&mut self, _flash: &dyn Flash, _lba: u64, _sectors: u32) {}
 }
 
+/// Check what an FTL declares it needs of the geometry (its [`FtlInfo`])
+/// against a device: the spare bytes it writes per page must fit the
+/// page's OOB. Returns the geometry field and the reason on a mismatch.
+pub fn check_geometry(info: &FtlInfo, geometry: &Geometry) -> Result<(), (&'static str, String)> {
+    if info.oob_bytes > geometry.oob_size_bytes() {
+        return Err((
+            "oob_size_bytes",
+            format!(
+                "ftl `{}` stores {} bytes of OOB (spare area) per page, but the geometry has {}; \
+                 set oob_size_bytes to at least {}",
+                info.name,
+                info.oob_bytes,
+                geometry.oob_size_bytes(),
+                info.oob_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Check a request against the logical capacity.
 pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError> {
     match lba.checked_add(sectors) {
         Some(end) if end <= capacity => Ok(()),
         _ => Err(FtlError::OutOfRange { lba, end: lba.saturating_add(sectors), capacity }),
     }
+}
+
+/// The tail of a "not enough device DRAM" message: exact byte counts with a
+/// readable unit (a budget of a few KiB must not print as "0 MiB"), and the
+/// configuration field to raise.
+pub fn dram_shortfall(needed_bytes: u64, budget_bytes: u64) -> String {
+    use crate::workload::size::exact_bytes;
+    format!(
+        "{} of device DRAM but the device has {}; raise `device.dram_bytes`",
+        exact_bytes(needed_bytes),
+        exact_bytes(budget_bytes)
+    )
 }
 
 /// An FTL's options as written in the `[ftl]` table or given with
@@ -232,14 +366,105 @@ pub fn parse_options<T: for<'de> Deserialize<'de>>(ftl: &str, options: &FtlOptio
     // of the offending option, from which its name is read back.
     let text = toml::to_string(options).map_err(|e| format!("ftl `{ftl}` options: {e}"))?;
     toml::from_str::<T>(&text).map_err(|e| {
-        let key = e
-            .span()
-            .and_then(|s| text[..s.start.min(text.len())].lines().last().map(str::to_string))
-            .and_then(|line| line.split('=').next().map(|k| k.trim().to_string()))
-            .filter(|k| !k.is_empty());
-        match key {
-            Some(k) => format!("ftl `{ftl}` option `{k}`: {}", e.message().trim()),
-            None => format!("ftl `{ftl}` options: {}", e.message().trim()),
+        let message = e.message().trim();
+        if let Some((name, valid)) = unknown_option(message) {
+            return format!("ftl `{ftl}`: unknown option `{name}` (valid options: {valid})");
+        }
+        match e.span().and_then(|s| key_of_line_at(&text, s.start)) {
+            Some(k) => format!("ftl `{ftl}` option `{k}`: {message}"),
+            None => format!("ftl `{ftl}` options: {message}"),
         }
     })
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" as (`x`, "`a`, `b`").
+fn unknown_option(message: &str) -> Option<(&str, &str)> {
+    let (name, rest) = message.strip_prefix("unknown field `")?.split_once('`')?;
+    let rest = rest.trim_start_matches(',').trim();
+    let valid = rest.strip_prefix("expected one of ").or_else(|| rest.strip_prefix("expected ")).unwrap_or("none");
+    Some((name, valid))
+}
+
+/// The key set on the line that holds byte `at` of TOML `text`.
+fn key_of_line_at(text: &str, at: usize) -> Option<String> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let key = line.split('=').next()?.trim();
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Opts {
+        gc_policy: Option<String>,
+        copyback: Option<bool>,
+    }
+
+    fn parse(text: &str) -> Result<Opts, String> {
+        parse_options("page", &toml::from_str::<FtlOptions>(text).unwrap())
+    }
+
+    /// `op=5` next to a valid option was blamed on the valid one.
+    #[test]
+    fn an_unknown_option_is_named_with_the_valid_ones() {
+        let e = parse("gc_policy = \"greedy\"\nop = 5").unwrap_err();
+        assert!(e.contains("unknown option `op`"), "{e}");
+        assert!(e.contains("valid options: `gc_policy` or `copyback`"), "lists the valid options: {e}");
+        assert!(!e.contains("option `gc_policy`"), "{e}");
+    }
+
+    /// The codes are part of the C ABI contract: these exact numbers.
+    #[test]
+    fn ftl_errors_have_stable_distinct_codes_and_keep_their_message() {
+        let errors = [
+            (FtlError::Flash(FlashError::BadBlock), 2),
+            (FtlError::Flash(FlashError::InvalidArgument), 10),
+            (FtlError::OutOfRange { lba: 8, end: 16, capacity: 10 }, 101),
+            (FtlError::NoSpace("no free block".into()), 102),
+            (FtlError::Mount("no checkpoint".into()), 103),
+            (FtlError::Dram("map".into()), 104),
+        ];
+        for (e, code) in &errors {
+            assert_eq!(e.code(), *code, "{e}");
+        }
+        assert_eq!(errors[3].0.to_string(), "no free space: no free block");
+        for f in FlashError::ALL {
+            assert_eq!(FtlError::Flash(f).code(), f.code());
+            assert_eq!(FlashError::from_code(f.code()), Some(f));
+            assert!(f.code() > 0 && f.code() < FtlError::CODE_OUT_OF_RANGE);
+        }
+        assert_eq!(FlashError::from_code(0), None);
+    }
+
+    #[test]
+    fn stats_map_to_a_list_of_numbers() {
+        let mut extra = BTreeMap::new();
+        extra.insert("cmt_hit_ratio".to_string(), serde_json::json!(0.5));
+        extra.insert("gc_policy".to_string(), serde_json::json!("greedy"));
+        extra.insert("stream_pages".to_string(), serde_json::json!([3, 4]));
+        let s = FtlStats { gc_runs: 7, dram_bytes: 4096, extra };
+        let expected = [
+            ("gc_runs", 7.0),
+            ("dram_bytes", 4096.0),
+            ("cmt_hit_ratio", 0.5),
+            ("stream_pages.0", 3.0),
+            ("stream_pages.1", 4.0),
+        ];
+        let expected: Vec<(String, f64)> = expected.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        assert_eq!(s.numbers(), expected, "the policy name is not a number");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_own_option() {
+        let e = parse("gc_policy = \"greedy\"\ncopyback = 3").unwrap_err();
+        assert!(e.starts_with("ftl `page` option `copyback`:"), "{e}");
+        let e = parse("copyback = true\ngc_policy = 7").unwrap_err();
+        assert!(e.starts_with("ftl `page` option `gc_policy`:"), "{e}");
+    }
 }

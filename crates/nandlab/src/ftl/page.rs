@@ -151,11 +151,7 @@ impl PageFtl {
         }
         let dram = Self::dram_needed(&g, lpns) + dp.hot_cold_dram_bytes();
         if dram > env.dram_budget_bytes {
-            return Err(format!(
-                "page: the map needs {} MiB of device DRAM but the device has {} MiB (use a larger dram budget)",
-                dram >> 20,
-                env.dram_budget_bytes >> 20
-            ));
+            return Err(format!("page: the map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
         let map = PageMap {
             spp,

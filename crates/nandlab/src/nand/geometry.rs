@@ -140,18 +140,12 @@ fn geometry_error(field: &'static str, reason: impl Into<String>) -> GeometryErr
 impl GeometryConfig {
     /// Check every field and compute the derived sizes.
     pub fn validate(&self) -> Result<Geometry, GeometryError> {
-        let positive: [(&'static str, u32); 9] = [
-            ("channels", self.channels),
-            ("chips_per_channel", self.chips_per_channel),
-            ("dies_per_chip", self.dies_per_chip),
-            ("planes_per_die", self.planes_per_die),
-            ("blocks_per_plane", self.blocks_per_plane),
-            ("pages_per_block", self.pages_per_block),
+        let sizes: [(&'static str, u32); 3] = [
             ("page_size_bytes", self.page_size_bytes),
             ("sector_size_bytes", self.sector_size_bytes),
             ("partial_programs_per_page", self.partial_programs_per_page),
         ];
-        for (field, value) in positive {
+        for (field, value) in self.hierarchy().into_iter().chain(sizes) {
             if value == 0 {
                 return Err(geometry_error(field, "must be at least 1"));
             }
@@ -190,17 +184,10 @@ impl GeometryConfig {
         if self.page_pairing == PagePairing::Staggered && self.cell_type != CellType::Mlc {
             return Err(geometry_error("page_pairing", "`staggered` is defined for MLC only"));
         }
+        let pages = self.page_count()?;
         let dies = u64::from(self.channels) * u64::from(self.chips_per_channel) * u64::from(self.dies_per_chip);
         let planes = dies * u64::from(self.planes_per_die);
         let blocks = planes * u64::from(self.blocks_per_plane);
-        let pages = blocks * u64::from(self.pages_per_block);
-        if pages > u64::from(u32::MAX) {
-            // FTLs keep page numbers in u32 maps; more pages would silently alias.
-            return Err(geometry_error(
-                "blocks_per_plane",
-                format!("the device has {pages} pages; at most 2^32 - 1 are supported (use larger pages)"),
-            ));
-        }
         Ok(Geometry {
             config: self.clone(),
             sectors_per_page: self.page_size_bytes / self.sector_size_bytes,
@@ -209,6 +196,44 @@ impl GeometryConfig {
             blocks: blocks as u32,
             pages,
         })
+    }
+}
+
+impl GeometryConfig {
+    /// The factors of the page count, outermost first.
+    fn hierarchy(&self) -> [(&'static str, u32); 6] {
+        [
+            ("channels", self.channels),
+            ("chips_per_channel", self.chips_per_channel),
+            ("dies_per_chip", self.dies_per_chip),
+            ("planes_per_die", self.planes_per_die),
+            ("blocks_per_plane", self.blocks_per_plane),
+            ("pages_per_block", self.pages_per_block),
+        ]
+    }
+
+    /// Pages in the device, at most 2^32 - 1 (FTLs keep page numbers in u32
+    /// maps; more pages would silently alias). When the product is too large
+    /// the error names the largest factor (the likeliest typo) and spells
+    /// out the whole product.
+    fn page_count(&self) -> Result<u64, GeometryError> {
+        let factors = self.hierarchy();
+        // Each factor is below 2^32, so the running product saturates rather than wraps.
+        let pages = factors.iter().fold(1u64, |p, (_, v)| p.saturating_mul(u64::from(*v)));
+        if pages <= u64::from(u32::MAX) {
+            return Ok(pages);
+        }
+        let (largest, _) = factors.iter().copied().max_by_key(|(_, v)| *v).expect("six factors");
+        let product: Vec<String> = factors.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let total = if pages == u64::MAX { "more than 2^64".to_string() } else { pages.to_string() };
+        Err(geometry_error(
+            largest,
+            format!(
+                "the page count {} = {total} exceeds the 2^32 - 1 pages supported \
+                 (check `{largest}`, or use fewer, larger pages)",
+                product.join(" x ")
+            ),
+        ))
     }
 }
 
@@ -452,6 +477,25 @@ mod tests {
         let mut c = small();
         c.cell_type = CellType::Tlc;
         assert_eq!(c.validate().unwrap_err().field, "pages_per_block");
+    }
+
+    /// A page count beyond 2^32 - 1 names the factor that makes it so
+    /// (before, every overflow was blamed on `blocks_per_plane`).
+    #[test]
+    fn an_overflowing_page_count_names_the_culprit_and_the_product() {
+        let mut c = small();
+        c.channels = 4_000_000_000;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "channels", "{e}");
+        assert!(e.reason.contains("channels 4000000000 x chips_per_channel 2"), "{e}");
+        assert!(e.reason.contains("= 2048000000000"), "the product is spelled out: {e}");
+        let mut c = small();
+        c.pages_per_block = 1 << 30;
+        assert_eq!(c.validate().unwrap_err().field, "pages_per_block");
+        let mut c = small();
+        (c.channels, c.chips_per_channel, c.blocks_per_plane) = (u32::MAX, u32::MAX, u32::MAX);
+        let e = c.validate().unwrap_err();
+        assert!(e.reason.contains("more than 2^64"), "saturates instead of wrapping: {e}");
     }
 
     #[test]

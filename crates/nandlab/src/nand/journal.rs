@@ -85,13 +85,6 @@ impl Nand {
         self.journal.entries[..end].partition_point(|e| e.op < op)
     }
 
-    /// The entries at the end of the journal made by operation `op`.
-    pub fn journal_tail_of(&self, op: u64) -> std::ops::Range<usize> {
-        let end = self.journal.entries.len();
-        let start = end - self.journal.entries.iter().rev().take_while(|e| e.op == op).count();
-        start..end
-    }
-
     /// The operation that made entry `at`, if there is one.
     pub fn journal_op_of(&self, at: usize) -> Option<u64> {
         self.journal.entries.get(at).map(|e| e.op)

@@ -212,7 +212,9 @@ pub struct Nand {
 impl Nand {
     /// A fresh device: every page erased, every block with P/E count 0.
     /// `oob_stored_bytes` is how much of each page's OOB is kept (the most any
-    /// FTL on this device writes); the rest reads as 0xFF.
+    /// FTL on this device writes); the rest reads as 0xFF. It is clamped to
+    /// the geometry's OOB size: a session rejects an FTL that needs more
+    /// before building the NAND (see [`crate::ftl::check_geometry`]).
     pub fn new(geometry: Geometry, oob_stored_bytes: u32, factory_bad: &[BlockAddr]) -> Nand {
         let pages = geometry.pages() as usize;
         let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;

@@ -11,9 +11,14 @@
 //! | program of an upper page (MLC/TLC), with `paired_pages` | the lower page(s) of the same word line, programmed earlier, are torn too (the *paired-page problem*); which pages pair is the geometry's `page_pairing` |
 //! | erase (each block of a multi-plane erase) | the block is **undefined**: every page's data, metadata and OOB reads fail as uncorrectable, and a program into it before it is erased again breaks `program_not_erased` (and reads back as garbage) |
 //!
-//! The device DRAM (the FTL's buffers, so its write cache) is lost with
-//! `write_cache_lost`; without it the drive is modelled with power-loss
-//! protection: the old FTL instance gets to flush after the cut. Either way
+//! With `write_cache_lost` (the default) the device DRAM — the FTL's
+//! buffers, so its write cache — is lost at the cut. Without it the drive
+//! has *power-loss protection*: capacitors keep it up long enough that the
+//! FTL finishes the host request in flight and its old instance runs
+//! [`crate::ftl::Ftl::emergency_flush`], whose operations are not cut; only
+//! then is the power gone (so a protected cut tears nothing itself; the
+//! nested cut of `crash` still falls in the recovery after it). What `crash`
+//! then checks, and how, is in [`crate::run::crash`]'s docs. Either way
 //! nothing else of the FTL survives: recovery is a fresh instance mounting
 //! the flash.
 //!
@@ -36,7 +41,8 @@ pub struct PowerCutEffects {
     pub paired_pages: bool,
     /// An erase in flight leaves its block undefined.
     pub torn_erases: bool,
-    /// The device DRAM, and with it the FTL's write cache, is lost.
+    /// The device DRAM, and with it the FTL's write cache, is lost. Off:
+    /// power-loss protection (the FTL flushes its cache as the power fails).
     pub write_cache_lost: bool,
 }
 
@@ -89,8 +95,8 @@ impl PowerCutEffects {
 }
 
 impl Nand {
-    /// Tear the flash operation whose journal entries are `entries` (see
-    /// [`Nand::journal_tail_of`]): each page it programmed is torn, each block
+    /// Tear the flash operation whose journal entries are `entries` (those
+    /// it added to the journal): each page it programmed is torn, each block
     /// it erased made undefined (as `effects` allow). Returns how many pages
     /// and blocks were damaged.
     pub fn tear_operation(&mut self, entries: std::ops::Range<usize>, effects: &PowerCutEffects) -> (u32, u32) {
@@ -160,14 +166,15 @@ impl Nand {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::flash::FlashError;
     use crate::nand::payload::Run;
     use crate::nand::{BlockAddr, CellType, GeometryConfig, PageAddr, PageContent, PagePairing};
     use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
 
-    fn mlc() -> Nand {
+    /// A small MLC NAND (4 blocks of 8 pages) for tests.
+    pub(crate) fn mlc() -> Nand {
         let g = GeometryConfig {
             channels: 1,
             chips_per_channel: 1,
@@ -189,7 +196,7 @@ mod tests {
 
     fn with_ck<T>(log: &mut ViolationLog, f: impl FnOnce(&mut Checker) -> T) -> T {
         let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
-        let mut ck = Checker { severities: &sev, log, op_index: 0, request_id: None };
+        let mut ck = Checker::new(&sev, log, 0, None);
         f(&mut ck)
     }
 
@@ -225,9 +232,9 @@ mod tests {
         let (mut n, mut log) = (mlc(), ViolationLog::new(10));
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
+        let mark = n.journal_len();
         program(&mut n, &mut log, 1, 1, 2);
-        let entries = n.journal_tail_of(1);
-        assert_eq!(n.tear_operation(entries, &PowerCutEffects::default()), (1, 0));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &PowerCutEffects::default()), (1, 0));
         let mut out = Vec::new();
         assert_eq!(with_ck(&mut log, |ck| n.read(ck, PageAddr(1), 0, 4, &mut out)), Err(FlashError::Uncorrectable));
         let mut oob = [0u8; 4];
@@ -241,9 +248,10 @@ mod tests {
         let (mut n, mut log) = (mlc(), ViolationLog::new(10));
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
+        let mark = n.journal_len();
         program(&mut n, &mut log, 1, 1, 2);
         let effects = PowerCutEffects { paired_pages: true, ..PowerCutEffects::default() };
-        assert_eq!(n.tear_operation(n.journal_tail_of(1), &effects), (2, 0));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &effects), (2, 0));
         assert!(n.is_damaged(PageAddr(0)), "word line 0's lower page is gone too");
     }
 
@@ -253,8 +261,9 @@ mod tests {
         n.journal_start();
         program(&mut n, &mut log, 0, 0, 1);
         n.journal_set_op(1);
+        let mark = n.journal_len();
         with_ck(&mut log, |ck| n.erase(ck, BlockAddr(0))).unwrap();
-        assert_eq!(n.tear_operation(n.journal_tail_of(1), &PowerCutEffects::default()), (0, 1));
+        assert_eq!(n.tear_operation(mark..n.journal_len(), &PowerCutEffects::default()), (0, 1));
         let mut oob = [0u8; 4];
         assert_eq!(with_ck(&mut log, |ck| n.read_oob(ck, PageAddr(3), &mut oob)), Err(FlashError::Uncorrectable));
         program(&mut n, &mut log, 2, 0, 5);

@@ -39,16 +39,16 @@ impl Rig {
     }
     /// Run one NAND operation with a checker.
     fn op<T>(&mut self, f: impl FnOnce(&mut Nand, &mut Checker) -> T) -> T {
-        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: Some(1) };
+        let mut ck = Checker::new(&self.sev, &mut self.log, 0, Some(1));
         f(&mut self.nand, &mut ck)
     }
     fn program(&mut self, page: u64, runs: &[Run]) -> Result<(), FlashError> {
-        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: Some(1) };
+        let mut ck = Checker::new(&self.sev, &mut self.log, 0, Some(1));
         self.nand.program(&mut ck, PageAddr(page), runs, &[1, 2, 3])
     }
     fn read(&mut self, page: u64) -> Result<Vec<Run>, FlashError> {
         let mut out = Vec::new();
-        let mut ck = Checker { severities: &self.sev, log: &mut self.log, op_index: 0, request_id: None };
+        let mut ck = Checker::new(&self.sev, &mut self.log, 0, None);
         self.nand.read(&mut ck, PageAddr(page), 0, 4, &mut out).map(|_| out)
     }
     fn count(&self, rule: Rule) -> u64 {
@@ -327,7 +327,7 @@ fn pages_of_up_to_four_consecutive_lba_runs_are_inline_and_others_in_the_slab() 
     let mut nand = Nand::new(g, 0, &[]);
     let sev = RuleConfig::default().table();
     let mut log = ViolationLog::new(4);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: None };
+    let mut ck = Checker::new(&sev, &mut log, 0, None);
     let four = page_runs(32, &[8, 16, 24], false);
     let five = page_runs(32, &[8, 16, 24, 28], false);
     nand.program(&mut ck, PageAddr(0), &four, &[]).unwrap();

@@ -1,12 +1,21 @@
 //! Crash guarantees: which disks a recovery may legally show after a power cut.
 //!
-//! The [`CrashHistory`] follows a run as the host sees it. It keeps a
-//! *durable floor* — per sector, the newest version made durable by a
-//! completed flush or by a write the FTL acknowledged as durable — and the
-//! log of writes and trims issued since (the *pending* operations: volatile
-//! writes and trims not yet followed by a completed flush), in submission
-//! order. At a power cut the request in flight is one more pending
-//! operation: it may or may not have landed, in part or whole.
+//! The [`CrashHistory`] follows a run as the host sees it, for the
+//! guarantee being checked. It keeps a *durable floor* — per sector, the
+//! newest version made durable by a completed flush or by a write the FTL
+//! acknowledged as durable — and the log of writes and trims issued since
+//! (the *pending* operations: volatile writes and trims not yet followed by
+//! a completed flush), in submission order. At a power cut the request in
+//! flight is one more pending operation: it may or may not have landed, in
+//! part or whole.
+//!
+//! A write acknowledged as durable means different things per guarantee.
+//! Under baseline only that write is durable. Under OPTR the disk after a
+//! cut must be a prefix of the requests, and a prefix that contains the
+//! durable write contains everything issued before it: so the history
+//! makes every pending operation before it durable too, as a flush would
+//! (and remembers which, so that losing one is reported as `not_a_prefix`,
+//! naming the durable write that required it).
 //!
 //! A [`CrashChecker`] checks the recovered disk, read back sector by sector:
 //!
@@ -15,7 +24,9 @@
 //!   floor's version; never as a version older than the floor
 //!   (`lost_durable_write`), a version never written to it (`phantom_data`),
 //!   another LBA's data (`misdirected_read`), torn data (`corrupt_read`), or
-//!   erased flash where something was written (`erased_read`). A trimmed
+//!   erased flash: `erased_read` where something durable was written,
+//!   `unwritten_not_zero` elsewhere (a sector reads as zeros until written,
+//!   as in `stress`). A trimmed
 //!   sector therefore reads as trimmed (zeros) or as its previous data
 //!   unless a flush completed after the trim.
 //! - **OPTR strong** ([`Guarantee::Optr`], Chang et al.): on top of
@@ -28,9 +39,18 @@
 //!   lost is a torn request (`torn_write_request`, atomicity); a later
 //!   request kept while an earlier one is lost breaks the prefix
 //!   (`not_a_prefix`). Flush semantics hold because the floor already
-//!   contains everything before the last completed flush. Zeros can match
+//!   contains everything before the last completed flush (or durable
+//!   write, see above). Zeros can match
 //!   several trims (or the floor); such sectors contribute a union of
 //!   intervals, intersected at the end.
+//!
+//! - **every acknowledged write durable**
+//!   ([`CrashChecker::all_acknowledged_durable`], for a drive with
+//!   power-loss protection whose FTL flushed its cache as the power failed):
+//!   on top of either guarantee, each sector shows the newest version
+//!   acknowledged before the cut, or the request in flight's
+//!   (`lost_durable_write`): in prefix terms, the prefix holds every
+//!   pending operation.
 //!
 //! Only sectors some pending operation touches can constrain the prefix;
 //! a per-64-sector index finds them, so checking a whole drive costs one
@@ -82,20 +102,27 @@ impl PendingOp {
 /// What the host knows of a run, for crash checking. See the module docs.
 #[derive(Clone, Debug)]
 pub struct CrashHistory {
+    guarantee: Guarantee,
     floor: Oracle,
     ops: Vec<PendingOp>,
     /// (write id, position in `ops`) of the pending writes, by write id.
     writes: Vec<(WriteId, u32)>,
     by_unit: HashMap<u64, Vec<u32>>,
+    /// OPTR: operations made durable by a later write acknowledged as
+    /// durable (the second of each pair), since the last completed flush.
+    implied: Vec<(PendingOp, PendingOp)>,
 }
 
 impl CrashHistory {
-    pub fn new(logical_sectors: u64, oracle_unit_sectors: u32) -> CrashHistory {
+    /// The history of a run whose recovered disks are checked for `guarantee`.
+    pub fn new(logical_sectors: u64, oracle_unit_sectors: u32, guarantee: Guarantee) -> CrashHistory {
         CrashHistory {
+            guarantee,
             floor: Oracle::new(logical_sectors, oracle_unit_sectors),
             ops: Vec::new(),
             writes: Vec::new(),
             by_unit: HashMap::new(),
+            implied: Vec::new(),
         }
     }
 
@@ -113,10 +140,16 @@ impl CrashHistory {
     pub fn record(&mut self, op: Option<PendingOp>, flush: bool, durability: Option<Durability>) {
         if flush {
             self.make_durable();
+            self.implied.clear();
             return;
         }
         let Some(op) = op else { return };
         if !op.trim && durability == Some(Durability::Durable) {
+            if self.guarantee == Guarantee::Optr {
+                // A prefix holding this write holds everything before it.
+                self.implied.extend(self.ops.iter().map(|&before| (before, op)));
+                self.make_durable();
+            }
             self.floor.record_write(op.lba, u64::from(op.sectors), op.write);
             return;
         }
@@ -160,13 +193,28 @@ impl CrashHistory {
         self.by_unit.clear();
     }
 
+    /// The guarantee the history is kept for.
+    pub fn guarantee(&self) -> Guarantee {
+        self.guarantee
+    }
+
+    /// The durable write that made the floor version `v` of sector `s`
+    /// durable by prefix semantics alone, if it did (see the module docs).
+    fn implied_by(&self, s: u64, v: u32) -> Option<(PendingOp, PendingOp)> {
+        let &(op, by) = self.implied.iter().rev().find(|(op, _)| op.covers(s))?;
+        let same = if op.trim { v == TRIMMED } else { v == op.write };
+        same.then_some((op, by))
+    }
+
     /// A checker for the disk recovered after a cut while `in_flight` was
     /// being served.
-    pub fn checker(&self, in_flight: Option<PendingOp>, guarantee: Guarantee) -> CrashChecker<'_> {
+    pub fn checker(&self, in_flight: Option<PendingOp>) -> CrashChecker<'_> {
         CrashChecker {
             h: self,
             in_flight,
-            optr: guarantee == Guarantee::Optr,
+            optr: self.guarantee == Guarantee::Optr,
+            acked_durable: false,
+            lost_acked: None,
             lo: 0,
             lo_witness: None,
             hi: i64::MAX,
@@ -182,6 +230,10 @@ pub struct CrashChecker<'a> {
     h: &'a CrashHistory,
     in_flight: Option<PendingOp>,
     optr: bool,
+    /// Every acknowledged operation must have survived (power-loss protection).
+    acked_durable: bool,
+    /// (sector, position of the acknowledged operation it does not show).
+    lost_acked: Option<(u64, usize)>,
     /// Feasible prefix lengths: `lo ..= hi`.
     lo: i64,
     /// (sector, position of the operation it shows) that set `lo`.
@@ -196,6 +248,37 @@ pub struct CrashChecker<'a> {
 }
 
 impl CrashChecker<'_> {
+    /// Require every operation acknowledged before the cut to have
+    /// survived (a drive with power-loss protection that flushed its cache
+    /// as the power failed); only the request in flight may be missing.
+    pub fn all_acknowledged_durable(mut self) -> Self {
+        self.acked_durable = true;
+        self
+    }
+
+    /// Whether sectors showing pending operations constrain the prefix.
+    fn constrains(&self) -> bool {
+        self.optr || self.acked_durable
+    }
+
+    /// Sector `s` (sector `buffer_sector` of the read) lost its durable
+    /// version `v`: `lost_durable_write`, or `not_a_prefix` when only a
+    /// later durable write made `v` durable.
+    fn flag_lost(&self, ck: &mut Checker, s: u64, buffer_sector: u64, v: u32, what: impl FnOnce() -> String) {
+        match self.h.implied_by(s, v) {
+            Some((op, by)) => ck.flag_read(Rule::NotAPrefix, s, buffer_sector, || {
+                format!(
+                    "{}; the earlier {} is lost, but the later {} was acknowledged as durable and a prefix holding \
+                     it holds everything before it",
+                    what(),
+                    op.describe(),
+                    by.describe()
+                )
+            }),
+            None => ck.flag_read(Rule::LostDurableWrite, s, buffer_sector, what),
+        }
+    }
+
     fn n_ops(&self) -> usize {
         self.h.ops.len() + usize::from(self.in_flight.is_some())
     }
@@ -244,15 +327,16 @@ impl CrashChecker<'_> {
     pub fn check_read(&mut self, ck: &mut Checker, lba: u64, runs: &[Run]) {
         let mut s = lba;
         for run in runs {
-            self.check_run(ck, s, run);
+            self.check_run(ck, lba, s, run);
             s += u64::from(run.len);
         }
     }
 
-    fn check_run(&mut self, ck: &mut Checker, s0: u64, run: &Run) {
+    /// Check one run at `s0` of a read starting at `base` (buffer sector 0).
+    fn check_run(&mut self, ck: &mut Checker, base: u64, s0: u64, run: &Run) {
         let len = run.len;
         match run.kind {
-            RunKind::Data => self.check_data(ck, s0, run),
+            RunKind::Data => self.check_data(ck, base, s0, run),
             RunKind::Zero => {
                 // Fast path: nothing durable was written here and no pending
                 // operation touches these sectors (most of a fresh disk).
@@ -261,36 +345,40 @@ impl CrashChecker<'_> {
                     return;
                 }
                 for s in s0..s0 + u64::from(len) {
-                    if !self.check_zero_sector(ck, s) {
+                    if !self.check_zero_sector(ck, base, s) {
                         return;
                     }
                 }
             }
-            RunKind::Erased => {
-                if let Some((at, v)) = self.h.floor.first_sector(s0, len, |v| v != NEVER) {
-                    ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
-                    });
-                    return;
-                }
-                self.constrain_floor(s0, len);
-            }
-            RunKind::Metadata => ck.flag(Rule::MisdirectedRead, s0, || {
+            RunKind::Erased => match self.h.floor.first_sector(s0, len, |v| v != NEVER) {
+                Some((at, v)) => ck.flag_read(Rule::ErasedRead, at, at - base, || {
+                    format!("LBA {at}: returned erased flash after the power cut, durable version {}", describe(v))
+                }),
+                // Erased flash is no version of anything: a never-written
+                // sector reads as zeros after a power cut as before it.
+                None => ck.flag_read(Rule::UnwrittenNotZero, s0, s0 - base, || {
+                    format!(
+                        "LBA {s0}: returned erased flash (0xFF) for {len} sectors never durably written, \
+                         after the power cut (expected zeros or a pending write)"
+                    )
+                }),
+            },
+            RunKind::Metadata => ck.flag_read(Rule::MisdirectedRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned the bytes of an FTL metadata page for {len} sectors after the power cut")
             }),
-            RunKind::Garbage => ck.flag(Rule::CorruptRead, s0, || {
+            RunKind::Garbage => ck.flag_read(Rule::CorruptRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned torn or corrupted data for {len} sectors after the power cut")
             }),
-            RunKind::Unfilled => ck.flag(Rule::MissingData, s0, || {
+            RunKind::Unfilled => ck.flag_read(Rule::MissingData, s0, s0 - base, || {
                 format!("LBA {s0}: {len} sectors were never filled by the recovered FTL")
             }),
         }
     }
 
-    fn check_data(&mut self, ck: &mut Checker, s0: u64, run: &Run) {
+    fn check_data(&mut self, ck: &mut Checker, base: u64, s0: u64, run: &Run) {
         let (len, w) = (run.len, run.write);
         if u64::from(run.lba) != s0 {
-            ck.flag(Rule::MisdirectedRead, s0, || {
+            ck.flag_read(Rule::MisdirectedRead, s0, s0 - base, || {
                 format!("LBA {s0}: returned data of LBA {} (write #{w}) for {len} sectors after the power cut", run.lba)
             });
             return;
@@ -304,22 +392,24 @@ impl CrashChecker<'_> {
             op.covers(s0) && op.covers(s0 + u64::from(len) - 1)
         }) else {
             let (at, v) = self.h.floor.first_sector(s0, len, |v| v != w).expect("a mismatch");
+            let what = || format!("LBA {at}: returned write #{w} after the power cut; durable version {}", describe(v));
             // Data of a durably trimmed sector, or older than its durable write, is a lost durable version.
-            let rule = if v == TRIMMED || (v != NEVER && w < v) { Rule::LostDurableWrite } else { Rule::PhantomData };
-            ck.flag(rule, at, || {
-                format!("LBA {at}: returned write #{w} after the power cut; durable version {}", describe(v))
-            });
+            if v == TRIMMED || (v != NEVER && w < v) {
+                self.flag_lost(ck, at, at - base, v, what);
+            } else {
+                ck.flag_read(Rule::PhantomData, at, at - base, what);
+            }
             return;
         };
         // The pending write must be newer than the durable version.
         if let Some((at, v)) = self.h.floor.first_sector(s0, len, |v| v != NEVER && v != TRIMMED && v > w) {
-            ck.flag(Rule::LostDurableWrite, at, || {
+            self.flag_lost(ck, at, at - base, v, || {
                 format!("LBA {at}: returned write #{w} after the power cut, older than durable write #{v}")
             });
             return;
         }
         self.observed.push((s0, len, SectorVersion::Written(w)));
-        if self.optr {
+        if self.constrains() {
             self.shows(s0, p as i64);
             for s in s0..s0 + u64::from(len) {
                 if let Some(q) = self.next_after(s, p as i64) {
@@ -330,7 +420,7 @@ impl CrashChecker<'_> {
     }
 
     /// A sector that read as zeros; false if it was flagged.
-    fn check_zero_sector(&mut self, ck: &mut Checker, s: u64) -> bool {
+    fn check_zero_sector(&mut self, ck: &mut Checker, base: u64, s: u64) -> bool {
         let v = self.floor_raw(s);
         let floor_zero = v == NEVER || v == TRIMMED;
         let trims: Vec<usize> = self
@@ -341,7 +431,7 @@ impl CrashChecker<'_> {
             })
             .collect();
         if !floor_zero && trims.is_empty() {
-            ck.flag(Rule::LostDurableWrite, s, || {
+            self.flag_lost(ck, s, s - base, v, || {
                 format!("LBA {s}: returned zeros after the power cut, durable version {}", describe(v))
             });
             return false;
@@ -349,7 +439,7 @@ impl CrashChecker<'_> {
         if !trims.is_empty() {
             self.observed.push((s, 1, SectorVersion::Trimmed));
         }
-        if self.optr && self.touched(s) {
+        if self.constrains() && self.touched(s) {
             let mut candidates: Vec<i64> = trims.iter().map(|&p| p as i64).collect();
             if floor_zero {
                 candidates.insert(0, -1);
@@ -357,7 +447,7 @@ impl CrashChecker<'_> {
             let intervals: Vec<(i64, i64)> =
                 candidates.iter().map(|&c| (c + 1, self.next_after(s, c).map_or(i64::MAX, |q| q as i64))).collect();
             if let [(lo, hi)] = intervals[..] {
-                if lo - 1 >= 0 {
+                if lo > 0 {
                     self.shows(s, lo - 1);
                 }
                 if hi != i64::MAX {
@@ -373,7 +463,7 @@ impl CrashChecker<'_> {
     /// Sectors `s0 ..` show their floor version: each pending operation
     /// covering one of them must be beyond the prefix.
     fn constrain_floor(&mut self, s0: u64, len: u32) {
-        if !self.optr {
+        if !self.constrains() {
             return;
         }
         let end = s0 + u64::from(len);
@@ -405,6 +495,9 @@ impl CrashChecker<'_> {
     }
     /// Sector `s` does not show operation `q`: the prefix stops before it.
     fn not_beyond(&mut self, s: u64, q: usize) {
+        if self.acked_durable && q < self.h.ops.len() && self.lost_acked.is_none() {
+            self.lost_acked = Some((s, q));
+        }
         if (q as i64) < self.hi {
             self.hi = q as i64;
             self.hi_witness = Some((s, q));
@@ -414,6 +507,9 @@ impl CrashChecker<'_> {
     /// After every read: the OPTR verdict (prefix, atomicity). Returns the
     /// prefix length chosen (the longest feasible one) when there is one.
     pub fn finish(&self, ck: &mut Checker) -> Option<usize> {
+        if self.acked_durable && !self.finish_acked_durable(ck) {
+            return None;
+        }
         if !self.optr {
             return None;
         }
@@ -450,6 +546,29 @@ impl CrashChecker<'_> {
             }
         }
         None
+    }
+
+    /// Whether every acknowledged operation survived; flags the first sector
+    /// that shows otherwise.
+    fn finish_acked_durable(&self, ck: &mut Checker) -> bool {
+        let acked = self.h.ops.len() as i64;
+        let lost = self.lost_acked.or_else(|| {
+            // A zero sector matching several operations: some match must
+            // leave every acknowledged one in the prefix.
+            let &(s, _) = self.ambiguous.iter().find(|(_, union)| union.iter().all(|&(_, hi)| hi < acked))?;
+            let last_acked = self.positions_near(s).filter(|&p| (p as i64) < acked && self.op(p).covers(s)).last()?;
+            Some((s, last_acked))
+        });
+        let Some((s, q)) = lost else { return true };
+        let op = *self.op(q);
+        ck.flag(Rule::LostDurableWrite, s, || {
+            format!(
+                "LBA {s} does not show {}, acknowledged before the power cut: the drive's power-loss protection \
+                 must have made it durable",
+                op.describe()
+            )
+        });
+        false
     }
 
     /// The disk the checks accepted, as an oracle for the workload that

@@ -10,16 +10,23 @@ fn t(request: u64, lba: u64, sectors: u32, writes_before: WriteId) -> PendingOp 
     PendingOp { request, trim: true, lba, sectors, write: writes_before }
 }
 
-/// Check a recovered disk given as runs from LBA 0; returns the log.
-fn check(h: &CrashHistory, in_flight: Option<PendingOp>, g: Guarantee, runs: &[Run]) -> ViolationLog {
+/// Check a recovered disk given as runs from LBA 0 for the history's
+/// guarantee; returns the log.
+fn check(h: &CrashHistory, in_flight: Option<PendingOp>, runs: &[Run]) -> ViolationLog {
+    check_with(h.checker(in_flight), runs)
+}
+
+fn check_with(mut c: CrashChecker, runs: &[Run]) -> ViolationLog {
     let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: None };
-    let mut c = h.checker(in_flight, g);
+    let mut ck = Checker::new(&sev, &mut log, 0, None);
     c.check_read(&mut ck, 0, runs);
     c.finish(&mut ck);
     log
 }
+
+const BASE: Guarantee = Guarantee::Baseline;
+const OPTR: Guarantee = Guarantee::Optr;
 
 fn only(log: &ViolationLog, rule: Rule) {
     assert_eq!(log.errors(), 1, "{:?}", log.kept());
@@ -27,8 +34,8 @@ fn only(log: &ViolationLog, rule: Rule) {
 }
 
 /// Write 1 flushed on 0..8; then volatile writes 2 (0..4) and 3 (4..8).
-fn history() -> CrashHistory {
-    let mut h = CrashHistory::new(16, 4);
+fn history(g: Guarantee) -> CrashHistory {
+    let mut h = CrashHistory::new(16, 4, g);
     h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
     h.record(None, true, None);
     h.record(Some(w(2, 0, 4, 2)), false, Some(Durability::Volatile));
@@ -38,54 +45,57 @@ fn history() -> CrashHistory {
 
 #[test]
 fn baseline_accepts_the_floor_or_any_later_version() {
-    let h = history();
+    let hb = history(BASE);
     for runs in [
         vec![Run::data(0, 1, 8), Run::filler(RunKind::Zero, 8)],
-        vec![Run::data(0, 2, 4), Run::data(4, 1, 4), Run::filler(RunKind::Erased, 8)],
+        vec![Run::data(0, 2, 4), Run::data(4, 1, 4), Run::filler(RunKind::Zero, 8)],
         vec![Run::data(0, 1, 4), Run::data(4, 3, 4), Run::filler(RunKind::Zero, 8)],
     ] {
-        assert!(check(&h, None, Guarantee::Baseline, &runs).is_clean(), "{runs:?}");
+        assert!(check(&hb, None, &runs).is_clean(), "{runs:?}");
     }
+}
+
+/// As in `stress`, a never-written sector reads as zeros after a power
+/// cut; erased flash there is a never-programmed page returned as data.
+#[test]
+fn erased_flash_where_nothing_durable_was_written_is_unwritten_not_zero() {
+    let h = history(BASE);
+    only(&check(&h, None, &[Run::data(0, 1, 8), Run::filler(RunKind::Erased, 8)]), Rule::UnwrittenNotZero);
+    only(&check(&h, None, &[Run::filler(RunKind::Erased, 16)]), Rule::ErasedRead);
 }
 
 #[test]
 fn baseline_catches_lost_durable_data_phantoms_and_misdirection() {
-    let h = history();
-    only(&check(&h, None, Guarantee::Baseline, &[Run::filler(RunKind::Zero, 16)]), Rule::LostDurableWrite);
-    only(
-        &check(&h, None, Guarantee::Baseline, &[Run::data(0, 9, 8), Run::filler(RunKind::Zero, 8)]),
-        Rule::PhantomData,
-    );
-    only(&check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8), Run::data(0, 1, 8)]), Rule::MisdirectedRead);
-    only(
-        &check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8), Run::filler(RunKind::Garbage, 8)]),
-        Rule::CorruptRead,
-    );
+    let hb = history(BASE);
+    only(&check(&hb, None, &[Run::filler(RunKind::Zero, 16)]), Rule::LostDurableWrite);
+    only(&check(&hb, None, &[Run::data(0, 9, 8), Run::filler(RunKind::Zero, 8)]), Rule::PhantomData);
+    only(&check(&hb, None, &[Run::data(0, 1, 8), Run::data(0, 1, 8)]), Rule::MisdirectedRead);
+    only(&check(&hb, None, &[Run::data(0, 1, 8), Run::filler(RunKind::Garbage, 8)]), Rule::CorruptRead);
 }
 
 #[test]
 fn a_durable_write_is_a_floor_older_versions_cannot_undercut() {
-    let mut h = CrashHistory::new(8, 4);
-    h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
-    h.record(Some(w(1, 0, 8, 2)), false, Some(Durability::Durable));
-    only(&check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
-    assert!(check(&h, None, Guarantee::Baseline, &[Run::data(0, 2, 8)]).is_clean());
+    let mut hb = CrashHistory::new(8, 4, BASE);
+    hb.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
+    hb.record(Some(w(1, 0, 8, 2)), false, Some(Durability::Durable));
+    only(&check(&hb, None, &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
+    assert!(check(&hb, None, &[Run::data(0, 2, 8)]).is_clean());
 }
 
 #[test]
 fn a_trim_reads_trimmed_or_previous_until_a_flush() {
-    let mut h = CrashHistory::new(8, 4);
-    h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Durable));
-    h.record(Some(t(1, 0, 8, 1)), false, None);
-    assert!(check(&h, None, Guarantee::Baseline, &[Run::filler(RunKind::Zero, 8)]).is_clean());
-    assert!(check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8)]).is_clean());
-    h.record(None, true, None);
-    only(&check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
+    let mut hb = CrashHistory::new(8, 4, BASE);
+    hb.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Durable));
+    hb.record(Some(t(1, 0, 8, 1)), false, None);
+    assert!(check(&hb, None, &[Run::filler(RunKind::Zero, 8)]).is_clean());
+    assert!(check(&hb, None, &[Run::data(0, 1, 8)]).is_clean());
+    hb.record(None, true, None);
+    only(&check(&hb, None, &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
 }
 
 #[test]
 fn optr_accepts_every_prefix() {
-    let h = history();
+    let ho = history(OPTR);
     let prefixes = [
         vec![Run::data(0, 1, 8)],
         vec![Run::data(0, 2, 4), Run::data(4, 1, 4)],
@@ -94,47 +104,116 @@ fn optr_accepts_every_prefix() {
     for runs in prefixes {
         let mut runs = runs.clone();
         runs.push(Run::filler(RunKind::Zero, 8));
-        assert!(check(&h, None, Guarantee::Optr, &runs).is_clean(), "{runs:?}");
+        assert!(check(&ho, None, &runs).is_clean(), "{runs:?}");
     }
 }
 
 #[test]
 fn optr_catches_a_later_request_surviving_an_earlier_one() {
-    let h = history();
+    let (hb, ho) = (history(BASE), history(OPTR));
     let runs = [Run::data(0, 1, 4), Run::data(4, 3, 4), Run::filler(RunKind::Zero, 8)];
-    assert!(check(&h, None, Guarantee::Baseline, &runs).is_clean(), "baseline allows it");
-    only(&check(&h, None, Guarantee::Optr, &runs), Rule::NotAPrefix);
+    assert!(check(&hb, None, &runs).is_clean(), "baseline allows it");
+    only(&check(&ho, None, &runs), Rule::NotAPrefix);
 }
 
 #[test]
 fn optr_catches_a_request_in_flight_that_landed_in_part() {
-    let h = history();
+    let (hb, ho) = (history(BASE), history(OPTR));
     let flight = w(4, 8, 8, 4);
     let runs = [Run::data(0, 2, 4), Run::data(4, 3, 4), Run::data(8, 4, 4), Run::filler(RunKind::Zero, 4)];
-    assert!(check(&h, Some(flight), Guarantee::Baseline, &runs).is_clean(), "baseline allows it");
-    only(&check(&h, Some(flight), Guarantee::Optr, &runs), Rule::TornWriteRequest);
+    assert!(check(&hb, Some(flight), &runs).is_clean(), "baseline allows it");
+    only(&check(&ho, Some(flight), &runs), Rule::TornWriteRequest);
     let whole = [Run::data(0, 2, 4), Run::data(4, 3, 4), Run::data(8, 4, 8)];
-    assert!(check(&h, Some(flight), Guarantee::Optr, &whole).is_clean());
+    assert!(check(&ho, Some(flight), &whole).is_clean());
 }
 
 #[test]
 fn optr_zeros_may_match_the_floor_or_a_trim() {
-    let mut h = CrashHistory::new(16, 4);
-    h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
-    h.record(Some(t(1, 0, 8, 1)), false, None);
-    h.record(Some(w(2, 8, 8, 2)), false, Some(Durability::Volatile));
+    let mut ho = CrashHistory::new(16, 4, OPTR);
+    ho.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
+    ho.record(Some(t(1, 0, 8, 1)), false, None);
+    ho.record(Some(w(2, 8, 8, 2)), false, Some(Durability::Volatile));
     // Trim applied, write 2 landed: prefix 3.
-    assert!(check(&h, None, Guarantee::Optr, &[Run::filler(RunKind::Zero, 8), Run::data(8, 2, 8)]).is_clean());
+    assert!(check(&ho, None, &[Run::filler(RunKind::Zero, 8), Run::data(8, 2, 8)]).is_clean());
     // Write 1 kept, trim lost, write 2 landed: not a prefix.
-    only(&check(&h, None, Guarantee::Optr, &[Run::data(0, 1, 8), Run::data(8, 2, 8)]), Rule::NotAPrefix);
+    only(&check(&ho, None, &[Run::data(0, 1, 8), Run::data(8, 2, 8)]), Rule::NotAPrefix);
 }
 
 #[test]
 fn a_flush_does_not_put_an_older_trim_over_a_durable_write() {
-    let mut h = CrashHistory::new(8, 4);
-    h.record(Some(t(0, 0, 8, 0)), false, None);
-    h.record(Some(w(1, 0, 8, 1)), false, Some(Durability::Durable));
-    h.record(None, true, None);
-    assert!(check(&h, None, Guarantee::Baseline, &[Run::data(0, 1, 8)]).is_clean());
-    only(&check(&h, None, Guarantee::Baseline, &[Run::filler(RunKind::Zero, 8)]), Rule::LostDurableWrite);
+    let mut hb = CrashHistory::new(8, 4, BASE);
+    hb.record(Some(t(0, 0, 8, 0)), false, None);
+    hb.record(Some(w(1, 0, 8, 1)), false, Some(Durability::Durable));
+    hb.record(None, true, None);
+    assert!(check(&hb, None, &[Run::data(0, 1, 8)]).is_clean());
+    only(&check(&hb, None, &[Run::filler(RunKind::Zero, 8)]), Rule::LostDurableWrite);
+}
+
+/// Volatile write 1 (LBA 0..8), then write 2 (LBA 8..16) acknowledged as durable.
+fn mixed_acknowledgements(g: Guarantee) -> CrashHistory {
+    let mut h = CrashHistory::new(16, 4, g);
+    h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
+    h.record(Some(w(1, 8, 8, 2)), false, Some(Durability::Durable));
+    h
+}
+
+#[test]
+fn optr_a_durable_write_kept_while_an_earlier_volatile_one_is_lost_is_not_a_prefix() {
+    // Under baseline only write 2 had to survive; under OPTR a prefix
+    // holding write 2 holds write 1 too.
+    let lost_first = [Run::filler(RunKind::Zero, 8), Run::data(8, 2, 8)];
+    assert!(check(&mixed_acknowledgements(BASE), None, &lost_first).is_clean(), "baseline allows it");
+    let log = check(&mixed_acknowledgements(OPTR), None, &lost_first);
+    only(&log, Rule::NotAPrefix);
+    assert!(log.kept()[0].message.contains("acknowledged as durable"), "{:?}", log.kept());
+    assert!(check(&mixed_acknowledgements(OPTR), None, &[Run::data(0, 1, 8), Run::data(8, 2, 8)]).is_clean());
+    // Write 2 itself is durable under both.
+    only(
+        &check(&mixed_acknowledgements(OPTR), None, &[Run::data(0, 1, 8), Run::filler(RunKind::Zero, 8)]),
+        Rule::LostDurableWrite,
+    );
+}
+
+#[test]
+fn optr_a_durable_write_over_an_earlier_volatile_one_shows_no_false_prefix_break() {
+    // Volatile write 1 on 0..8, durable write 2 over 0..4, volatile write 3 on 8..16.
+    let mut h = CrashHistory::new(16, 4, OPTR);
+    h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
+    h.record(Some(w(1, 0, 4, 2)), false, Some(Durability::Durable));
+    h.record(Some(w(2, 8, 8, 3)), false, Some(Durability::Volatile));
+    assert!(check(&h, None, &[Run::data(0, 2, 4), Run::data(4, 1, 4), Run::data(8, 3, 8)]).is_clean());
+    assert!(check(&h, None, &[Run::data(0, 2, 4), Run::data(4, 1, 4), Run::filler(RunKind::Zero, 8)]).is_clean());
+}
+
+#[test]
+fn with_power_loss_protection_every_acknowledged_write_must_survive() {
+    for g in [BASE, OPTR] {
+        let h = history(g);
+        let flight = w(4, 8, 8, 4);
+        let newest = [Run::data(0, 2, 4), Run::data(4, 3, 4)];
+        let with = |tail: &[Run]| [&newest[..], tail].concat();
+        // The request in flight may or may not have landed.
+        for tail in [vec![Run::filler(RunKind::Zero, 8)], vec![Run::data(8, 4, 8)]] {
+            assert!(check_with(h.checker(Some(flight)).all_acknowledged_durable(), &with(&tail)).is_clean(), "{g:?}");
+        }
+        // A prefix that leaves out acknowledged write 3 passes the guarantee
+        // alone, not with power-loss protection.
+        let older = [Run::data(0, 2, 4), Run::data(4, 1, 4), Run::filler(RunKind::Zero, 8)];
+        assert!(check(&h, Some(flight), &older).is_clean(), "{g:?}");
+        let log = check_with(h.checker(Some(flight)).all_acknowledged_durable(), &older);
+        only(&log, Rule::LostDurableWrite);
+        assert!(log.kept()[0].message.contains("power-loss protection"), "{:?}", log.kept());
+    }
+}
+
+#[test]
+fn with_power_loss_protection_an_acknowledged_trim_must_survive() {
+    for g in [BASE, OPTR] {
+        let mut h = CrashHistory::new(8, 4, g);
+        h.record(Some(w(0, 0, 8, 1)), false, Some(Durability::Volatile));
+        h.record(None, true, None);
+        h.record(Some(t(1, 0, 8, 1)), false, None);
+        assert!(check_with(h.checker(None).all_acknowledged_durable(), &[Run::filler(RunKind::Zero, 8)]).is_clean());
+        only(&check_with(h.checker(None).all_acknowledged_durable(), &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
+    }
 }

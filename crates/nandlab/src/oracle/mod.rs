@@ -13,13 +13,17 @@
 //! | data                        | trimmed              | `trim_not_zero`     |
 //! | zeros                       | a write              | `lost_write`        |
 //! | erased flash (0xFF)         | a write or a trim    | `erased_read`       |
+//! | erased flash (0xFF)         | never written        | `unwritten_not_zero` |
 //! | FTL metadata                | anything             | `misdirected_read`  |
 //! | torn / corrupted data       | anything             | `corrupt_read`      |
 //! | nothing (buffer not filled) | anything             | `missing_data`      |
 //!
-//! A never-written sector may read as zeros or as erased flash (its content
-//! is undefined until written); a trimmed one must read as zeros (NVMe DSM
-//! deterministic read-zero after trim).
+//! A never-written sector must read as zeros, like a deallocated block of an
+//! NVMe drive whose DLFEAT says reads return zeros: erased flash there means
+//! the FTL returned a never-programmed page as host data. NVMe also allows
+//! drives that return all-0xFF, so that rule (`unwritten_not_zero`) alone
+//! among the oracle's has a configurable severity. A trimmed sector must
+//! read as zeros too (NVMe DSM deterministic read-zero after trim).
 //!
 //! # Memory
 //!
@@ -185,8 +189,10 @@ impl Oracle {
         }
     }
 
-    /// Check the runs a host read returned for sectors `lba ..`. Each
-    /// mismatching run is reported once, at its first bad sector.
+    /// Check the runs a host read returned for sectors `lba ..` (buffer
+    /// sector 0 is `lba`). Each mismatching run is reported once, at its
+    /// first bad sector, with the flash page that sector came from when the
+    /// checker knows it.
     pub fn check_read(&self, ck: &mut Checker, lba: u64, runs: &[Run]) {
         let request = (lba, runs.iter().map(|r| u64::from(r.len)).sum::<u64>());
         let mut s = lba;
@@ -202,7 +208,7 @@ impl Oracle {
         match run.kind {
             RunKind::Data => {
                 if u64::from(run.lba) != lba {
-                    ck.flag(Rule::MisdirectedRead, lba, || {
+                    ck.flag_read(Rule::MisdirectedRead, lba, lba - request.0, || {
                         format!(
                             "LBA {lba}: returned data of LBA {} (write #{}) for {} sectors{}",
                             run.lba,
@@ -220,32 +226,37 @@ impl Oracle {
                         e if run.write < e => Rule::StaleRead,
                         _ => Rule::PhantomData,
                     };
-                    ck.flag(rule, at, || {
+                    ck.flag_read(rule, at, at - request.0, || {
                         format!("LBA {at}: returned write #{}, expected {}{}", run.write, describe(expected), ctx())
                     });
                 }
             }
             RunKind::Zero => {
                 if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER && v != TRIMMED) {
-                    ck.flag(Rule::LostWrite, at, || {
+                    ck.flag_read(Rule::LostWrite, at, at - request.0, || {
                         format!("LBA {at}: returned zeros, expected {}{}", describe(e), ctx())
                     });
                 }
             }
-            RunKind::Erased => {
-                if let Some((at, e)) = self.first_sector(lba, run.len, |v| v != NEVER) {
-                    ck.flag(Rule::ErasedRead, at, || {
-                        format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
-                    });
-                }
-            }
-            RunKind::Metadata => ck.flag(Rule::MisdirectedRead, lba, || {
+            RunKind::Erased => match self.first_sector(lba, run.len, |v| v != NEVER) {
+                Some((at, e)) => ck.flag_read(Rule::ErasedRead, at, at - request.0, || {
+                    format!("LBA {at}: returned erased flash (0xFF), expected {}{}", describe(e), ctx())
+                }),
+                None => ck.flag_read(Rule::UnwrittenNotZero, lba, lba - request.0, || {
+                    format!(
+                        "LBA {lba}: returned erased flash (0xFF) for {} never-written sectors, expected zeros{}",
+                        run.len,
+                        ctx()
+                    )
+                }),
+            },
+            RunKind::Metadata => ck.flag_read(Rule::MisdirectedRead, lba, lba - request.0, || {
                 format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors{}", run.len, ctx())
             }),
-            RunKind::Garbage => ck.flag(Rule::CorruptRead, lba, || {
+            RunKind::Garbage => ck.flag_read(Rule::CorruptRead, lba, lba - request.0, || {
                 format!("LBA {lba}: returned torn or corrupted data for {} sectors{}", run.len, ctx())
             }),
-            RunKind::Unfilled => ck.flag(Rule::MissingData, lba, || {
+            RunKind::Unfilled => ck.flag_read(Rule::MissingData, lba, lba - request.0, || {
                 format!("LBA {lba}: {} sectors were never filled by the FTL{}", run.len, ctx())
             }),
         }

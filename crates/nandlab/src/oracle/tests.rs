@@ -7,7 +7,7 @@ use proptest::prelude::*;
 fn check(o: &Oracle, lba: u64, runs: &[Run]) -> ViolationLog {
     let sev: [Severity; Rule::ALL.len()] = RuleConfig::default().table();
     let mut log = ViolationLog::new(10);
-    let mut ck = Checker { severities: &sev, log: &mut log, op_index: 0, request_id: Some(0) };
+    let mut ck = Checker::new(&sev, &mut log, 0, Some(0));
     o.check_read(&mut ck, lba, runs);
     log
 }
@@ -23,8 +23,26 @@ fn correct_reads_pass() {
     o.record_write(0, 8, 1);
     o.record_write(8, 2, 2);
     o.record_trim(12, 4);
-    let runs = [Run::data(0, 1, 8), Run::data(8, 2, 2), Run::filler(RunKind::Zero, 6), Run::filler(RunKind::Erased, 4)];
+    let runs = [Run::data(0, 1, 8), Run::data(8, 2, 2), Run::filler(RunKind::Zero, 10)];
     assert!(check(&o, 0, &runs).is_clean());
+}
+
+/// A never-written sector must read as zeros; erased flash there is the
+/// FTL returning a never-programmed page (before, it was accepted).
+#[test]
+fn erased_flash_for_a_never_written_sector_is_caught_unless_allowed() {
+    let mut o = Oracle::new(64, 4);
+    o.record_write(0, 4, 1);
+    only(&check(&o, 8, &[Run::filler(RunKind::Erased, 4)]), Rule::UnwrittenNotZero);
+    only(&check(&o, 0, &[Run::data(0, 1, 4), Run::filler(RunKind::Erased, 4)]), Rule::UnwrittenNotZero);
+    only(&check(&o, 0, &[Run::filler(RunKind::Erased, 8)]), Rule::ErasedRead);
+    let mut rules = RuleConfig::default();
+    rules.set(Rule::UnwrittenNotZero, Severity::Allow).unwrap();
+    let sev = rules.table();
+    let mut log = ViolationLog::new(10);
+    let mut ck = Checker::new(&sev, &mut log, 0, Some(0));
+    o.check_read(&mut ck, 8, &[Run::filler(RunKind::Erased, 4)]);
+    assert!(log.is_clean() && log.warnings() == 0, "allowed for a drive that deallocates to 0xFF");
 }
 
 #[test]

@@ -13,8 +13,15 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Version of the JSON report schema; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON report schema; bumped when the JSON changes.
+///
+/// - 2: a violation of a read rule may carry `source` (`page`, `block`,
+///   `page_in_block`, `sector_in_page`, `op_index`): the physical page that
+///   supplied the data and the flash read that brought it. `address` is
+///   unchanged (the LBA for read rules, the physical page or block for
+///   NAND rules). New rule `unwritten_not_zero`.
+/// - 1: the first schema.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Flash traffic: totals and the split by cause.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -215,6 +222,33 @@ impl StressReport {
         }
     }
 
+    /// The `wear` lines (erase-count moments and histogram) and the `ftl`
+    /// line (the FTL's own metrics), shared by the stress and perf summaries.
+    pub fn write_wear_and_ftl(&self, s: &mut String) {
+        let w = &self.wear;
+        let _ = writeln!(
+            s,
+            "  wear       erase counts min {} max {} mean {:.1} sd {:.2}",
+            w.erase_count_min, w.erase_count_max, w.erase_count_mean, w.erase_count_stddev
+        );
+        let bins: Vec<String> = w
+            .erase_count_histogram
+            .iter()
+            .map(|b| {
+                if b.erase_count_from == b.erase_count_to {
+                    format!("{}:{}", b.erase_count_from, b.blocks)
+                } else {
+                    format!("{}-{}:{}", b.erase_count_from, b.erase_count_to, b.blocks)
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "             histogram (erases:blocks) {}", bins.join(" "));
+        if !self.ftl_stats.extra.is_empty() {
+            let metrics: Vec<String> = self.ftl_stats.extra.iter().map(|(k, v)| format!("{k} {}", show(v))).collect();
+            let _ = writeln!(s, "  ftl        {}", metrics.join(", "));
+        }
+    }
+
     /// The readable summary printed at the end of a run.
     pub fn summary(&self) -> String {
         let mut s = String::new();
@@ -245,28 +279,7 @@ impl StressReport {
             "  GC         {} runs, {} pages moved, {} blocks erased; WAF {:.3} (steady {:.3})",
             self.gc.runs, self.gc.pages_moved, self.gc.blocks_erased, self.waf, self.waf_steady
         );
-        let w = &self.wear;
-        let _ = writeln!(
-            s,
-            "  wear       erase counts min {} max {} mean {:.1} sd {:.2}",
-            w.erase_count_min, w.erase_count_max, w.erase_count_mean, w.erase_count_stddev
-        );
-        let bins: Vec<String> = w
-            .erase_count_histogram
-            .iter()
-            .map(|b| {
-                if b.erase_count_from == b.erase_count_to {
-                    format!("{}:{}", b.erase_count_from, b.blocks)
-                } else {
-                    format!("{}-{}:{}", b.erase_count_from, b.erase_count_to, b.blocks)
-                }
-            })
-            .collect();
-        let _ = writeln!(s, "             histogram (erases:blocks) {}", bins.join(" "));
-        if !self.ftl_stats.extra.is_empty() {
-            let metrics: Vec<String> = self.ftl_stats.extra.iter().map(|(k, v)| format!("{k} {}", show(v))).collect();
-            let _ = writeln!(s, "  ftl        {}", metrics.join(", "));
-        }
+        self.write_wear_and_ftl(&mut s);
         if let Some(r) = &self.remount {
             match &r.error {
                 None => {

@@ -164,6 +164,9 @@ pub struct PerfGc {
     pub background_blocks_erased: u64,
     /// Idle steps the FTL worked in.
     pub background_steps: u64,
+    /// Idle steps that ended after the next arrival (a step longer than
+    /// every bound the device starts steps with; expected 0).
+    pub background_overruns: u64,
 }
 
 /// The `perf` section of the report.
@@ -196,10 +199,28 @@ pub struct PerfSection {
     // --- measurements of the host machine (not fixed by the seed) ---
     pub timed_cpu_seconds: f64,
     pub timed_wall_seconds: f64,
-    /// Simulated requests per CPU-second of the timed phase.
-    pub requests_per_cpu_second: f64,
-    /// Host MB (10^6 bytes) read + written per CPU-second of the timed phase.
-    pub host_mb_per_cpu_second: f64,
+    /// Simulated requests per CPU-second of the timed phase; `None` (null)
+    /// when the timed phase used too little CPU time to measure (see
+    /// [`per_cpu_second`]).
+    pub requests_per_cpu_second: Option<f64>,
+    /// Host MB (10^6 bytes) read + written per CPU-second of the timed
+    /// phase; `None` (null) as above.
+    pub host_mb_per_cpu_second: Option<f64>,
+}
+
+/// CPU time below which a per-CPU-second rate is not reported: the kernel
+/// accounts CPU time in 10 ms ticks, so 0.1 s keeps the error within 10 %.
+pub const MIN_MEASURABLE_CPU_SECONDS: f64 = 0.1;
+
+/// `amount` per CPU-second, or `None` when `cpu_seconds` is too small to
+/// measure (a short run would otherwise print a bogus speed).
+pub fn per_cpu_second(amount: f64, cpu_seconds: f64) -> Option<f64> {
+    (cpu_seconds >= MIN_MEASURABLE_CPU_SECONDS).then(|| amount / cpu_seconds)
+}
+
+/// A rate for the summary: the figure, or "n/a" when it was not measurable.
+fn rate_text(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 /// The report of a `perf` run.
@@ -218,8 +239,8 @@ impl PerfReport {
         let p = &mut r.perf;
         p.timed_cpu_seconds = 0.0;
         p.timed_wall_seconds = 0.0;
-        p.requests_per_cpu_second = 0.0;
-        p.host_mb_per_cpu_second = 0.0;
+        p.requests_per_cpu_second = None;
+        p.host_mb_per_cpu_second = None;
         if let Some(pc) = &mut p.precondition {
             pc.wall_seconds = 0.0;
             pc.cpu_seconds = 0.0;
@@ -318,12 +339,13 @@ impl PerfReport {
         let g = &p.gc;
         let _ = writeln!(
             s,
-            "  GC         foreground {} pages moved, {} blocks erased; background {} pages moved, {} blocks erased ({} idle steps); WAF {:.3} (last quarter {:.3})",
+            "  GC         foreground {} pages moved, {} blocks erased; background {} pages moved, {} blocks erased ({} idle steps, {} overran an arrival); WAF {:.3} (last quarter {:.3})",
             g.foreground_pages_moved,
             g.foreground_blocks_erased,
             g.background_pages_moved,
             g.background_blocks_erased,
             g.background_steps,
+            g.background_overruns,
             r.waf,
             r.waf_steady
         );
@@ -334,16 +356,17 @@ impl PerfReport {
                 p.write_cache_mode, c.write_hits, c.write_misses, c.read_hits, c.read_misses, c.evictions, c.flushes
             );
         }
+        r.write_wear_and_ftl(&mut s);
         if p.suspends > 0 {
             let _ = writeln!(s, "  suspend    {} reads suspended a program or erase", p.suspends);
         }
         let _ = writeln!(
             s,
-            "  speed      {:.2} s CPU timed ({:.2} s in all), {:.0} simulated requests per CPU-second, {:.1} host MB per CPU-second, peak RSS {:.0} MiB",
+            "  speed      {:.2} s CPU timed ({:.2} s in all), {} simulated requests per CPU-second, {} host MB per CPU-second, peak RSS {:.0} MiB",
             p.timed_cpu_seconds,
             r.cpu_seconds,
-            p.requests_per_cpu_second,
-            p.host_mb_per_cpu_second,
+            rate_text(p.requests_per_cpu_second, 0),
+            rate_text(p.host_mb_per_cpu_second, 1),
             r.peak_rss_bytes as f64 / f64::from(1u32 << 20)
         );
         if let Some(m) = &r.remount {

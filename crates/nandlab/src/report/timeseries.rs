@@ -17,7 +17,11 @@ use std::fmt::Write as _;
 /// One interval of the time series.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IntervalRow {
+    /// Start of the interval, seconds from the first arrival.
     pub start_s: f64,
+    /// Length of the interval, s: the `--interval`, except for the last
+    /// one, which ends at the last completion (its rates divide by this).
+    pub length_s: f64,
     pub reads: u64,
     pub writes: u64,
     /// Completed requests of every kind per second.
@@ -33,11 +37,19 @@ pub struct IntervalRow {
     pub waf: f64,
     /// The FTL's free blocks at the end of the interval (when it reports them).
     pub free_blocks: Option<u64>,
+    /// Pages programmed for any cause (host, GC, metadata).
+    pub pages_programmed: u64,
+    /// Cell reads of any kind (host, GC, OOB, metadata).
+    pub pages_read: u64,
+    /// Mean busy share of the dies in the interval.
+    pub die_utilisation: f64,
 }
 
 /// Builds the series. See the module docs.
 pub struct SeriesRecorder {
     interval_ns: u64,
+    /// Simulated time of the first arrival: interval 0 starts here.
+    origin_ns: u64,
     index: u64,
     hist: Histogram<u64>,
     reads: u64,
@@ -53,6 +65,7 @@ impl SeriesRecorder {
     pub fn new(interval_ns: u64) -> Self {
         SeriesRecorder {
             interval_ns: interval_ns.max(1),
+            origin_ns: 0,
             index: 0,
             hist: Histogram::new_with_bounds(1, 10_000_000_000_000, 2).expect("valid bounds"),
             reads: 0,
@@ -69,19 +82,32 @@ impl SeriesRecorder {
         self.interval_ns
     }
 
-    /// Close every interval that ends at or before `t_ns`; `free_blocks`
-    /// samples the FTL at each closing.
+    /// Count intervals from `origin_ns` (the first arrival) on; call before
+    /// anything is recorded.
+    pub fn set_origin(&mut self, origin_ns: u64) {
+        self.origin_ns = origin_ns;
+    }
+
+    /// The end of the open interval, in simulated time.
+    fn open_end_ns(&self) -> u64 {
+        self.origin_ns + (self.index + 1) * self.interval_ns
+    }
+
+    /// Close every interval that ends at or before `t_ns` (simulated
+    /// time); `free_blocks` samples the FTL at each closing.
     pub fn roll_to(&mut self, t_ns: u64, free_blocks: &mut dyn FnMut() -> Option<u64>) {
-        while t_ns >= (self.index + 1) * self.interval_ns {
-            self.close(free_blocks());
+        while t_ns >= self.open_end_ns() {
+            self.close(self.interval_ns, free_blocks());
         }
     }
 
-    fn close(&mut self, free_blocks: Option<u64>) {
-        let secs = self.interval_ns as f64 / 1e9;
+    /// Close the open interval, `length_ns` long.
+    fn close(&mut self, length_ns: u64, free_blocks: Option<u64>) {
+        let secs = length_ns.max(1) as f64 / 1e9;
         let n = self.requests;
         self.rows.push(IntervalRow {
             start_s: (self.index * self.interval_ns) as f64 / 1e9,
+            length_s: secs,
             reads: self.reads,
             writes: self.writes,
             iops: n as f64 / secs,
@@ -94,6 +120,9 @@ impl SeriesRecorder {
             blocks_erased: 0,
             waf: 0.0,
             free_blocks,
+            pages_programmed: 0,
+            pages_read: 0,
+            die_utilisation: 0.0,
         });
         self.index += 1;
         self.hist.reset();
@@ -123,18 +152,29 @@ impl SeriesRecorder {
         }
     }
 
-    /// Close the last interval (if anything happened in it) and join the
-    /// flash work binned per interval.
-    pub fn finish(mut self, end_ns: u64, free_blocks: Option<u64>, flash: &[FlashInterval]) -> Vec<IntervalRow> {
+    /// Close the last interval (if anything happened in it), dividing by
+    /// its real length (it ends at `end_ns`, the last completion), and join
+    /// the flash work binned per interval.
+    pub fn finish(
+        mut self,
+        end_ns: u64,
+        free_blocks: Option<u64>,
+        flash: &[FlashInterval],
+        dies: u32,
+    ) -> Vec<IntervalRow> {
         let mut sample = || free_blocks;
         self.roll_to(end_ns, &mut sample);
-        if self.requests > 0 || end_ns > self.index * self.interval_ns {
-            self.close(free_blocks);
+        let open_start = self.origin_ns + self.index * self.interval_ns;
+        if self.requests > 0 || end_ns > open_start {
+            self.close(end_ns.saturating_sub(open_start), free_blocks);
         }
         for (row, f) in self.rows.iter_mut().zip(flash) {
             row.foreground_gc_pages_moved = f.foreground_gc_pages_moved;
             row.background_gc_pages_moved = f.background_gc_pages_moved;
             row.blocks_erased = f.blocks_erased;
+            row.pages_programmed = f.pages_programmed;
+            row.pages_read = f.pages_read;
+            row.die_utilisation = f.die_busy_ns as f64 / (row.length_s * 1e9 * f64::from(dies.max(1)));
             row.waf = if f.host_pages_programmed == 0 {
                 0.0
             } else {
@@ -148,13 +188,14 @@ impl SeriesRecorder {
 /// The series as CSV, one row per interval, with a header.
 pub fn to_csv(rows: &[IntervalRow]) -> String {
     let mut s = String::from(
-        "start_s,reads,writes,iops,read_mbps,write_mbps,latency_mean_us,latency_p99_us,foreground_gc_pages_moved,background_gc_pages_moved,blocks_erased,waf,free_blocks\n",
+        "start_s,length_s,reads,writes,iops,read_mbps,write_mbps,latency_mean_us,latency_p99_us,foreground_gc_pages_moved,background_gc_pages_moved,blocks_erased,waf,free_blocks,pages_programmed,pages_read,die_utilisation\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{},{},{},{:.1},{:.3},{:.3},{:.2},{:.2},{},{},{},{:.4},{}",
+            "{},{},{},{},{:.1},{:.3},{:.3},{:.2},{:.2},{},{},{},{:.4},{},{},{},{:.4}",
             r.start_s,
+            r.length_s,
             r.reads,
             r.writes,
             r.iops,
@@ -166,7 +207,10 @@ pub fn to_csv(rows: &[IntervalRow]) -> String {
             r.background_gc_pages_moved,
             r.blocks_erased,
             r.waf,
-            r.free_blocks.map_or(String::new(), |f| f.to_string())
+            r.free_blocks.map_or(String::new(), |f| f.to_string()),
+            r.pages_programmed,
+            r.pages_read,
+            r.die_utilisation
         );
     }
     s
@@ -189,7 +233,7 @@ mod tests {
             FlashInterval { pages_programmed: 4, host_pages_programmed: 2, blocks_erased: 1, ..Default::default() },
             FlashInterval::default(),
         ];
-        let rows = s.finish(2_600_000_000, Some(5), &flash);
+        let rows = s.finish(2_600_000_000, Some(5), &flash, 1);
         assert_eq!(rows.len(), 3);
         assert_eq!((rows[0].writes, rows[1].writes, rows[2].reads), (2, 0, 1));
         assert_eq!(rows[0].latency_mean_us, 2.0);
@@ -198,6 +242,23 @@ mod tests {
         assert_eq!(rows[2].free_blocks, Some(5));
         let csv = to_csv(&rows);
         assert_eq!(csv.lines().count(), 4);
-        assert!(csv.lines().nth(1).unwrap().starts_with("0,0,2,2.0,"));
+        assert!(csv.lines().nth(1).unwrap().starts_with("0,1,0,2,2.0,"));
+    }
+
+    #[test]
+    fn the_series_starts_at_the_first_arrival_and_the_last_interval_divides_by_its_length() {
+        let mut s = SeriesRecorder::new(1_000_000_000);
+        s.set_origin(5_000_000_000); // a trace whose first request arrives at 5 s
+        let mut free = || None;
+        s.roll_to(5_200_000_000, &mut free);
+        s.record(HostOp::Write, 1000, 4096);
+        s.roll_to(6_100_000_000, &mut free);
+        s.record(HostOp::Write, 1000, 4096);
+        s.record(HostOp::Write, 1000, 4096);
+        let rows = s.finish(6_250_000_000, None, &[], 1);
+        assert_eq!(rows.len(), 2, "no empty rows for the 5 s before the trace");
+        assert_eq!((rows[0].start_s, rows[0].length_s, rows[0].iops), (0.0, 1.0, 1.0));
+        assert_eq!((rows[1].start_s, rows[1].length_s), (1.0, 0.25));
+        assert_eq!(rows[1].iops, 8.0, "2 requests in the last 0.25 s");
     }
 }

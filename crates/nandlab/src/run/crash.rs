@@ -13,10 +13,11 @@
 //!
 //! 1. the journal rolls the NAND back to the cut operation and tears it;
 //!    the device DRAM (the FTL's write cache) is lost;
-//! 2. with `nested`, a fresh FTL mounts once to learn how many operations
-//!    recovery takes, the drive is rolled back, the power is cut again at a
-//!    random operation of that recovery, and recovery starts over — so
-//!    recovery must itself survive a cut;
+//! 2. with `nested`, a fresh FTL mounts once to learn which operations its
+//!    recovery performs, the drive is rolled back, the power is cut again
+//!    inside that recovery (see *Nested cuts*), and recovery starts over —
+//!    so recovery must itself survive a cut. What both first recoveries
+//!    report (rule breaks, a failed uncut mount) counts;
 //! 3. a fresh FTL instance mounts (nothing of the old one survives);
 //! 4. every logical sector is read back and checked by the
 //!    [`CrashChecker`](crate::oracle::crash_checker) for the guarantee;
@@ -28,17 +29,61 @@
 //! its share of the points and tests them. A run is a function of the
 //! configuration, workload, options and seed, whatever the thread count.
 //!
-//! A finding is shrunk: earlier crash points (with fewer host requests
-//! before them) are tried until the earliest one failing with the same rule
-//! is found; [`CrashReport::shrunk`] names it, and the CLI prints the
-//! command that reproduces it alone.
+//! # Nested cuts
+//!
+//! Only a recovery's *state-changing* operations (programs, copybacks,
+//! erases) can make a cut during recovery matter: a cut anywhere among the
+//! reads between two of them leaves the same flash as a cut just before
+//! the next one, and a read torn changes nothing. So with `n` state-changing
+//! operations there are `2n + 1` distinct nested cuts ([`NestedCut`]): before
+//! or during the `k`-th of them (`k < n`), or after the last (the recovery
+//! completes, then the power fails again before the host sends anything).
+//! Each point draws one uniformly from its own seed, unless
+//! [`CrashOptions::nested_at`] fixes it — what a reproducer and the shrinker
+//! do, so a finding that needs a particular recovery cut keeps it.
+//!
+//! # Power-loss protection (`write_cache_lost` off)
+//!
+//! A drive with power-loss protection (capacitors, as enterprise SSDs have)
+//! notices the power failing, finishes what it is doing and writes its
+//! volatile cache to flash before the power is gone. `crash` models it so:
+//! the FTL finishes the host request in flight (its memory must match the
+//! flash, so no cut can stop it halfway: `during` and `between` points both
+//! fall at the end of their request, and nothing is torn by them), then the
+//! old instance runs [`Ftl::emergency_flush`], whose operations are not cut
+//! (the capacitors last long enough). The nested cut still falls in the
+//! recovery that follows. The checker then requires every write and trim
+//! acknowledged before the cut to have survived (only the request in
+//! flight, not acknowledged, may be missing), on top of the guarantee. An
+//! FTL's memory cannot be rolled back, so each request holding such points
+//! is replayed on a fresh drive from the start of the workload: these
+//! campaigns cost a base run per request tested.
+//!
+//! # Shrinking
+//!
+//! A finding is shrunk: earlier crash points (fewer host requests before
+//! them) are tried, with the phases the campaign allows and the finding's
+//! nested cut, until the earliest one failing the same way (same rule,
+//! same stage of the test: see [`Stage`]) is found. Each round tries
+//! evenly spread points below the best failing point so far; once what
+//! remains fits [`SHRINK_EXHAUSTIVE_POINTS`], every point of it is tried.
+//! When the whole range from the first host request fits, the shrunk point
+//! is the earliest failing one; otherwise [`Shrunk::clean_from_op`] says
+//! from which operation on every point before it was tried and did not fail
+//! that way. [`CrashReport::shrunk`] names it with the host requests it
+//! needs, and the CLI prints the command that reproduces it alone.
+
+mod point;
+mod shrink;
+
+pub use shrink::SHRINK_EXHAUSTIVE_POINTS;
 
 use super::{registry_factory, FtlFactory, RunError, Session};
 use crate::config::Config;
 use crate::flash::PowerCut;
-use crate::ftl::{Ftl, FtlEnv, FtlError, Guarantee, IoRequest};
+use crate::ftl::{Ftl, FtlEnv, Guarantee};
 use crate::nand::power::PowerCutEffects;
-use crate::oracle::crash_checker::{CrashChecker, CrashHistory, PendingOp};
+use crate::oracle::crash_checker::{CrashHistory, PendingOp};
 use crate::report::{self, resources};
 use crate::seed::{derive_seed, rng_for};
 use crate::violation::{Rule, Violation};
@@ -65,8 +110,20 @@ pub fn shared_registry_factory(config: &Config) -> SharedFactory {
 pub enum Phase {
     Between,
     During,
-    /// Each point draws one of the two.
+    /// Random points draw one of the two each; `Every` tests both at each
+    /// selected operation; the shrinker tries both.
     Both,
+}
+
+impl Phase {
+    /// The `during` values this phase allows, `between` first.
+    pub fn cuts(self) -> &'static [bool] {
+        match self {
+            Phase::Between => &[false],
+            Phase::During => &[true],
+            Phase::Both => &[false, true],
+        }
+    }
 }
 
 /// Which crash points a campaign tests. Offsets count flash operations
@@ -76,10 +133,24 @@ pub enum PointSelection {
     /// `count` points drawn uniformly in the window (of `span` operations,
     /// or to the end of the workload: then a first pass counts them).
     Random { count: u64, span: Option<u64> },
-    /// Every `every`-th operation boundary of the window (`every = 1`: all).
+    /// Every `every`-th operation of the window (`every = 1`: all), each
+    /// in every phase the campaign allows.
     Every { every: u64, span: Option<u64> },
-    /// Exactly these cuts (absolute operation indices; no warm-up).
+    /// Exactly these cuts (absolute operation indices; no warm-up). Each
+    /// must fall in an operation of a host request: a counting pass checks.
     At(Vec<PowerCut>),
+}
+
+/// Where the second power cut falls in the first recovery (see the module
+/// docs, *Nested cuts*).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NestedCut {
+    /// Which of the recovery's state-changing operations (programs,
+    /// copybacks, erases), from 0; their count (or more) means after the
+    /// last one.
+    pub nth: u32,
+    /// During that operation (tearing it) rather than just before it.
+    pub during: bool,
 }
 
 /// Options of a crash campaign.
@@ -93,6 +164,8 @@ pub struct CrashOptions {
     pub effects: PowerCutEffects,
     /// Cut the power once more during recovery, then recover again.
     pub nested: bool,
+    /// Every point's nested cut (default: drawn per point).
+    pub nested_at: Option<NestedCut>,
     /// Requests of the workload run after each recovery.
     pub post_requests: u64,
     /// Threads (0: all cores).
@@ -118,6 +191,7 @@ impl Default for CrashOptions {
             phase: Phase::Both,
             effects: PowerCutEffects::default(),
             nested: true,
+            nested_at: None,
             post_requests: 64,
             threads: 0,
             warmup_write_bytes: 0,
@@ -127,6 +201,22 @@ impl Default for CrashOptions {
             verify_chunk_sectors: 128,
         }
     }
+}
+
+/// The step of a crash test where a point's first finding appeared.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Power-loss protection's emergency flush by the old FTL instance.
+    EmergencyFlush,
+    /// The first recovery (uncut; with `nested`, the one then cut).
+    Recovery,
+    /// The recovery after the nested cut.
+    RecoveryAfterNestedCut,
+    /// Reading back the recovered disk (the crash guarantee).
+    Verify,
+    /// The workload run on the recovered drive.
+    PostWorkload,
 }
 
 /// What one crash point found.
@@ -139,27 +229,51 @@ pub struct PointResult {
     pub tore: bool,
     pub torn_pages: u32,
     pub torn_blocks: u32,
-    /// The second cut, during recovery (operation index), when nested.
+    /// The nested cut, relative to the first recovery (when nested).
+    pub nested_cut: Option<NestedCut>,
+    /// The same cut as an operation index.
     pub recovery_cut: Option<PowerCut>,
+    /// State-changing operations of the first recovery (when nested).
+    pub recovery_state_changes: u32,
+    /// Pages and blocks the nested cut tore.
+    pub recovery_torn_pages: u32,
+    pub recovery_torn_blocks: u32,
     /// Flash operations the final recovery took.
     pub recovery_ops: u64,
     pub passed: bool,
+    /// Where the first finding appeared.
+    pub stage: Option<Stage>,
     /// Violations by rule.
     pub rules: BTreeMap<Rule, u64>,
     /// The first violation, in full.
     pub first: Option<Violation>,
 }
 
+impl PointResult {
+    /// What the point failed by: the first finding's rule and stage.
+    pub fn signature(&self) -> Option<(Rule, Stage)> {
+        Some((self.first.as_ref()?.rule, self.stage?))
+    }
+}
+
 /// The shrunk reproducer of a finding.
 #[derive(Clone, Debug, Serialize)]
 pub struct Shrunk {
     pub cut: PowerCut,
+    /// The nested cut it was found with (reproduce with the same).
+    pub nested_cut: Option<NestedCut>,
     /// Host requests before the one in flight at the cut.
     pub requests_before: u64,
     pub rule: Rule,
+    pub stage: Stage,
     pub message: String,
-    /// Crash points tried while shrinking.
+    /// Crash points tried while shrinking, and in how many rounds.
     pub tried: u64,
+    pub rounds: u32,
+    /// Every point from this operation up to the shrunk one was tried and
+    /// did not fail the same way (the first request's operation: the
+    /// shrunk point is the earliest failing one).
+    pub clean_from_op: Option<u64>,
     /// The command that reproduces it (set by the CLI).
     pub command: Option<String>,
 }
@@ -176,7 +290,10 @@ pub struct CrashReport {
     pub workload: String,
     pub effects: PowerCutEffects,
     pub nested: bool,
+    pub nested_at: Option<NestedCut>,
     pub post_requests: u64,
+    /// Operation index of the first host request (operations before it format the drive).
+    pub first_request_op: u64,
     /// Operation index where the window of crash points starts.
     pub window_start_op: u64,
     pub points_planned: u64,
@@ -185,25 +302,32 @@ pub struct CrashReport {
     pub failed: u64,
     /// Failed points counted by each rule they broke.
     pub failed_by_kind: BTreeMap<Rule, u64>,
-    /// Points beyond the end of the workload.
+    /// Random or every-k-th points beyond the end of the workload.
     pub not_reached: u64,
     pub points: Vec<PointResult>,
     pub shrunk: Option<Shrunk>,
     /// A failure of the base run itself (the FTL failed without a power cut).
     pub base_failure: Option<String>,
     pub threads: usize,
-    // --- measurements ---
+    // --- measurements (see `summary` for what each covers) ---
+    /// The whole command: campaign and shrinking.
     pub wall_seconds: f64,
     pub cpu_seconds: f64,
-    /// Thread CPU time spent testing crash points (not in the base run).
+    /// The campaign: counting pass, every thread's base run (warm-up
+    /// included) and testing the points; shrinking excluded.
+    pub run_wall_seconds: f64,
+    pub run_cpu_seconds: f64,
+    /// Testing points only: CPU summed over threads, wall of the slowest thread.
     pub test_cpu_seconds: f64,
-    /// Wall time the slowest thread spent testing crash points.
     pub test_wall_seconds: f64,
-    /// Points per second of the whole campaign's wall time (base runs included).
-    pub points_per_wall_second: f64,
-    /// Points per second of testing wall time (the base runs excluded).
+    pub shrink_wall_seconds: f64,
+    pub shrink_cpu_seconds: f64,
+    /// Points tested per second of the campaign (whole run).
+    pub points_per_run_wall_second: f64,
+    pub points_per_run_cpu_second: f64,
+    /// Points tested per second spent testing them (testing only).
     pub points_per_test_wall_second: f64,
-    pub points_per_cpu_second: f64,
+    pub points_per_test_cpu_second: f64,
     pub peak_rss_bytes: u64,
 }
 
@@ -218,11 +342,16 @@ impl CrashReport {
         CrashReport {
             wall_seconds: 0.0,
             cpu_seconds: 0.0,
+            run_wall_seconds: 0.0,
+            run_cpu_seconds: 0.0,
             test_cpu_seconds: 0.0,
             test_wall_seconds: 0.0,
-            points_per_wall_second: 0.0,
+            shrink_wall_seconds: 0.0,
+            shrink_cpu_seconds: 0.0,
+            points_per_run_wall_second: 0.0,
+            points_per_run_cpu_second: 0.0,
             points_per_test_wall_second: 0.0,
-            points_per_cpu_second: 0.0,
+            points_per_test_cpu_second: 0.0,
             peak_rss_bytes: 0,
             threads: 0,
             ..self.clone()
@@ -239,18 +368,30 @@ impl CrashReport {
             self.preset, self.ftl, self.guarantee, self.seed
         );
         let _ = writeln!(s, "  workload   {}", self.workload);
+        let nested = match (self.nested, self.nested_at) {
+            (false, _) => "no".to_string(),
+            (true, None) => "yes (drawn per point)".to_string(),
+            (true, Some(n)) => format!("yes, at {}", nested_name(n)),
+        };
         let _ = writeln!(
             s,
-            "  power cut  {}; nested cut during recovery: {}; {} requests after each recovery",
+            "  power cut  {}; nested cut during recovery: {nested}; {} requests after each recovery",
             self.effects.describe(),
-            if self.nested { "yes" } else { "no" },
             self.post_requests
         );
+        if !self.effects.write_cache_lost {
+            let _ = writeln!(
+                s,
+                "             power-loss protection: each cut falls at the end of its request, the old FTL \
+                 flushes its cache, every acknowledged write must survive"
+            );
+        }
         let _ = writeln!(
             s,
-            "  points     {} planned from op {}, {} tested, {} passed, {} failed{}",
+            "  points     {} planned from op {} (first request at op {}), {} tested, {} passed, {} failed{}",
             self.points_planned,
             self.window_start_op,
+            self.first_request_op,
             self.points_tested,
             self.passed,
             self.failed,
@@ -262,16 +403,7 @@ impl CrashReport {
             let kinds: Vec<String> = self.failed_by_kind.iter().map(|(r, n)| format!("{r}: {n}")).collect();
             let _ = writeln!(s, "  failed by  {}", kinds.join(", "));
         }
-        let _ = writeln!(
-            s,
-            "  speed      {:.2} s wall, {:.2} s CPU on {} threads; testing points: {:.2} s wall, {:.2} s CPU",
-            self.wall_seconds, self.cpu_seconds, self.threads, self.test_wall_seconds, self.test_cpu_seconds
-        );
-        let _ = writeln!(
-            s,
-            "             {:.2} points/s of campaign wall time, {:.2} points/s of testing wall time, {:.2} points per CPU-second",
-            self.points_per_wall_second, self.points_per_test_wall_second, self.points_per_cpu_second
-        );
+        self.write_speed(&mut s);
         if let Some(b) = &self.base_failure {
             let _ = writeln!(s, "  base run   FAILED: {b}");
         }
@@ -279,28 +411,71 @@ impl CrashReport {
             if let Some(v) = &first.first {
                 let _ = writeln!(
                     s,
-                    "  first      cut {} op {} (request {}): {v}",
+                    "  first      cut {} op {} (request {}{}): {v}",
                     phase_name(first.cut.during),
                     first.cut.op_index,
-                    first.request
+                    first.request,
+                    first.nested_cut.map_or(String::new(), |n| format!(
+                        ", recovery cut {}",
+                        describe_nested(n, first.recovery_state_changes)
+                    ))
                 );
             }
         }
         if let Some(sh) = &self.shrunk {
+            let clean = match sh.clean_from_op {
+                Some(op) if op <= self.first_request_op => "the earliest failing point".to_string(),
+                Some(op) => format!("no point from op {op} up to it fails the same way"),
+                None => "a local minimum of the points tried".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "  shrunk     {} at op {} {} ({} requests before it; {} points tried): {}",
+                "  shrunk     {} ({:?}) at op {} {}{} ({} requests before it; {}; {} points tried in {} rounds): {}",
                 sh.rule,
+                sh.stage,
                 sh.cut.op_index,
                 phase_name(sh.cut.during),
+                sh.nested_cut.map_or(String::new(), |n| format!(", --nested-at {}", nested_name(n))),
                 sh.requests_before,
+                clean,
                 sh.tried,
+                sh.rounds,
                 sh.message
             );
         }
         let verdict = if self.has_findings() { "FAIL" } else { "PASS — every crash point recovered legally" };
         let _ = writeln!(s, "  result     {verdict}");
         s
+    }
+
+    fn write_speed(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            s,
+            "  speed      whole run (counting pass, base runs with warm-up, testing; {} threads): {:.2} s wall, \
+             {:.2} s CPU: {:.2} points/s, {:.2} points per CPU-second",
+            self.threads,
+            self.run_wall_seconds,
+            self.run_cpu_seconds,
+            self.points_per_run_wall_second,
+            self.points_per_run_cpu_second
+        );
+        let _ = writeln!(
+            s,
+            "             testing points only: {:.2} s wall (slowest thread), {:.2} s CPU: {:.2} points/s, \
+             {:.2} points per CPU-second",
+            self.test_wall_seconds,
+            self.test_cpu_seconds,
+            self.points_per_test_wall_second,
+            self.points_per_test_cpu_second
+        );
+        if self.shrunk.is_some() {
+            let _ = writeln!(
+                s,
+                "             shrinking: {:.2} s wall, {:.2} s CPU (not in the rates above)",
+                self.shrink_wall_seconds, self.shrink_cpu_seconds
+            );
+        }
     }
 }
 
@@ -309,6 +484,25 @@ fn phase_name(during: bool) -> &'static str {
         "during"
     } else {
         "between"
+    }
+}
+
+/// `k:during` or `k` (as `--nested-at` takes it), for messages.
+pub fn nested_name(n: NestedCut) -> String {
+    if n.during {
+        format!("{}:during", n.nth)
+    } else {
+        n.nth.to_string()
+    }
+}
+
+/// A nested cut in words, given the recovery's state-changing operations.
+pub fn describe_nested(n: NestedCut, state_changes: u32) -> String {
+    if n.nth >= state_changes {
+        format!("after the last of the recovery's {state_changes} state changes")
+    } else {
+        let when = if n.during { "during" } else { "before" };
+        format!("{when} state change {} of the recovery's {state_changes}", n.nth)
     }
 }
 
@@ -334,6 +528,7 @@ struct ThreadOutcome {
     not_reached: u64,
     base_failure: Option<String>,
     window_start: u64,
+    first_request_op: Option<u64>,
     test_cpu: f64,
     test_wall: f64,
 }
@@ -366,15 +561,22 @@ pub fn run_with_factory(
     let planned = plan_points(&plan)?;
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
-    let mut report = assemble(&plan, &info.name, &workload.describe(), planned.len(), outcome, threads);
+    let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
+    report.run_wall_seconds = started.elapsed().as_secs_f64();
+    report.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
     if opts.shrink {
-        report.shrunk = shrink(&plan, &report, threads);
+        let (shrink_started, shrink_cpu) = (Instant::now(), resources::cpu_seconds());
+        report.shrunk = shrink::shrink(&plan, &report, threads);
+        report.shrink_wall_seconds = shrink_started.elapsed().as_secs_f64();
+        report.shrink_cpu_seconds = resources::cpu_seconds() - shrink_cpu;
     }
     report.wall_seconds = started.elapsed().as_secs_f64();
     report.cpu_seconds = resources::cpu_seconds() - cpu_start;
-    report.points_per_wall_second = report.points_tested as f64 / report.wall_seconds.max(1e-9);
-    report.points_per_cpu_second = report.points_tested as f64 / report.test_cpu_seconds.max(1e-9);
-    report.points_per_test_wall_second = report.points_tested as f64 / report.test_wall_seconds.max(1e-9);
+    let rate = |seconds: f64| report.points_tested as f64 / seconds.max(1e-9);
+    report.points_per_run_wall_second = rate(report.run_wall_seconds);
+    report.points_per_run_cpu_second = rate(report.run_cpu_seconds);
+    report.points_per_test_wall_second = rate(report.test_wall_seconds);
+    report.points_per_test_cpu_second = rate(report.test_cpu_seconds);
     report.peak_rss_bytes = resources::peak_rss_bytes();
     Ok(report)
 }
@@ -394,25 +596,26 @@ fn thread_count(asked: usize, points: usize) -> usize {
 fn plan_points(plan: &Plan) -> Result<Vec<Planned>, RunError> {
     let opts = plan.opts;
     let mut rng = rng_for(opts.seed, "crash.points");
-    let phase = |rng: &mut crate::seed::Rng| match opts.phase {
-        Phase::Between => false,
-        Phase::During => true,
-        Phase::Both => rng.random::<bool>(),
-    };
     let mut points = match &opts.points {
-        PointSelection::At(cuts) => cuts.iter().map(|c| Planned { offset: c.op_index, during: c.during }).collect(),
+        PointSelection::At(cuts) => {
+            validate_cuts(plan, cuts)?;
+            cuts.iter().map(|c| Planned { offset: c.op_index, during: c.during }).collect()
+        }
         PointSelection::Every { every, span } => {
             let span = match span {
                 Some(s) => *s,
-                None => count_window(plan)?,
+                None => count_ops(plan)?.window(),
             };
             let every = (*every).max(1);
-            (0..span.div_ceil(every)).map(|i| Planned { offset: i * every, during: phase(&mut rng) }).collect()
+            let phases = opts.phase.cuts();
+            (0..span.div_ceil(every))
+                .flat_map(|i| phases.iter().map(move |&during| Planned { offset: i * every, during }))
+                .collect()
         }
         PointSelection::Random { count, span } => {
             let span = match span {
                 Some(s) => *s,
-                None => count_window(plan)?,
+                None => count_ops(plan)?.window(),
             };
             if span == 0 {
                 return Err(RunError::Input("--crash-points: the workload has no flash operations to cut".into()));
@@ -420,18 +623,64 @@ fn plan_points(plan: &Plan) -> Result<Vec<Planned>, RunError> {
             let mut offsets: Vec<u64> = (0..*count).map(|_| rng.random_range(0..span)).collect();
             offsets.sort_unstable();
             offsets.dedup();
+            let phase = |rng: &mut crate::seed::Rng| match opts.phase {
+                Phase::Between => false,
+                Phase::During => true,
+                Phase::Both => rng.random::<bool>(),
+            };
             offsets.into_iter().map(|offset| Planned { offset, during: phase(&mut rng) }).collect::<Vec<_>>()
         }
     };
     points.sort_by_key(|p| (p.offset, p.during));
+    points.dedup_by_key(|p| (p.offset, p.during));
     Ok(points)
 }
 
-/// Flash operations of the workload after the warm-up (a counting pass).
-fn count_window(plan: &Plan) -> Result<u64, RunError> {
+/// `--crash-at` cuts must fall in an operation of a host request: not in
+/// the format before the first one, not past the end of the workload.
+fn validate_cuts(plan: &Plan, cuts: &[PowerCut]) -> Result<(), RunError> {
+    let counts = count_ops(plan)?;
+    for c in cuts {
+        if c.op_index < counts.first_request || c.op_index >= counts.end {
+            let which = if c.op_index < counts.first_request {
+                format!("operations 0..{} format the drive, before the first host request", counts.first_request)
+            } else {
+                format!("the workload ends after operation {}", counts.end.saturating_sub(1))
+            };
+            return Err(RunError::Input(format!(
+                "--crash-at {}:{}: not an operation of a host request ({which}); valid: {}..={}",
+                c.op_index,
+                phase_name(c.during),
+                counts.first_request,
+                counts.end.saturating_sub(1)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where the workload's flash operations are (a counting pass).
+struct OpCounts {
+    /// The first host request's first operation (format before it).
+    first_request: u64,
+    /// The window's first operation (the end of the warm-up).
+    window_start: u64,
+    /// One past the last operation.
+    end: u64,
+}
+
+impl OpCounts {
+    fn window(&self) -> u64 {
+        self.end.saturating_sub(self.window_start)
+    }
+}
+
+/// Run the workload once, without testing anything, to count its operations.
+fn count_ops(plan: &Plan) -> Result<OpCounts, RunError> {
     let mut session = new_session(plan)?;
     let mut workload = new_workload(plan.config, plan.spec, plan.opts.seed)?;
-    let mut warm = Warmup::new(plan.opts.warmup_write_bytes);
+    let mut warm = Warmup::new(plan.opts.warmup_write_bytes, plan.config);
+    let first_request = session.flash.op_index();
     let mut requests = 0;
     while let Some(req) = next_request(&mut workload)? {
         if plan.opts.max_requests.is_some_and(|m| requests >= m) {
@@ -444,7 +693,8 @@ fn count_window(plan: &Plan) -> Result<u64, RunError> {
             break;
         }
     }
-    Ok(session.flash.op_index().saturating_sub(warm.start.unwrap_or(session.flash.op_index())))
+    let end = session.flash.op_index();
+    Ok(OpCounts { first_request, window_start: warm.start.unwrap_or(end), end })
 }
 
 fn next_request(w: &mut SyntheticWorkload) -> Result<Option<HostRequest>, RunError> {
@@ -460,8 +710,8 @@ struct Warmup {
 }
 
 impl Warmup {
-    fn new(bytes: u64) -> Warmup {
-        Warmup { left: bytes, start: None, sector_bytes: 512 }
+    fn new(bytes: u64, config: &Config) -> Warmup {
+        Warmup { left: bytes, start: None, sector_bytes: u64::from(config.geometry.sector_size_bytes()) }
     }
     fn before(&mut self, req: &HostRequest, op_index: u64) {
         if self.start.is_none() && self.left == 0 {
@@ -501,6 +751,7 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
         not_reached: 0,
         base_failure: None,
         window_start: 0,
+        first_request_op: None,
         test_cpu: 0.0,
         test_wall: 0.0,
     };
@@ -512,10 +763,10 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
             return out;
         }
     };
+    out.first_request_op = Some(session.flash.op_index());
     session.flash.nand_mut().journal_start();
-    let mut history = CrashHistory::new(plan.config.logical_sectors, plan.unit);
-    let mut warm = Warmup::new(if absolute { 0 } else { plan.opts.warmup_write_bytes });
-    warm.sector_bytes = u64::from(plan.config.geometry.sector_size_bytes());
+    let mut history = CrashHistory::new(plan.config.logical_sectors, plan.unit, plan.guarantee);
+    let mut warm = Warmup::new(if absolute { 0 } else { plan.opts.warmup_write_bytes }, plan.config);
     let mut next = 0;
     let mut requests = 0u64;
     while next < points.len() {
@@ -544,16 +795,20 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
         let in_flight = PendingOp::of(&req, request_id, write_id, write_id.saturating_sub(1));
         if let Some(start) = start {
             out.window_start = start;
+            let mut cuts = Vec::new();
             while next < points.len() && start + points[next].offset < ops_after {
                 let cut = PowerCut { op_index: start + points[next].offset, during: points[next].during };
                 if cut.op_index >= ops_before {
-                    let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
-                    let r = test_point(plan, &mut session, &history, in_flight, request_id, cut);
-                    out.test_cpu += thread_cpu_seconds() - cpu;
-                    out.test_wall += wall.elapsed().as_secs_f64();
-                    out.results.push(r);
+                    cuts.push(cut);
                 }
                 next += 1;
+            }
+            if !cuts.is_empty() {
+                let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
+                let request = point::Request { id: request_id, in_flight, history: &history };
+                out.results.extend(point::test_request(plan, &mut session, &request, &cuts));
+                out.test_cpu += thread_cpu_seconds() - cpu;
+                out.test_wall += wall.elapsed().as_secs_f64();
             }
         }
         if session.ftl_failed() {
@@ -582,187 +837,6 @@ fn thread_cpu_seconds() -> f64 {
     0.0
 }
 
-/// The base run's host-side state, kept aside while a crash point is tested.
-struct HostState {
-    ftl: Box<dyn Ftl>,
-    oracle: crate::oracle::Oracle,
-    host: super::HostCounters,
-    next_write_id: u32,
-    next_request_id: u64,
-    ftl_failed: bool,
-}
-
-fn test_point(
-    plan: &Plan,
-    session: &mut Session,
-    history: &CrashHistory,
-    in_flight: Option<PendingOp>,
-    request: u64,
-    cut: PowerCut,
-) -> PointResult {
-    let image = session.flash.enter_crash_image(cut);
-    let mut result = PointResult {
-        cut,
-        request,
-        tore: image.torn_pages + image.torn_blocks > 0,
-        torn_pages: image.torn_pages,
-        torn_blocks: image.torn_blocks,
-        recovery_cut: None,
-        recovery_ops: 0,
-        passed: true,
-        rules: BTreeMap::new(),
-        first: None,
-    };
-    let placeholder: Box<dyn Ftl> = Box::new(NoFtl);
-    let saved = HostState {
-        ftl: std::mem::replace(&mut session.ftl, placeholder),
-        oracle: std::mem::replace(&mut session.oracle, crate::oracle::Oracle::new(1, 1)),
-        host: session.host.clone(),
-        next_write_id: session.next_write_id,
-        next_request_id: session.next_request_id,
-        ftl_failed: session.ftl_failed,
-    };
-    let mut rng = rng_for(derive_seed(plan.opts.seed, "crash.point"), &format!("{}:{}", cut.op_index, cut.during));
-    recover_and_check(plan, session, history, in_flight, &mut rng, &mut result);
-    let log = session.flash.take_log();
-    result.rules = log.counts().clone();
-    result.first = log.first_error().cloned();
-    result.passed = log.is_clean();
-    session.flash.leave_crash_image(image);
-    session.ftl = saved.ftl;
-    session.oracle = saved.oracle;
-    session.host = saved.host;
-    session.next_write_id = saved.next_write_id;
-    session.next_request_id = saved.next_request_id;
-    session.ftl_failed = saved.ftl_failed;
-    result
-}
-
-/// Steps 2–5 of a crash test (see the module docs). Findings go to the log.
-fn recover_and_check(
-    plan: &Plan,
-    session: &mut Session,
-    history: &CrashHistory,
-    in_flight: Option<PendingOp>,
-    rng: &mut crate::seed::Rng,
-    result: &mut PointResult,
-) {
-    session.flash.restore_power();
-    session.flash.set_request(None);
-    if plan.opts.nested {
-        let mark = session.flash.nand().journal_len();
-        let start = session.flash.op_index();
-        let _ = mount_fresh(session);
-        let ops = session.flash.op_index() - start;
-        session.flash.nand_mut().journal_rollback(mark);
-        session.flash.restore_power();
-        session.flash.reset_op_index(start);
-        if ops > 0 {
-            let second = PowerCut { op_index: start + rng.random_range(0..ops), during: rng.random::<bool>() };
-            result.recovery_cut = Some(second);
-            session.flash.schedule_power_cut(second);
-            let _ = mount_fresh(session);
-            session.flash.restore_power();
-        }
-        let _ = session.flash.take_log(); // the interrupted mount's findings do not count
-    }
-    let start = session.flash.op_index();
-    if let Err(e) = mount_fresh(session) {
-        record_violation(session, Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
-        return;
-    }
-    result.recovery_ops = session.flash.op_index() - start;
-    let mut checker = history.checker(in_flight, plan.guarantee);
-    if !verify_disk(session, &mut checker, plan.config.logical_sectors, plan.opts.verify_chunk_sectors) {
-        return;
-    }
-    let ok = {
-        let mut ck = session.flash.checker();
-        checker.finish(&mut ck);
-        session.flash.log().is_clean()
-    };
-    if !ok || plan.opts.post_requests == 0 {
-        return;
-    }
-    session.oracle = checker.recovered_oracle();
-    run_post_workload(plan, session, rng);
-}
-
-/// Build a fresh FTL instance and mount it on the flash.
-fn mount_fresh(session: &mut Session) -> Result<(), FtlError> {
-    // A power cycle: the old instance's DRAM is gone (unless the drive keeps it).
-    if session.flash.power_cut_effects().write_cache_lost {
-        session.flash.release_ftl_buffers();
-    }
-    session.ftl = (session.factory)(&session.env).map_err(FtlError::Mount)?;
-    session.ftl.mount(&mut session.flash)
-}
-
-/// Read every logical sector through the recovered FTL into the checker.
-/// False if the FTL failed a read (recorded).
-fn verify_disk(session: &mut Session, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
-    let mut lba = 0;
-    let chunk = u64::from(chunk.max(1));
-    // Hints two chunks ahead: the FTL warms its map for the later one and
-    // the flash pages of the nearer one (a speed hint; it changes nothing).
-    let hint = |session: &mut Session, at: u64| {
-        if at < total {
-            session.ftl.prefetch(&session.flash, at, (total - at).min(chunk) as u32);
-        }
-    };
-    hint(session, 0);
-    hint(session, chunk);
-    while lba < total {
-        let n = (total - lba).min(chunk) as u32;
-        hint(session, lba + 2 * chunk);
-        let buf = session.flash.alloc_host_read(n);
-        let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
-        match session.ftl.read(&mut session.flash, &io) {
-            Ok(()) => {
-                let _ = session.flash.inspect_buffer(buf, |runs, ck| checker.check_read(ck, lba, runs));
-            }
-            Err(e) => {
-                session.flash.free_host_buffer(buf);
-                record_violation(
-                    session,
-                    Rule::FtlError,
-                    format!("read of {n} sectors at LBA {lba} after recovery failed: {e}"),
-                );
-                return false;
-            }
-        }
-        session.flash.free_host_buffer(buf);
-        lba += u64::from(n);
-    }
-    true
-}
-
-/// More workload on the recovered drive, its reads checked; then the
-/// sectors it wrote are read back.
-fn run_post_workload(plan: &Plan, session: &mut Session, rng: &mut crate::seed::Rng) {
-    let seed = rng.random::<u64>();
-    let Ok(mut w) = new_workload(plan.config, plan.spec, seed) else { return };
-    let mut written = Vec::new();
-    for _ in 0..plan.opts.post_requests {
-        let Ok(Some(req)) = next_request(&mut w) else { break };
-        if session.submit(&req).is_err() || session.ftl_failed() {
-            return;
-        }
-        if req.op == HostOp::Write {
-            written.push((req.lba, req.sectors));
-        }
-        if !session.flash.log().is_clean() {
-            return;
-        }
-    }
-    for (lba, sectors) in written {
-        let read = HostRequest { op: HostOp::Read, lba, sectors, arrival_ns: 0, job: 0 };
-        if session.submit(&read).is_err() || session.ftl_failed() || !session.flash.log().is_clean() {
-            return;
-        }
-    }
-}
-
 fn assemble(
     plan: &Plan,
     ftl: &str,
@@ -773,6 +847,7 @@ fn assemble(
 ) -> CrashReport {
     let mut points = Vec::new();
     let (mut not_reached, mut test_cpu, mut base_failure, mut window_start) = (0, 0.0, None, 0);
+    let mut first_request_op = None;
     let mut test_wall: f64 = 0.0;
     for o in outcomes {
         points.extend(o.results);
@@ -781,6 +856,7 @@ fn assemble(
         test_wall = test_wall.max(o.test_wall);
         base_failure = base_failure.or(o.base_failure);
         window_start = window_start.max(o.window_start);
+        first_request_op = first_request_op.or(o.first_request_op);
     }
     points.sort_by_key(|p| (p.cut.op_index, p.cut.during));
     let mut failed_by_kind = BTreeMap::new();
@@ -800,7 +876,9 @@ fn assemble(
         workload: workload.to_string(),
         effects: plan.opts.effects,
         nested: plan.opts.nested,
+        nested_at: plan.opts.nested_at.filter(|_| plan.opts.nested),
         post_requests: plan.opts.post_requests,
+        first_request_op: first_request_op.unwrap_or(0),
         window_start_op: if matches!(plan.opts.points, PointSelection::At(_)) { 0 } else { window_start },
         points_planned: planned as u64,
         points_tested: points.len() as u64,
@@ -814,113 +892,16 @@ fn assemble(
         threads,
         wall_seconds: 0.0,
         cpu_seconds: 0.0,
+        run_wall_seconds: 0.0,
+        run_cpu_seconds: 0.0,
         test_cpu_seconds: test_cpu,
         test_wall_seconds: test_wall,
-        points_per_wall_second: 0.0,
+        shrink_wall_seconds: 0.0,
+        shrink_cpu_seconds: 0.0,
+        points_per_run_wall_second: 0.0,
+        points_per_run_cpu_second: 0.0,
         points_per_test_wall_second: 0.0,
-        points_per_cpu_second: 0.0,
+        points_per_test_cpu_second: 0.0,
         peak_rss_bytes: 0,
-    }
-}
-
-/// Find the earliest crash point failing with the first finding's rule.
-fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Option<Shrunk> {
-    let first = report.points.iter().find(|p| !p.passed)?;
-    let rule = first.first.as_ref().map(|v| v.rule)?;
-    let mut best = first.clone();
-    let mut tried = 0u64;
-    let mut low = 0u64; // no earlier failing point is known below this operation
-    for _round in 0..4 {
-        let hi = best.cut.op_index;
-        if hi <= low {
-            break;
-        }
-        // Evenly spread candidates below the best, and every operation just before it.
-        let mut cuts = Vec::new();
-        for i in 0..24u64 {
-            let op = low + (hi - low) * i / 24;
-            cuts.push(PowerCut { op_index: op, during: false });
-            cuts.push(PowerCut { op_index: op, during: true });
-        }
-        for op in hi.saturating_sub(32).max(low)..=hi {
-            cuts.push(PowerCut { op_index: op, during: false });
-            cuts.push(PowerCut { op_index: op, during: true });
-        }
-        cuts.retain(|c| (c.op_index, c.during) < (best.cut.op_index, best.cut.during));
-        cuts.sort_by_key(|c| (c.op_index, c.during));
-        cuts.dedup();
-        if cuts.is_empty() {
-            break;
-        }
-        tried += cuts.len() as u64;
-        let opts = CrashOptions { points: PointSelection::At(cuts.clone()), shrink: false, ..plan.opts.clone() };
-        let sub = Plan { opts: &opts, factory: plan.factory.clone(), ..*plan };
-        let planned: Vec<Planned> = cuts.iter().map(|c| Planned { offset: c.op_index, during: c.during }).collect();
-        let outcome = run_points(&sub, &planned, threads);
-        let mut found: Vec<PointResult> = outcome.into_iter().flat_map(|o| o.results).collect();
-        found.sort_by_key(|p| (p.cut.op_index, p.cut.during));
-        match found.into_iter().find(|p| p.first.as_ref().is_some_and(|v| v.rule == rule)) {
-            Some(earlier) => {
-                // Between the last passing candidate below it and it.
-                low = cuts
-                    .iter()
-                    .filter(|c| c.op_index < earlier.cut.op_index)
-                    .map(|c| c.op_index)
-                    .max()
-                    .unwrap_or(0)
-                    .max(low);
-                let same = earlier.cut == best.cut;
-                best = earlier;
-                if same {
-                    break;
-                }
-            }
-            None => break,
-        }
-    }
-    let message = best.first.as_ref().map_or_else(String::new, |v| v.message.clone());
-    Some(Shrunk { cut: best.cut, requests_before: best.request, rule, message, tried, command: None })
-}
-
-/// Record a crash finding that is not a read (recovery failed, a read failed).
-fn record_violation(session: &mut Session, rule: Rule, message: String) {
-    let (op_index, request_id) = (session.flash.op_index(), session.flash.request());
-    let severity = crate::violation::Severity::Error;
-    session.flash.log_mut().record(Violation { rule, severity, op_index, request_id, address: 0, message });
-}
-
-/// Stands in for the base run's FTL while a crash point is tested.
-struct NoFtl;
-
-impl Ftl for NoFtl {
-    fn info(&self) -> crate::ftl::FtlInfo {
-        crate::ftl::FtlInfo { name: "none", guarantee: Guarantee::Baseline, oob_bytes: 0 }
-    }
-    fn format(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn mount(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn read(&mut self, _: &mut dyn crate::flash::Flash, _: &IoRequest) -> Result<(), FtlError> {
-        Err(FtlError::Mount("no FTL".into()))
-    }
-    fn write(&mut self, _: &mut dyn crate::flash::Flash, _: &IoRequest) -> Result<crate::ftl::Durability, FtlError> {
-        Err(FtlError::Mount("no FTL".into()))
-    }
-    fn trim(&mut self, _: &mut dyn crate::flash::Flash, _: u64, _: u64) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn flush(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn idle(&mut self, _: &mut dyn crate::flash::Flash) -> Result<crate::ftl::IdleOutcome, FtlError> {
-        Ok(crate::ftl::IdleOutcome::Nothing)
-    }
-    fn shutdown(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn stats(&self) -> crate::ftl::FtlStats {
-        crate::ftl::FtlStats::default()
     }
 }

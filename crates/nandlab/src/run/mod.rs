@@ -104,6 +104,11 @@ impl Session {
         };
         let mut ftl = factory(&env).map_err(RunError::Input)?;
         let info = ftl.info();
+        // What the FTL needs of the geometry is checked before the drive is
+        // built, so a device file that cannot hold it is bad input, not an
+        // FTL failure found at the first program.
+        ftl::check_geometry(&info, &config.geometry)
+            .map_err(|(field, reason)| RunError::Input(config.field_error("geometry", field, reason).to_string()))?;
         let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed));
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
         ftl.format(&mut flash)
@@ -175,6 +180,7 @@ impl Session {
             request_id,
             address: 0,
             message,
+            source: None,
         });
     }
 
@@ -274,11 +280,14 @@ impl Session {
 
     /// Power off (after a clean shutdown if `clean`) and mount a fresh FTL
     /// instance on the same flash. Without a clean shutdown, only what the
-    /// FTL already put on flash can be found.
+    /// FTL already put on flash can be found. Either way the device DRAM is
+    /// lost: the old instance's buffers are freed (they no longer count
+    /// against the DRAM budget) and their handles go stale.
     pub fn power_cycle(&mut self, clean: bool) -> Result<(), FtlError> {
         if clean {
             self.ftl.shutdown(&mut self.flash)?;
         }
+        self.flash.release_ftl_buffers();
         self.ftl = (self.factory)(&self.env).map_err(FtlError::Mount)?;
         self.ftl.mount(&mut self.flash)
     }

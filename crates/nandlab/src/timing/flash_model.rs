@@ -58,6 +58,23 @@
 //!   computed for the request that issued the suspended operation are
 //!   moved too (see [`FlashTiming::take_extensions`]).
 //!
+//! # Attributing waits to garbage collection
+//!
+//! A wait for a die or plane from `t` to `s` is split by the work ahead of
+//! the operation on its die: the time garbage collection holds the die
+//! within `[t, s)` is `gc_wait`, the rest `die_wait` (other requests' work,
+//! and gaps too short to use). A request queued behind a host program that
+//! itself queued behind three GC copies thus waits mostly for GC — as it
+//! does on the drive — though the reservation just ahead of it is not GC's.
+//!
+//! # Scheduling horizon
+//!
+//! Operations are placed no earlier than the current arrival
+//! ([`FlashTiming::advance`]), the horizon before which timelines forget
+//! their intervals. An epoch may be ready later than that (a cache eviction
+//! waiting for a slot); that does not move the horizon, because a later
+//! request may still be ready earlier and must see the work booked there.
+//!
 //! # What it reports
 //!
 //! Per epoch, when its last operation completes and the critical path's
@@ -87,8 +104,6 @@ struct PlaneState {
     cache_free_at: u64,
     /// When the last read's data-out (from the cache register) ends.
     data_out_end: u64,
-    /// The last operation was garbage collection's.
-    last_gc: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -128,6 +143,10 @@ pub struct FlashInterval {
     pub background_gc_pages_moved: u64,
     pub gc_blocks_erased: u64,
     pub blocks_erased: u64,
+    /// Die time reserved in the interval, summed over dies, ns.
+    pub die_busy_ns: u64,
+    /// Cell reads of any kind (data, OOB, metadata, copyback sources): a tR each.
+    pub pages_read: u64,
 }
 
 /// Totals of what the model timed.
@@ -174,8 +193,11 @@ pub struct FlashTiming {
     deps: Vec<Dep>,
     epoch: Epoch,
     next_epoch: u64,
-    /// Simulated time before which nothing new can be scheduled (prune horizon).
+    /// Simulated time before which nothing new can be scheduled (prune
+    /// horizon): the latest arrival, never an epoch's (possibly later) ready time.
     now: u64,
+    /// The first arrival: interval 0 of the flash series starts here.
+    origin_ns: u64,
     extensions: Vec<(u64, u64)>,
     /// End of the operation timed last.
     last_end: u64,
@@ -214,6 +236,7 @@ impl FlashTiming {
             epoch: Epoch { owner: NO_OWNER, ..Default::default() },
             next_epoch: 1,
             now: 0,
+            origin_ns: 0,
             extensions: Vec::new(),
             last_end: 0,
             counters: FlashTimingCounters::default(),
@@ -221,6 +244,25 @@ impl FlashTiming {
             flash_series: Vec::new(),
             t: t.clone(),
         }
+    }
+
+    /// Bin the flash series from `origin_ns` (the first arrival) on.
+    pub fn set_origin(&mut self, origin_ns: u64) {
+        self.origin_ns = origin_ns;
+    }
+
+    /// Keep every reservation of every channel and die (tests): see
+    /// [`FlashTiming::double_booking`].
+    pub fn enable_audit(&mut self) {
+        self.channels.iter_mut().chain(&mut self.dies).for_each(Timeline::enable_audit);
+    }
+
+    /// A channel or die booked twice for the same instant, when auditing:
+    /// which resource and the two overlapping reservations.
+    pub fn double_booking(&self) -> Option<String> {
+        let named = self.channels.iter().enumerate().map(|(i, t)| (format!("channel {i}"), t));
+        let dies = self.dies.iter().enumerate().map(|(i, t)| (format!("die {i}"), t));
+        named.chain(dies).find_map(|(name, t)| t.double_booking().map(|(a, b)| format!("{name}: {a:?} and {b:?}")))
     }
 
     /// Untimed phases (preconditioning) switch the model off.
@@ -232,9 +274,7 @@ impl FlashTiming {
     /// background step ([`NO_OWNER`]), which may start at `ready_ns`;
     /// `path` is the latency breakdown accumulated before it.
     pub fn begin_epoch(&mut self, ready_ns: u64, owner: u64, path: Breakdown) {
-        if ready_ns > self.now {
-            self.now = ready_ns;
-        }
+        debug_assert!(ready_ns >= self.now, "epoch ready at {ready_ns} before the horizon {}", self.now);
         self.epoch = Epoch {
             id: self.next_epoch,
             ready: ready_ns,
@@ -293,11 +333,14 @@ impl FlashTiming {
 
     // ----- scheduling -----
 
-    /// Account a wait of `ns` to the die (or GC) that caused it.
-    fn wait(path: &mut Breakdown, ns: u64, behind_gc: bool) {
-        if ns > 0 {
-            let c = if behind_gc { Component::GcWait } else { Component::DieWait };
-            path.add(c, ns);
+    /// Account a wait for die `die` (or one of its planes) from `from` to
+    /// `to`: GC's share of the die's time in that span is `gc_wait`, the
+    /// rest `die_wait` (see the module docs).
+    fn wait(&self, path: &mut Breakdown, die: usize, from: u64, to: u64) {
+        if to > from {
+            let gc = self.dies[die].gc_ns_between(from, to).min(to - from);
+            path.add(Component::GcWait, gc);
+            path.add(Component::DieWait, to - from - gc);
         }
     }
 
@@ -311,6 +354,20 @@ impl FlashTiming {
         }
         path.add(Component::FlashTransfer, ns);
         f.start + ns
+    }
+
+    /// Reserve `[start, start + ns)` on a die, and bin the busy time into
+    /// the flash series' intervals (split at their boundaries).
+    fn reserve_die(&mut self, die: usize, start: u64, ns: u64, gc: bool) {
+        self.dies[die].reserve(start, ns, gc);
+        let (mut t, end) = (start, start + ns);
+        while t < end {
+            let boundary =
+                self.origin_ns + ((t.saturating_sub(self.origin_ns)) / self.interval_ns + 1) * self.interval_ns;
+            let piece = end.min(boundary) - t;
+            self.bucket(t).die_busy_ns += piece;
+            t += piece;
+        }
     }
 
     fn fit_die(&mut self, die: usize, t: u64, ns: u64) -> Fit {
@@ -329,18 +386,9 @@ impl FlashTiming {
         }
     }
 
-    /// When every plane in `range` is free, and whether GC held the latest.
-    fn planes_free(&self, range: std::ops::Range<usize>) -> (u64, bool) {
-        self.planes[range].iter().fold(
-            (0, false),
-            |(t, gc), p| {
-                if p.free_at > t {
-                    (p.free_at, p.last_gc)
-                } else {
-                    (t, gc)
-                }
-            },
-        )
+    /// When every plane in `range` is free.
+    fn planes_free(&self, range: std::ops::Range<usize>) -> u64 {
+        self.planes[range].iter().fold(0, |t, p| t.max(p.free_at))
     }
 
     /// Earliest start and path of an operation of the current epoch that
@@ -367,27 +415,31 @@ impl FlashTiming {
         ch: usize,
         die: usize,
         ready: u64,
-        plane_free: (u64, bool),
+        plane_free: u64,
         cell_ns: u64,
         gc: bool,
         path: &mut Breakdown,
     ) -> u64 {
         let cmd = self.t.command_ns;
-        let c0 = ready.max(plane_free.0.saturating_sub(cmd));
+        let c0 = ready.max(plane_free.saturating_sub(cmd));
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
         let cs = tl.fit(c0, cmd).start;
         tl.reserve(cs, cmd, gc);
-        let earliest = (cs + cmd).max(plane_free.0);
+        let earliest = (cs + cmd).max(plane_free);
         let f = self.fit_die(die, earliest, cell_ns);
-        self.dies[die].reserve(f.start, cell_ns, gc);
+        self.reserve_die(die, f.start, cell_ns, gc);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
         }
+        // The rest of the way to the cell phase waits for the plane and
+        // the die: split by GC's share of the die over that span (the
+        // command and channel wait are accounted above).
         let rest = f.start - ready - cmd - (cs - c0);
-        let behind_gc = if f.start > earliest { f.behind_gc } else { plane_free.1 };
-        Self::wait(path, rest, behind_gc);
+        let gc_ns = self.dies[die].gc_ns_between(ready, f.start).min(rest);
+        path.add(Component::GcWait, gc_ns);
+        path.add(Component::DieWait, rest - gc_ns);
         path.add(Component::Cell, cell_ns);
         f.start
     }
@@ -414,7 +466,7 @@ impl FlashTiming {
     }
 
     fn bucket(&mut self, t: u64) -> &mut FlashInterval {
-        let i = (t / self.interval_ns) as usize;
+        let i = (t.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
         if self.flash_series.len() <= i {
             self.flash_series.resize(i + 1, FlashInterval::default());
         }
@@ -464,10 +516,9 @@ impl FlashTiming {
             p.free_at = p.free_at.max(free);
             p.data_out_end = p.data_out_end.max(end);
             p.cache_free_at = p.cache_free_at.max(end);
-            p.last_gc = gc;
         }
         if let Some(b) = op.buffer {
-            let i = b.0 as usize;
+            let i = b.index() as usize;
             if self.deps.len() <= i {
                 self.deps.resize(i + 1, Dep::default());
             }
@@ -508,19 +559,15 @@ impl FlashTiming {
         let lo_planes = lo.first_plane as usize..(lo.first_plane + lo.planes) as usize;
         // The read's planes, not counting the long operation if it is their last.
         let mut t0 = ready;
-        let mut plane_gc = false;
         for i in range {
             let p = &self.planes[i];
             let free = if lo_planes.contains(&i) && p.free_at == lo.end { p.prev_free_at } else { p.free_at };
-            if free > t0 {
-                t0 = free;
-                plane_gc = p.last_gc;
-            }
+            t0 = t0.max(free);
         }
         if !(t0 >= lo.start && t0 < lo.end) {
             return None;
         }
-        Self::wait(path, t0 - ready, plane_gc);
+        self.wait(path, die, ready, t0);
         let gc = is_gc(op.cause);
         let t1 = self.fit_channel(ch, t0, self.t.command_ns, gc, path);
         // The die's time is borrowed from the suspended operation.
@@ -532,7 +579,7 @@ impl FlashTiming {
         // The suspended operation finishes its remaining work later.
         let delta = suspend_ns + t_r;
         let f = self.fit_die(die, lo.end, delta);
-        self.dies[die].reserve(f.start, delta, lo.gc);
+        self.reserve_die(die, f.start, delta, lo.gc);
         let new_end = f.start + delta;
         for p in &mut self.planes[lo_planes] {
             if p.free_at == lo.end {
@@ -554,43 +601,31 @@ impl FlashTiming {
         let t_prog = self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
-        let (ready, mut path) = self.ready(op.buffer.map(|b| b.0));
+        let (ready, mut path) = self.ready(op.buffer.map(|b| b.index()));
         let xfer = self.t.command_ns + self.t.channel_ns(u64::from(op.transfer_bytes));
         let (cell_start, end) = if self.t.config.cache_program {
-            let (reg_free, reg_gc) = self.planes[range.clone()].iter().fold((0, false), |(t, g), p| {
-                if p.cache_free_at > t {
-                    (p.cache_free_at, p.last_gc)
-                } else {
-                    (t, g)
-                }
-            });
+            let reg_free = self.planes[range.clone()].iter().fold(0, |t, p| t.max(p.cache_free_at));
             let t0 = ready.max(reg_free);
-            Self::wait(&mut path, t0 - ready, reg_gc);
+            self.wait(&mut path, die, ready, t0);
             let t1 = self.fit_channel(ch, t0, xfer, gc, &mut path);
-            let (plane_free, plane_gc) = self.planes_free(range.clone());
-            let t2 = t1.max(plane_free);
-            Self::wait(&mut path, t2 - t1, plane_gc);
+            let t2 = t1.max(self.planes_free(range.clone()));
             let f = self.fit_die(die, t2, t_prog);
-            Self::wait(&mut path, f.start - t2, f.behind_gc);
-            self.dies[die].reserve(f.start, t_prog, gc);
+            self.wait(&mut path, die, t1, f.start);
+            self.reserve_die(die, f.start, t_prog, gc);
             path.add(Component::Cell, t_prog);
             (f.start, f.start + t_prog)
         } else {
-            let (plane_free, plane_gc) = self.planes_free(range.clone());
-            let t0 = ready.max(plane_free);
-            Self::wait(&mut path, t0 - ready, plane_gc);
+            let t0 = ready.max(self.planes_free(range.clone()));
+            self.wait(&mut path, die, ready, t0);
             // The die is held from data-in to the end of tPROG: find a time
             // when both the channel (data-in) and the die (all of it) are free.
             self.channels[ch].prune(self.now);
             let (mut c, mut d) = (t0, t0);
             let _ = (c, d);
-            let mut behind_gc = false;
             let mut s = t0;
             for _ in 0..64 {
                 c = self.channels[ch].fit(s, xfer).start;
-                let f = self.fit_die(die, c, xfer + t_prog);
-                d = f.start;
-                behind_gc = f.behind_gc;
+                d = self.fit_die(die, c, xfer + t_prog).start;
                 if d == c {
                     break;
                 }
@@ -601,9 +636,9 @@ impl FlashTiming {
             if c > t0 {
                 path.add(Component::ChannelWait, c - t0);
             }
-            Self::wait(&mut path, d - c, behind_gc);
+            self.wait(&mut path, die, c, d);
             self.channels[ch].reserve(c, xfer, gc);
-            self.dies[die].reserve(d, xfer + t_prog, gc);
+            self.reserve_die(die, d, xfer + t_prog, gc);
             path.add(Component::FlashTransfer, xfer);
             path.add(Component::Cell, t_prog);
             (d + xfer, d + xfer + t_prog)
@@ -612,7 +647,6 @@ impl FlashTiming {
             p.prev_free_at = p.free_at;
             p.free_at = end;
             p.cache_free_at = if self.t.config.cache_program { cell_start } else { end };
-            p.last_gc = gc;
         }
         self.long_ops[die] = Some(LongOp {
             start: cell_start,
@@ -641,7 +675,6 @@ impl FlashTiming {
             p.prev_free_at = p.free_at;
             p.free_at = end;
             p.cache_free_at = end;
-            p.last_gc = gc;
         }
         if let Some(kind) = long {
             self.long_ops[die] = Some(LongOp {
@@ -676,6 +709,9 @@ impl FlashTiming {
             } else if gc {
                 b.background_gc_pages_moved += n;
             }
+        }
+        if matches!(op.kind, OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta | OpKind::Copyback) {
+            b.pages_read += n;
         }
         if op.kind == OpKind::Erase {
             b.blocks_erased += n;
@@ -794,7 +830,7 @@ mod tests {
             source: None,
             planes,
             transfer_bytes: bytes,
-            buffer: buffer.map(BufId),
+            buffer: buffer.map(|i| BufId::new(i, 0)),
         }
     }
 
@@ -906,6 +942,71 @@ mod tests {
         m.take_extensions(&mut ext);
         assert_eq!(ext, vec![(1, 3_000_100 + 20_000 + 50_000)], "the erase ends later");
         assert_eq!(m.counters().suspends, 1);
+    }
+
+    #[test]
+    fn a_read_suspends_a_program_when_enabled_but_not_the_program_of_its_own_page() {
+        let program_then_read = |m: &mut FlashTiming, read_page: u64| {
+            m.begin_epoch(0, 1, Breakdown::default());
+            m.observe(&op(OpKind::Program, 4, 1, 4096, None)); // block 1, page 0 of plane 0 (LSB)
+            m.advance(100_000);
+            m.begin_epoch(100_000, 2, Breakdown::default());
+            m.observe(&op(OpKind::Read, read_page, 1, 4096, None));
+            m.end_epoch().0 - 100_000
+        };
+        let program_end = 100 + 10_240 + 400_000;
+        let (mut m, _) = model("program_suspend = true\nprogram_suspend_latency_us = 20\n");
+        let latency = program_then_read(&mut m, 0);
+        assert_eq!(latency, 100 + 20_000 + 50_000 + 10_240, "suspend, tR, data-out");
+        let mut ext = Vec::new();
+        m.take_extensions(&mut ext);
+        assert_eq!(ext, vec![(1, program_end + 20_000 + 50_000)], "the program resumes and ends later");
+        assert_eq!(m.counters().suspends, 1);
+        // Without program suspend the read waits for tPROG.
+        let (mut m, _) = model("");
+        assert_eq!(program_then_read(&mut m, 0), program_end - 100_000 + 50_000 + 10_240);
+        // A read of the page being programmed waits for its data to be there.
+        let (mut m, _) = model("program_suspend = true\nprogram_suspend_latency_us = 20\n");
+        assert_eq!(program_then_read(&mut m, 4), program_end - 100_000 + 50_000 + 10_240);
+        assert_eq!(m.counters().suspends, 0);
+    }
+
+    #[test]
+    fn a_wait_behind_gc_is_gc_wait_even_when_host_work_is_last_in_line() {
+        let (mut m, _) = model("");
+        // Background GC erases a block of plane 0 (die 0): 3 ms.
+        m.begin_epoch(0, NO_OWNER, Breakdown::default());
+        let mut erase = op(OpKind::Erase, 1, 1, 0, None);
+        erase.cause = Cause::Gc;
+        m.observe(&erase);
+        // A host program to plane 1 of the same die queues behind the erase.
+        m.begin_epoch(0, 2, Breakdown::default());
+        m.observe(&op(OpKind::Program, 16, 1, 4096, None));
+        // A read of plane 1 queues behind that program — and so behind the erase.
+        m.begin_epoch(0, 3, Breakdown::default());
+        m.observe(&op(OpKind::Read, 20, 1, 4096, None));
+        let (end, b) = m.end_epoch();
+        assert_eq!(b.total(), end);
+        assert_eq!(b.get(Component::GcWait), 3_000_000, "the erase ahead on the die");
+        assert_eq!(b.get(Component::DieWait), 400_000, "the host program ahead");
+    }
+
+    #[test]
+    fn a_late_epoch_does_not_let_an_earlier_request_double_book_a_die() {
+        let (mut m, _) = model("");
+        m.enable_audit();
+        m.begin_epoch(0, 1, Breakdown::default());
+        m.observe(&op(OpKind::Program, 0, 1, 4096, None)); // die 0 until 410.34 us
+                                                           // A cache eviction that waits for a slot until 10 ms (die 1).
+        m.begin_epoch(10_000_000, NO_OWNER, Breakdown::default());
+        m.observe(&op(OpKind::Program, 32, 1, 4096, None));
+        // A read arriving at 100 us for plane 1 of die 0 must queue behind the program.
+        m.advance(100_000);
+        m.begin_epoch(100_000, 3, Breakdown::default());
+        m.observe(&op(OpKind::Read, 20, 1, 4096, None));
+        let (end, _) = m.end_epoch();
+        assert_eq!(m.double_booking(), None);
+        assert_eq!(end, 100 + 10_240 + 400_000 + 50_000 + 10_240, "tR after tPROG on die 0");
     }
 
     #[test]

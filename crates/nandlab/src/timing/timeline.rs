@@ -12,7 +12,16 @@
 //!
 //! Each interval carries one tag bit (here: "reserved by garbage
 //! collection") so that a wait can be attributed to what caused it;
-//! neighbouring intervals merge only when their tags agree.
+//! neighbouring intervals merge only when their tags agree. A wait from
+//! `t` to a start `s` is attributed in proportion to the work ahead of it:
+//! [`Timeline::gc_ns_between`] is the time garbage collection holds the
+//! resource within `[t, s)`, and the rest of the wait is other work (or
+//! gaps too short to use).
+//!
+//! Pruning is safe only if nothing is later fitted before the prune
+//! horizon; [`Timeline::enable_audit`] keeps every reservation so a test
+//! can prove that no instant is ever booked twice
+//! ([`Timeline::double_booking`]).
 
 use std::collections::VecDeque;
 
@@ -23,44 +32,167 @@ struct Busy {
     gc: bool,
 }
 
-/// Where an operation fits on a timeline, and what it waited for.
+/// Where an operation fits on a timeline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Fit {
     pub start: u64,
-    /// The last reservation that pushed the start later was garbage collection's.
-    pub behind_gc: bool,
 }
 
+/// log2 of a slot's span, ns (about 1 ms): a slot holds the intervals that
+/// start in it, a few dozen at most on a busy channel.
+const SLOT_SHIFT: u32 = 20;
+
+/// Emptied slot vectors kept for reuse, per timeline.
+const SPARE_SLOTS: usize = 64;
+
+/// A position: (slot, index in the slot).
+type Pos = (usize, usize);
+
 /// One resource's reservations. See the module docs.
+///
+/// The intervals are kept sorted and disjoint in *slots* of simulated time
+/// (a calendar): each interval lives in the slot of its start. A resource
+/// with work reserved far ahead (GC copy chains of many dies on one
+/// channel) holds thousands of intervals; a flat sorted array would move
+/// half of them on every insertion into a gap, here only the few sharing
+/// its slot move. Emptied slots' vectors are reused: no allocation in
+/// steady state.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
-    busy: VecDeque<Busy>,
+    slots: VecDeque<Vec<Busy>>,
+    /// Start of slot 0, ns (a multiple of the slot span).
+    base: u64,
+    /// Intervals held.
+    count: usize,
+    spare: Vec<Vec<Busy>>,
     /// Total reserved time (for utilisation), ns.
     reserved_ns: u64,
     last_end: u64,
+    /// The prune horizon: intervals ending at or before it are forgotten.
+    pruned_to: u64,
+    /// Every reservation ever made, when auditing (tests).
+    audit: Option<Vec<(u64, u64)>>,
 }
 
 impl Timeline {
+    fn slot_of(&self, t: u64) -> usize {
+        debug_assert!(t >= self.base, "time {t} before the timeline's first slot {}", self.base);
+        ((t - self.base) >> SLOT_SHIFT) as usize
+    }
+
+    fn at(&self, (slot, i): Pos) -> Busy {
+        self.slots[slot][i]
+    }
+
+    /// The first position at or after `(slot, i)` that holds an interval.
+    fn next_from(&self, (mut slot, mut i): Pos) -> Option<Pos> {
+        while slot < self.slots.len() {
+            if i < self.slots[slot].len() {
+                return Some((slot, i));
+            }
+            slot += 1;
+            i = 0;
+        }
+        None
+    }
+
+    /// The interval just before position `(slot, i)`.
+    fn prev_of(&self, (slot, i): Pos) -> Option<Pos> {
+        if i > 0 {
+            return Some((slot, i - 1));
+        }
+        (0..slot.min(self.slots.len())).rev().find(|&k| !self.slots[k].is_empty()).map(|k| (k, self.slots[k].len() - 1))
+    }
+
+    /// Where an interval starting at `t` would be inserted: (slot, index).
+    fn insert_pos(&self, t: u64) -> Pos {
+        let slot = self.slot_of(t);
+        match self.slots.get(slot) {
+            Some(v) => (slot, v.partition_point(|b| b.start < t)),
+            None => (slot, 0),
+        }
+    }
+
+    /// The first interval that ends after `t`.
+    fn first_ending_after(&self, t: u64) -> Option<Pos> {
+        let pos = self.insert_pos(t);
+        if let Some(p) = self.prev_of(pos) {
+            if self.at(p).end > t {
+                return Some(p);
+            }
+        }
+        self.next_from(pos)
+    }
+
+    fn step(&self, (slot, i): Pos) -> Option<Pos> {
+        self.next_from((slot, i + 1))
+    }
+
     /// The earliest start at or after `t` where `duration` ns are free.
     pub fn fit(&self, t: u64, duration: u64) -> Fit {
-        let mut fit = Fit { start: t, behind_gc: false };
+        let mut fit = Fit { start: t };
         if duration == 0 {
             return fit; // takes no time, needs nothing
         }
-        if self.busy.back().map_or(true, |b| b.end <= t) {
+        debug_assert!(t >= self.pruned_to, "fit at {t} before the prune horizon {}", self.pruned_to);
+        if self.last_end <= t || self.count == 0 {
             return fit; // after everything reserved: the common case
         }
         // Intervals are disjoint and sorted, so their ends are sorted too.
-        let mut i = self.busy.partition_point(|b| b.end <= t);
-        while let Some(b) = self.busy.get(i) {
+        let mut p = self.first_ending_after(t);
+        while let Some(pos) = p {
+            let b = self.at(pos);
             if b.start >= fit.start.saturating_add(duration) {
                 break;
             }
             fit.start = fit.start.max(b.end);
-            fit.behind_gc = b.gc;
-            i += 1;
+            p = self.step(pos);
         }
         fit
+    }
+
+    /// Time garbage collection holds this resource within `[from, to)`, ns
+    /// (the GC share of a wait over that span).
+    pub fn gc_ns_between(&self, from: u64, to: u64) -> u64 {
+        if to <= from || self.count == 0 || self.last_end <= from {
+            return 0;
+        }
+        let mut ns = 0;
+        let mut p = self.first_ending_after(from);
+        while let Some(pos) = p {
+            let b = self.at(pos);
+            if b.start >= to {
+                break;
+            }
+            if b.gc {
+                ns += b.end.min(to) - b.start.max(from);
+            }
+            p = self.step(pos);
+        }
+        ns
+    }
+
+    /// The slot vector for `slot`, to insert into: creating empty slots
+    /// up to it (empty vectors allocate nothing), and giving it a spare
+    /// vector's storage if it has none.
+    fn slot_mut(&mut self, slot: usize) -> &mut Vec<Busy> {
+        while self.slots.len() <= slot {
+            self.slots.push_back(Vec::new());
+        }
+        if self.slots[slot].capacity() == 0 {
+            if let Some(v) = self.spare.pop() {
+                self.slots[slot] = v;
+            }
+        }
+        &mut self.slots[slot]
+    }
+
+    /// Keep an emptied slot's storage for reuse (a bounded pool).
+    fn recycle(&mut self, mut v: Vec<Busy>) {
+        if v.capacity() > 0 && self.spare.len() < SPARE_SLOTS {
+            v.clear();
+            self.spare.push(v);
+        }
     }
 
     /// Reserve `[start, start + duration)`, which must be free (from [`Timeline::fit`]).
@@ -69,41 +201,105 @@ impl Timeline {
             return;
         }
         let end = start + duration;
-        self.reserved_ns += duration;
-        self.last_end = self.last_end.max(end);
-        if let Some(last) = self.busy.back_mut() {
-            if last.end <= start {
-                // Appending (the common case): no search.
-                if last.end == start && last.gc == gc {
-                    last.end = end;
-                } else {
-                    self.busy.push_back(Busy { start, end, gc });
-                }
-                return;
-            }
+        if let Some(log) = &mut self.audit {
+            log.push((start, end));
         }
-        let i = self.busy.partition_point(|b| b.start < start);
-        debug_assert!(i == 0 || self.busy[i - 1].end <= start, "overlap before");
-        debug_assert!(i == self.busy.len() || self.busy[i].start >= end, "overlap after");
-        let merge_prev = i > 0 && self.busy[i - 1].end == start && self.busy[i - 1].gc == gc;
-        let merge_next = i < self.busy.len() && self.busy[i].start == end && self.busy[i].gc == gc;
+        self.reserved_ns += duration;
+        if self.count == 0 {
+            // Empty: slot 0 starts at the prune horizon (every later fit
+            // starts at or after it; callers prune to the current arrival).
+            self.recycle_all();
+            self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
+        }
+        if start > self.last_end {
+            // After everything, not touching it (the common case): append.
+            self.last_end = end;
+            let slot = self.slot_of(start);
+            self.slot_mut(slot).push(Busy { start, end, gc });
+            self.count += 1;
+            return;
+        }
+        self.last_end = self.last_end.max(end);
+        let pos = self.insert_pos(start);
+        let prev = self.prev_of(pos);
+        let next = self.next_from(pos);
+        debug_assert!(prev.map_or(true, |p| self.at(p).end <= start), "overlap before");
+        debug_assert!(next.map_or(true, |n| self.at(n).start >= end), "overlap after");
+        let merge_prev = prev.filter(|&p| self.at(p).end == start && self.at(p).gc == gc);
+        let merge_next = next.filter(|&n| self.at(n).start == end && self.at(n).gc == gc);
         match (merge_prev, merge_next) {
-            (true, true) => {
-                self.busy[i - 1].end = self.busy[i].end;
-                self.busy.remove(i);
+            (Some(p), Some(n)) => {
+                let next_end = self.at(n).end;
+                self.slots[p.0][p.1].end = next_end;
+                self.slots[n.0].remove(n.1);
+                self.count -= 1;
             }
-            (true, false) => self.busy[i - 1].end = end,
-            (false, true) => self.busy[i].start = start,
-            (false, false) => self.busy.insert(i, Busy { start, end, gc }),
+            (Some(p), None) => self.slots[p.0][p.1].end = end,
+            (None, Some(n)) if n.0 == pos.0 => self.slots[n.0][n.1].start = start,
+            (None, Some(n)) => {
+                // The merged interval starts in an earlier slot: move it there.
+                let next_end = self.at(n).end;
+                self.slots[n.0].remove(n.1);
+                self.slot_mut(pos.0).insert(pos.1, Busy { start, end: next_end, gc });
+            }
+            (None, None) => {
+                self.slot_mut(pos.0).insert(pos.1, Busy { start, end, gc });
+                self.count += 1;
+            }
         }
     }
 
     /// Forget reservations that end at or before `now`: nothing scheduled
     /// from now on can start before `now`.
     pub fn prune(&mut self, now: u64) {
-        while self.busy.front().is_some_and(|b| b.end <= now) {
-            self.busy.pop_front();
+        if now <= self.pruned_to {
+            return; // pruned to here already; what was reserved since ends later
         }
+        self.pruned_to = now;
+        if self.count == 0 {
+            self.recycle_all();
+            return;
+        }
+        while let Some(front) = self.slots.front_mut() {
+            let done = front.iter().take_while(|b| b.end <= now).count();
+            if done > 0 {
+                front.drain(..done);
+                self.count -= done;
+            }
+            let slot_end = self.base + (1 << SLOT_SHIFT);
+            if !front.is_empty() || slot_end > now {
+                break;
+            }
+            // An empty slot wholly in the past: nothing can start in it again.
+            let v = self.slots.pop_front().expect("front exists");
+            self.recycle(v);
+            self.base = slot_end;
+        }
+        if self.count == 0 {
+            self.recycle_all();
+        }
+    }
+
+    /// Return every (empty) slot to the spare pool.
+    fn recycle_all(&mut self) {
+        while let Some(v) = self.slots.pop_front() {
+            self.recycle(v);
+        }
+    }
+
+    /// Keep every reservation from now on, so that
+    /// [`Timeline::double_booking`] can check them all (memory grows with
+    /// the run: for tests and debugging).
+    pub fn enable_audit(&mut self) {
+        self.audit.get_or_insert_with(Vec::new);
+    }
+
+    /// Two audited reservations that overlap, if any: a resource booked
+    /// twice for the same instant.
+    pub fn double_booking(&self) -> Option<((u64, u64), (u64, u64))> {
+        let mut all = self.audit.clone()?;
+        all.sort_unstable();
+        all.windows(2).find(|w| w[1].0 < w[0].1).map(|w| (w[0], w[1]))
     }
 
     /// When the last reservation ends.
@@ -118,11 +314,11 @@ impl Timeline {
 
     /// Intervals held (for tests and memory accounting).
     pub fn len(&self) -> usize {
-        self.busy.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.busy.is_empty()
+        self.count == 0
     }
 }
 
@@ -178,14 +374,35 @@ mod tests {
     }
 
     #[test]
-    fn waits_are_attributed_to_gc_reservations() {
+    fn waits_are_attributed_to_gc_in_proportion_to_its_work_ahead() {
         let mut t = Timeline::default();
         t.reserve(0, 10, false);
-        t.reserve(10, 10, true);
-        assert_eq!(t.len(), 2, "different tags do not merge");
+        t.reserve(10, 30, true);
+        t.reserve(40, 10, false);
+        assert_eq!(t.len(), 3, "different tags do not merge");
         let f = t.fit(5, 1);
-        assert_eq!((f.start, f.behind_gc), (20, true));
+        assert_eq!(f.start, 50, "behind all three");
+        // Of the 45 ns waited, GC held the resource 30: the last
+        // reservation ahead was not GC's, yet most of the wait was.
+        assert_eq!(t.gc_ns_between(5, f.start), 30);
+        assert_eq!(t.gc_ns_between(20, 45), 20, "clipped to the span");
+        assert_eq!(t.gc_ns_between(0, 10), 0);
         assert_eq!(t.fit(5, 0).start, 5, "zero-length work never waits");
+    }
+
+    #[test]
+    fn the_audit_finds_a_double_booking_and_passes_a_clean_timeline() {
+        let mut t = Timeline::default();
+        t.enable_audit();
+        t.reserve(0, 10, false);
+        t.reserve(20, 10, false);
+        t.prune(30);
+        let f = t.fit(30, 5);
+        t.reserve(f.start, 5, false);
+        assert_eq!(t.double_booking(), None);
+        // Pruned work is invisible to `fit`: booking over it is caught.
+        t.reserve(22, 3, false);
+        assert_eq!(t.double_booking(), Some(((20, 30), (22, 25))));
     }
 
     #[test]
@@ -198,6 +415,44 @@ mod tests {
         assert_eq!(t.len(), 5);
         assert_eq!(t.fit(95, 10).start, 110);
         assert_eq!(t.busy_until(), 190);
+    }
+
+    #[test]
+    fn intervals_across_many_slots_fit_merge_and_prune_like_a_flat_list() {
+        // A reference: a flat sorted list with first fit.
+        let slot = 1u64 << SLOT_SHIFT;
+        let mut t = Timeline::default();
+        t.enable_audit();
+        let mut reference: Vec<(u64, u64, bool)> = Vec::new();
+        let mut rng = 7u64;
+        let mut now = 0;
+        for i in 0..5000u64 {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if i % 50 == 0 {
+                now += slot / 3;
+                t.prune(now);
+                reference.retain(|&(_, e, _)| e > now);
+            }
+            let ready = now + (rng >> 40) % (20 * slot);
+            let len = 1 + (rng >> 20) % (slot / 2);
+            let mut start = ready;
+            for &(s, e, _) in &reference {
+                if s < start + len && e > start {
+                    start = e;
+                }
+            }
+            assert_eq!(t.fit(ready, len).start, start, "fit {i}");
+            let gc_ref: u64 =
+                reference.iter().filter(|r| r.2).map(|&(s, e, _)| e.min(start).saturating_sub(s.max(ready))).sum();
+            assert_eq!(t.gc_ns_between(ready, start), gc_ref, "GC's share of the wait {i}");
+            t.reserve(start, len, i % 3 == 0);
+            reference.push((start, start + len, i % 3 == 0));
+            reference.sort_unstable();
+        }
+        assert_eq!(t.double_booking(), None);
+        assert!(t.len() <= reference.len(), "touching intervals merge");
+        t.prune(u64::MAX / 2);
+        assert!(t.is_empty());
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //!   written to the FTL, and a line is reusable when that write's flash
 //!   work completes. A full cache therefore makes writes wait for flash:
 //!   they complete at DRAM speed until the cache fills, then at flash speed.
-//!   A flush writes every dirty line and completes when all flash work of
-//!   every eviction so far has completed.
+//!   A flush writes every dirty line back, keeps it cached and clean (as a
+//!   real write-back cache does: a later read still hits it), and completes
+//!   when all flash work of every write-back so far has completed.
 //! - **write-through**: a write goes to the FTL at once and completes when
 //!   flash does; the line keeps a clean copy for reads.
 //! - Reads are served from DRAM when every requested sector is present in
@@ -309,6 +310,23 @@ impl WriteCache {
         self.free.push_back(id);
     }
 
+    /// The data just copied into `lines` is in DRAM from `ready_ns` on.
+    pub fn data_ready_at(&mut self, lines: &[u32], ready_ns: u64) {
+        for &l in lines {
+            let line = &mut self.lines[l as usize];
+            line.data_ready_ns = line.data_ready_ns.max(ready_ns);
+        }
+    }
+
+    /// A dirty line was written back and stays cached, clean; its DRAM is
+    /// busy until `busy_until_ns` (the flash work reading it).
+    pub fn clean(&mut self, id: u32, busy_until_ns: u64) {
+        self.set_dirty(id, false);
+        let l = &mut self.lines[id as usize];
+        l.busy_until_ns = l.busy_until_ns.max(busy_until_ns);
+        self.flushed_until_ns = self.flushed_until_ns.max(busy_until_ns);
+    }
+
     /// Every mapped dirty line, least recently used first.
     pub fn dirty_in_lru_order(&self, out: &mut Vec<u32>) {
         let mut i = self.head;
@@ -335,7 +353,7 @@ mod tests {
     use super::*;
 
     fn cache(n: u32) -> WriteCache {
-        WriteCache::new((0..n).map(BufId).collect(), 16, 0.5)
+        WriteCache::new((0..n).map(|i| BufId::new(i, 0)).collect(), 16, 0.5)
     }
 
     #[test]

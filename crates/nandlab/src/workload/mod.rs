@@ -24,6 +24,31 @@ pub enum HostOp {
     Flush,
 }
 
+impl HostOp {
+    /// Every operation, in [`HostOp::index`] order.
+    pub const ALL: [HostOp; 4] = [HostOp::Read, HostOp::Write, HostOp::Trim, HostOp::Flush];
+
+    /// Position in [`HostOp::ALL`], for per-operation arrays.
+    pub fn index(self) -> usize {
+        match self {
+            HostOp::Read => 0,
+            HostOp::Write => 1,
+            HostOp::Trim => 2,
+            HostOp::Flush => 3,
+        }
+    }
+
+    /// The lowercase name (as in `--trace-op`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HostOp::Read => "read",
+            HostOp::Write => "write",
+            HostOp::Trim => "trim",
+            HostOp::Flush => "flush",
+        }
+    }
+}
+
 /// One host request: `sectors` sectors from `lba` (both 0 for a flush).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct HostRequest {

@@ -113,6 +113,17 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
+/// A byte count exactly, with a readable binary unit when it is 1 KiB or
+/// more: `1000 bytes`, `1572864 bytes (1.50 MiB)`. For messages where a
+/// rounded figure alone could read as zero.
+pub fn exact_bytes(bytes: u64) -> String {
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{bytes} bytes ({})", super::trace::stats::human_bytes(bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +142,13 @@ mod tests {
     fn relative_sizes_resolve_against_capacity() {
         assert_eq!("4x".parse::<SizeSpec>().unwrap().resolve(1000), 4000);
         assert_eq!("50%".parse::<SizeSpec>().unwrap().resolve(1000), 500);
+    }
+
+    #[test]
+    fn exact_bytes_keep_every_byte_and_add_a_unit() {
+        assert_eq!(exact_bytes(1000), "1000 bytes");
+        assert_eq!(exact_bytes(3 << 19), "1572864 bytes (1.50 MiB)");
+        assert_eq!(exact_bytes(16 << 20), "16777216 bytes (16 MiB)");
     }
 
     #[test]

@@ -5,14 +5,15 @@
 //! | `rw`                  | read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim |
 //! | `bs` / `bsrange`      | request size, or sizes drawn uniformly among multiples of the minimum   |
 //! | `blockalign`          | alignment of random offsets (default: the minimum size)                 |
-//! | `rwmixread`           | percentage of reads in rw/randrw                                        |
+//! | `rwmixread`           | percentage of reads in rw/randrw (ignored by the other modes, as in fio) |
 //! | `offset`, `size`      | the region I/O goes to (default: the whole logical device)              |
 //! | `io_size`             | bytes read + written per job before it stops (default: `size`)          |
 //! | `write_size`          | *nandlab*: bytes written per job before it stops (overrides `io_size`)  |
 //! | `random_distribution` | random (uniform), zipf:θ, pareto:h — see [`super::distribution`]        |
 //! | `fsync`               | a flush after every N writes                                            |
 //! | `trim_percent`        | *nandlab*: share of requests that are trims of the chosen range         |
-//! | `iodepth`, `numjobs`  | outstanding requests per job (timed modes), jobs                        |
+//! | `iodepth`             | outstanding requests per job: `perf` only (`stress` runs one at a time)  |
+//! | `numjobs`             | jobs, each with its own random stream and its own io_size / write_size  |
 //!
 //! Sizes take fio's suffixes (`4k`, `64KiB`, `1g`) and, where relative to the
 //! device, `50%` or `4x` (times the logical capacity).
@@ -22,6 +23,14 @@
 //! are drawn with replacement (fio's `norandommap`); a sequential job keeps
 //! one offset for reads and writes and wraps at the end of its region; jobs
 //! interleave their requests round-robin, each with its own random stream.
+//!
+//! Every workload must be able to reach its stop condition: a combination
+//! that can never reach it (`write_size` when no request can write —
+//! `rw = read`, `rwmixread = 100`, `trim_percent = 100` — or an `io_size`
+//! that only trims would count, outside the trim modes) is rejected naming
+//! the options involved, never left to run forever. `iodepth` has no effect
+//! in `stress`, which executes requests one at a time; `perf` keeps that
+//! many requests outstanding per job.
 
 use super::distribution::{Distribution, PositionSampler};
 use super::size::{parse_range, SizeSpec};
@@ -54,7 +63,8 @@ impl RwMode {
     pub fn is_random(self) -> bool {
         matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim)
     }
-    fn writes(self) -> bool {
+    /// Whether the mode issues writes (trims and reads do not).
+    pub fn writes(self) -> bool {
         matches!(self, RwMode::Write | RwMode::RandWrite | RwMode::Rw | RwMode::RandRw)
     }
     pub fn name(self) -> &'static str {
@@ -173,6 +183,50 @@ fn option_error(option: &str, reason: impl std::fmt::Display) -> String {
     format!("workload option `{option}`: {reason}")
 }
 
+fn options_error(options: &[&str], reason: impl std::fmt::Display) -> String {
+    let names: Vec<String> = options.iter().map(|o| format!("`{o}`")).collect();
+    format!("workload options {}: {reason}", names.join(" and "))
+}
+
+/// Reject a workload whose stop condition can never be reached: each job
+/// stops after `write_size` bytes written, or after `io_size` bytes of
+/// requests that count (writes, reads, and trims only in the trim modes).
+fn check_stop_is_reachable(spec: &SyntheticSpec, limit_is_writes: bool) -> Result<(), String> {
+    let rw = spec.rw.name();
+    let mixed = matches!(spec.rw, RwMode::Rw | RwMode::RandRw);
+    let all_trims = spec.trim_percent >= 100.0;
+    if limit_is_writes {
+        if !spec.rw.writes() {
+            return Err(option_error("write_size", format!("`rw = {rw}` never writes, so the run would never end")));
+        }
+        if all_trims {
+            return Err(options_error(
+                &["write_size", "trim_percent"],
+                "with trim_percent = 100 every request is a trim, so write_size is never reached; \
+                 lower trim_percent or use rw = trim / randtrim with io_size",
+            ));
+        }
+        if mixed && spec.rwmixread >= 100 {
+            return Err(options_error(
+                &["write_size", "rwmixread"],
+                format!(
+                    "with `rw = {rw}` and rwmixread = 100 every request is a read, so write_size is never \
+                     reached; lower rwmixread or give io_size instead"
+                ),
+            ));
+        }
+    } else if all_trims && !matches!(spec.rw, RwMode::Trim | RwMode::RandTrim) {
+        return Err(options_error(
+            &["io_size", "trim_percent"],
+            format!(
+                "with trim_percent = 100 every request is a trim, and trims count towards io_size only with \
+                 rw = trim / randtrim (not `rw = {rw}`), so the run would never end"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl SyntheticWorkload {
     /// Resolve `spec` for a device of `capacity_bytes` with `sector_bytes` sectors.
     pub fn new(spec: &SyntheticSpec, capacity_bytes: u64, sector_bytes: u32, seed: u64) -> Result<Self, String> {
@@ -203,12 +257,22 @@ impl SyntheticWorkload {
         let region_end = region_start.checked_add(region_len).filter(|&e| e <= capacity_bytes).ok_or_else(|| {
             option_error("size", format!("offset + size exceeds the logical capacity of {capacity_bytes} bytes"))
         })?;
+        if region_len < bs_max {
+            return Err(option_error(
+                "size",
+                format!("the region of {region_len} bytes is smaller than the largest request ({bs_max} bytes)"),
+            ));
+        }
         // The usable region ends at the last aligned position a request can start at.
         let region_end = region_start + (region_end - region_start) / align * align;
         if region_end - region_start < bs_max {
             return Err(option_error(
-                "size",
-                format!("the region is smaller than the largest request ({bs_max} bytes)"),
+                "blockalign",
+                format!(
+                    "{align}-byte alignment leaves {} bytes of the {region_len}-byte region, \
+                     less than the largest request ({bs_max} bytes)",
+                    region_end - region_start
+                ),
             ));
         }
         if spec.rwmixread > 100 {
@@ -223,14 +287,11 @@ impl SyntheticWorkload {
         if spec.iodepth == 0 || spec.iodepth > 65535 {
             return Err(option_error("iodepth", "must be within 1..=65535"));
         }
-        let (limit_bytes, limit_is_writes) = match spec.write_size {
-            Some(w) => {
-                if !spec.rw.writes() {
-                    return Err(option_error("write_size", format!("`rw = {}` never writes", spec.rw.name())));
-                }
-                (w.resolve(capacity_bytes), true)
-            }
-            None => (spec.io_size.map_or(region_end - region_start, |s| s.resolve(capacity_bytes)), false),
+        let limit_is_writes = spec.write_size.is_some();
+        check_stop_is_reachable(spec, limit_is_writes)?;
+        let limit_bytes = match spec.write_size {
+            Some(w) => w.resolve(capacity_bytes),
+            None => spec.io_size.map_or(region_end - region_start, |s| s.resolve(capacity_bytes)),
         };
         if limit_bytes == 0 {
             return Err(option_error(if limit_is_writes { "write_size" } else { "io_size" }, "must be positive"));
@@ -398,6 +459,9 @@ impl Workload for SyntheticWorkload {
         if s.trim_percent > 0.0 {
             d += &format!(" trim_percent={}", s.trim_percent);
         }
+        if s.iodepth > 1 {
+            d += &format!(" iodepth={}", s.iodepth);
+        }
         if s.numjobs > 1 {
             d += &format!(" numjobs={}", s.numjobs);
         }
@@ -513,5 +577,88 @@ mod tests {
             "`write_size`",
         );
         bad(|s| s.bsrange = Some("64k-8k".into()), "`bsrange`");
+    }
+
+    /// Each combination that could never reach its stop condition is an
+    /// error naming every option involved (before, these ran forever).
+    #[test]
+    fn a_stop_condition_that_can_never_be_reached_is_an_error() {
+        let rejected = |f: fn(&mut SyntheticSpec), options: &[&str]| {
+            let e = SyntheticWorkload::new(&spec(f), 1 << 20, 512, 1).err().expect("rejected");
+            for o in options {
+                assert!(e.contains(&format!("`{o}`")), "{e} should name {o}");
+            }
+        };
+        rejected(
+            |s| {
+                s.write_size = Some(SizeSpec::TimesCapacity(4.0));
+                s.rw = RwMode::RandRw;
+                s.rwmixread = 100;
+            },
+            &["write_size", "rwmixread"],
+        );
+        rejected(
+            |s| {
+                s.write_size = Some(SizeSpec::TimesCapacity(4.0));
+                s.trim_percent = 100.0;
+            },
+            &["write_size", "trim_percent"],
+        );
+        rejected(|s| s.trim_percent = 100.0, &["io_size", "trim_percent"]);
+        rejected(
+            |s| {
+                s.rw = RwMode::Read;
+                s.write_size = Some(SizeSpec::Bytes(4096));
+            },
+            &["write_size"],
+        );
+        rejected(|s| s.io_size = Some(SizeSpec::Bytes(0)), &["io_size"]);
+        rejected(|s| s.size = Some(SizeSpec::Bytes(2048)), &["size"]);
+        rejected(|s| s.blockalign = Some(SizeSpec::Bytes(1 << 21)), &["blockalign"]);
+    }
+
+    /// The neighbours of the rejected combinations are well defined and end.
+    #[test]
+    fn combinations_next_to_the_rejected_ones_end() {
+        let ends = |f: fn(&mut SyntheticSpec)| {
+            let mut w = SyntheticWorkload::new(&spec(f), 1 << 20, 512, 1).expect("accepted");
+            let reqs = collect(&mut w);
+            assert!(!reqs.is_empty());
+            reqs
+        };
+        // rwmixread is ignored outside rw/randrw, as in fio.
+        let r = ends(|s| {
+            s.rw = RwMode::Write;
+            s.rwmixread = 100;
+            s.write_size = Some(SizeSpec::Bytes(1 << 16));
+        });
+        assert!(r.iter().all(|r| r.op == HostOp::Write));
+        // Trims count towards io_size in the trim modes.
+        let r = ends(|s| {
+            s.rw = RwMode::RandTrim;
+            s.trim_percent = 100.0;
+        });
+        assert!(r.iter().all(|r| r.op == HostOp::Trim));
+        // Reads alone end at io_size; a mixed job at rwmixread = 100 does too.
+        ends(|s| s.rw = RwMode::RandRead);
+        ends(|s| {
+            s.rw = RwMode::RandRw;
+            s.rwmixread = 100;
+        });
+        // A trim share below 100 % still writes, so write_size is reached.
+        ends(|s| {
+            s.trim_percent = 99.0;
+            s.write_size = Some(SizeSpec::Bytes(1 << 14));
+        });
+    }
+
+    #[test]
+    fn iodepth_and_numjobs_are_echoed() {
+        let s = spec(|s| {
+            s.iodepth = 16;
+            s.numjobs = 2;
+        });
+        let d = SyntheticWorkload::new(&s, 1 << 20, 512, 1).unwrap().describe();
+        assert!(d.contains("iodepth=16") && d.contains("numjobs=2"), "{d}");
     }
 }

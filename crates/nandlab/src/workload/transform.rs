@@ -38,6 +38,12 @@
 //!    - `reject`: the first out-of-range request is an error naming its line.
 //! 6. **stop** after `--trace-requests N` requests (counted as emitted: a
 //!    request split by `wrap` counts as two) or at the repeat target.
+//!
+//! A stream that hands out no request at all is legal but almost never
+//! meant: [`Transformed::warnings`] says why (an empty trace, filters that
+//! kept none of its requests, naming the devices and operations the trace
+//! has, or a map that skipped them all), and every command shows it.
+//! An alignment larger than the device is refused up front.
 
 use super::trace::{TraceError, TraceReader, TraceRequest};
 use super::HostOp;
@@ -149,6 +155,12 @@ impl TransformSpec {
                     m.capacity_bytes, m.grain_bytes
                 ));
             }
+            if let Some(a) = self.align_bytes.filter(|&a| a > m.capacity_bytes) {
+                return Err(format!(
+                    "--trace-align {a}: larger than the device's logical capacity ({} bytes)",
+                    m.capacity_bytes
+                ));
+            }
             if m.rule == MapRule::Scale && m.extent_bytes.unwrap_or(0) == 0 {
                 return Err("--trace-map scale needs the trace's extent (measured or --trace-extent)".into());
             }
@@ -219,7 +231,17 @@ pub struct Transformed {
     pass0_last_time: u64,
     time_shift_ns: u64,
     done: bool,
+    /// Requests that passed the filters.
+    kept: u64,
+    /// What the filters dropped while none was kept, for the warning.
+    dropped_devices: Vec<u32>,
+    /// More distinct devices were dropped than are listed.
+    dropped_devices_more: bool,
+    dropped_ops: [bool; 4],
 }
+
+/// Devices listed in the "filters kept nothing" warning.
+const WARN_DEVICES: usize = 16;
 
 impl Transformed {
     pub fn new(reader: TraceReader, spec: TransformSpec) -> Result<Transformed, String> {
@@ -242,6 +264,10 @@ impl Transformed {
             pass0_last_time: 0,
             time_shift_ns: 0,
             done: false,
+            kept: 0,
+            dropped_devices: Vec::new(),
+            dropped_devices_more: false,
+            dropped_ops: [false; 4],
         })
     }
 
@@ -273,8 +299,12 @@ impl Transformed {
             };
             if !self.spec.keeps(&r) {
                 self.counts.filtered_out += 1;
+                if self.kept == 0 {
+                    self.note_dropped(&r);
+                }
                 continue;
             }
+            self.kept += 1;
             r.time_ns = self.time_of(r.time_ns);
             if r.op != HostOp::Flush {
                 let (o, s) = self.spec.aligned(r.offset_bytes, r.size_bytes);
@@ -297,6 +327,82 @@ impl Transformed {
             if let Some(placed) = self.place(r)? {
                 return Ok(Some(self.emit(placed)));
             }
+        }
+    }
+
+    /// Remember a filtered-out request's device and operation (cheap: only
+    /// while nothing has been kept, at most [`WARN_DEVICES`] devices).
+    fn note_dropped(&mut self, r: &TraceRequest) {
+        self.dropped_ops[r.op.index()] = true;
+        if !self.dropped_devices.contains(&r.device) {
+            if self.dropped_devices.len() < WARN_DEVICES {
+                self.dropped_devices.push(r.device);
+            } else {
+                self.dropped_devices_more = true;
+            }
+        }
+    }
+
+    /// Why the stream handed out no request, if it did not (call at the end).
+    pub fn warnings(&self) -> Vec<String> {
+        if self.counts.emitted > 0 {
+            return Vec::new();
+        }
+        let read = self.reader.counts();
+        let requests = read.requests;
+        let warning = if requests == 0 {
+            format!(
+                "the trace has no request ({} lines: {} ignored, {} bad lines skipped)",
+                read.lines, read.ignored_lines, read.skipped_bad_lines
+            )
+        } else if self.kept == 0 {
+            format!(
+                "the filters ({}) kept none of the trace's {requests} requests; it has device(s) {} and operation(s) {}",
+                self.filter_flags(),
+                self.dropped_device_list(),
+                HostOp::ALL
+                    .iter()
+                    .filter(|o| self.dropped_ops[o.index()])
+                    .map(|o| o.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            format!(
+                "none of the {} requests the filters kept fits the device: {} out of range and skipped (--trace-map skip)",
+                self.kept, self.counts.skipped_out_of_range
+            )
+        };
+        vec![format!("no request replayed: {warning}")]
+    }
+
+    fn filter_flags(&self) -> String {
+        let mut f = Vec::new();
+        if !self.spec.devices.is_empty() {
+            let d: Vec<String> = self.spec.devices.iter().map(|&d| self.show_device(d)).collect();
+            f.push(format!("--trace-device {}", d.join(" ")));
+        }
+        if !self.spec.ops.is_empty() {
+            let o: Vec<&str> = self.spec.ops.iter().map(|o| o.name()).collect();
+            f.push(format!("--trace-op {}", o.join(",")));
+        }
+        f.join(", ")
+    }
+
+    fn dropped_device_list(&self) -> String {
+        let mut d: Vec<String> = self.dropped_devices.iter().map(|&d| self.show_device(d)).collect();
+        if self.dropped_devices_more {
+            d.push("…".into());
+        }
+        d.join(", ")
+    }
+
+    /// A device number as the user writes it (blkparse: `MAJOR,MINOR`).
+    fn show_device(&self, d: u32) -> String {
+        if self.reader.format() == super::trace::TraceFormat::Blkparse {
+            format!("{},{}", d >> 20, d & ((1 << 20) - 1))
+        } else {
+            d.to_string()
         }
     }
 
@@ -425,8 +531,9 @@ impl Transformed {
                     self.done = true;
                 }
             }
-            self.counts.written_bytes += r.size_bytes;
-            self.pass_written += r.size_bytes;
+            // Saturating: a trace may write more than 2^64 bytes in total.
+            self.counts.written_bytes = self.counts.written_bytes.saturating_add(r.size_bytes);
+            self.pass_written = self.pass_written.saturating_add(r.size_bytes);
         }
         self.counts.emitted += 1;
         if self.spec.max_requests == Some(self.counts.emitted) {
@@ -551,5 +658,57 @@ mod tests {
         bad(TransformSpec { speed: 0.0, ..Default::default() }, "--trace-speed");
         bad(TransformSpec { repeat_offset_bytes: Some(4096), ..Default::default() }, "--trace-repeat-until");
         bad(TransformSpec { map: device(MapRule::Scale, 4096), ..Default::default() }, "extent");
+        bad(
+            TransformSpec { align_bytes: Some(8192), map: device(MapRule::Wrap, 4096), ..Default::default() },
+            "--trace-align 8192: larger than the device's logical capacity (4096 bytes)",
+        );
+        assert!(TransformSpec { align_bytes: Some(4096), map: device(MapRule::Wrap, 4096), ..Default::default() }
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn written_bytes_saturate_instead_of_overflowing() {
+        // Two writes of 2^63 bytes each.
+        let r = TraceReader::from_bytes(
+            "t",
+            b"0 0 0 18014398509481984 0\n1 0 0 18014398509481984 0\n".to_vec(),
+            &ReaderOptions::for_format(TraceFormat::Mqsim),
+        )
+        .unwrap();
+        let mut t = Transformed::new(r, TransformSpec::default()).unwrap();
+        while t.next_request().unwrap().is_some() {}
+        assert_eq!(t.counts().written_bytes, u64::MAX);
+    }
+
+    fn warnings_after(text: &str, spec: TransformSpec) -> Vec<String> {
+        let r = TraceReader::from_bytes("t", text.as_bytes().to_vec(), &ReaderOptions::for_format(TraceFormat::Mqsim))
+            .unwrap();
+        let mut t = Transformed::new(r, spec).unwrap();
+        while t.next_request().unwrap().is_some() {}
+        t.warnings()
+    }
+
+    #[test]
+    fn a_stream_that_replays_nothing_says_why() {
+        assert!(warnings_after(TEXT, TransformSpec::default()).is_empty());
+        let w = warnings_after(TEXT, TransformSpec { devices: vec![7], ops: vec![HostOp::Trim], ..Default::default() });
+        assert_eq!(
+            w,
+            vec!["no request replayed: the filters (--trace-device 7, --trace-op trim) kept none of the trace's 3 requests; it has device(s) 0, 1 and operation(s) read, write"]
+        );
+        let sixteen: String = (0..16).map(|d| format!("{d} {d} 0 8 0\n")).collect();
+        let w = warnings_after(&sixteen, TransformSpec { devices: vec![99], ..Default::default() });
+        assert!(w[0].contains("device(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and"), "{w:?}");
+        let w = warnings_after(
+            &format!("{sixteen}16 16 0 8 0\n"),
+            TransformSpec { devices: vec![99], ..Default::default() },
+        );
+        assert!(w[0].contains("14, 15, … and"), "{w:?}");
+        let w = warnings_after("# nothing\n", TransformSpec::default());
+        assert!(w[0].contains("the trace has no request (1 lines: 1 ignored"), "{w:?}");
+        let w =
+            warnings_after("0 0 100 8 0\n", TransformSpec { map: device(MapRule::Skip, 4096), ..Default::default() });
+        assert!(w[0].contains("1 out of range and skipped"), "{w:?}");
     }
 }

@@ -54,3 +54,14 @@ pub fn drain(w: &mut dyn Workload) -> Vec<nandlab::workload::HostRequest> {
     }
     v
 }
+
+/// A public trace from `shared/traces/` (see its SOURCES.md): the first
+/// `shared/traces/NAME` found in a directory above this crate, so the tests
+/// find it beside a clone (`../shared`) and beside a worktree alike.
+pub fn shared_trace(name: &str) -> std::path::PathBuf {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|d| d.join("shared/traces").join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("shared/traces/{name} not found above {}", here.display()))
+}

@@ -70,7 +70,7 @@ pub(super) struct HostRow {
 
 impl Default for HostRow {
     fn default() -> Self {
-        let none = Staged { lpn: 0, tag: 0, ppn: 0, buf: BufId(0), sector: 0 };
+        let none = Staged { lpn: 0, tag: 0, ppn: 0, buf: BufId::from_raw(u64::MAX), sector: 0 };
         HostRow { n: 0, unit: 0, stream: 0, group: 0, row: 0, pages: [none; MAX_PLANES_PER_GROUP], buf_used: 0 }
     }
 }
@@ -183,7 +183,7 @@ impl DataPlane {
         } else {
             self.counters.host_multi_plane_programs += 1;
             let mut ops =
-                [ProgramOp { page: PageAddr(0), src: BufId(0), src_sector: 0, oob: &[] }; MAX_PLANES_PER_GROUP];
+                [ProgramOp { page: PageAddr(0), src: pages[0].buf, src_sector: 0, oob: &[] }; MAX_PLANES_PER_GROUP];
             for ((op, p), oob) in ops.iter_mut().zip(&pages[..n]).zip(&oobs) {
                 *op = ProgramOp { page: page(p.ppn), src: p.buf, src_sector: p.sector, oob };
             }

@@ -21,6 +21,17 @@
 //! takes along the wholly dirty lines next to it within its aligned run of
 //! `planes_per_die` logical pages, as one FTL write: the FTL can program
 //! them with one multi-plane program (a lone page waits for no partner).
+//! A flush writes every dirty line back and keeps it cached, clean (a
+//! later read still hits it).
+//!
+//! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
+//! which cannot be interrupted once started (MQSim's preemptible GC is not
+//! modelled). So a step starts only when it surely ends before the next
+//! arrival: when the time left is at least a bound on one step — the
+//! longer of the worst case of collecting one block (every page moved
+//! through the controller, serialised on one die, then the erase; see
+//! [`one_block_step_ns`]) and the longest step seen so far. Steps start
+//! once all flash work in flight has ended, so nothing else delays them.
 
 use super::super::{RunError, Session};
 use crate::config::Config;
@@ -100,6 +111,21 @@ pub struct TimedDevice {
     /// unbounded backlog of write-back programs).
     evictions: BinaryHeap<Reverse<u64>>,
     max_evictions: usize,
+    /// Upper bound on one idle step's duration, ns (see the module docs).
+    idle_step_bound_ns: u64,
+    /// Idle steps that ended after the arrival they had to end before
+    /// (only when a step exceeds every bound above; reported).
+    pub idle_overruns: u64,
+}
+
+/// The worst case of one idle step that collects one block: every page of
+/// the block (and one page of FTL metadata) read and programmed through the
+/// controller, all on one die and channel, then the block erased, ns.
+pub fn one_block_step_ns(timing: &Timing, pages_per_block: u32, page_bytes: u64) -> u64 {
+    let t_r = timing.read_ns_by_level.iter().copied().max().unwrap_or(0);
+    let t_prog = timing.program_ns_by_level.iter().copied().max().unwrap_or(0);
+    let move_ns = 2 * timing.command_ns + t_r + t_prog + 2 * timing.channel_ns(page_bytes);
+    (u64::from(pages_per_block) + 1) * move_ns + timing.command_ns + timing.erase_ns
 }
 
 impl TimedDevice {
@@ -157,6 +183,8 @@ impl TimedDevice {
             now: 0,
             evictions: BinaryHeap::new(),
             max_evictions: 2 * g.dies() as usize,
+            idle_step_bound_ns: one_block_step_ns(&timing, g.pages_per_block(), page_bytes),
+            idle_overruns: 0,
             timing,
             host,
         })
@@ -286,6 +314,10 @@ impl TimedDevice {
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let all_cached = pieces(self.spp, req.lba, req.sectors)
             .all(|(lpn, first, n, _)| cache.lookup(lpn).is_some_and(|l| cache.covers(l, first, n)));
+        // Cached sectors can be read once the writes that put them in DRAM are there.
+        let data_ready = pieces(self.spp, req.lba, req.sectors)
+            .filter_map(|(lpn, ..)| cache.lookup(lpn))
+            .fold(t, |at, l| at.max(cache.line(l).data_ready_ns));
         let cache = self.cache.as_mut().expect("checked");
         if all_cached {
             cache.counters.read_hits += 1;
@@ -314,7 +346,13 @@ impl TimedDevice {
             Err(e) => self.session.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
         if all_cached {
-            end = self.dram_copy(t, bytes, &mut p);
+            end = self.dram_copy(data_ready, bytes, &mut p);
+            // (The wait for the data is DRAM work: the write's copy in.)
+            p.add(Component::Dram, data_ready - t);
+        } else if data_ready > end {
+            // Sectors laid over from the cache arrive later than the flash data.
+            p.add(Component::Dram, data_ready - end);
+            end = data_ready;
         }
         self.session.flash.free_host_buffer(buf);
         self.session.host.read_requests += 1;
@@ -366,16 +404,26 @@ impl TimedDevice {
     }
 
     /// Write a line's sectors to the FTL (if dirty) and free it once that
-    /// flash work completes; `together`: with the lines around it (see the
-    /// module docs). A line written out with a neighbour already is skipped.
+    /// flash work completes; `together_ok`: with the lines around it (see
+    /// the module docs).
     fn evict(&mut self, line: u32, t: u64, together_ok: bool) {
+        self.write_back_line(line, t, false, together_ok);
+    }
+
+    /// Write a line's sectors to the FTL (if dirty), with the lines around
+    /// it if `together_ok`; then free the line(s), or (`keep`) keep them
+    /// cached and clean. Either way their DRAM is busy until that flash work
+    /// completes. A line already written out with a neighbour is skipped.
+    fn write_back_line(&mut self, line: u32, t: u64, keep: bool, together_ok: bool) {
         let cache = self.cache.as_mut().expect("cache present");
         if !cache.is_mapped(line) {
             return;
         }
         let l = cache.line(line).clone();
         if !l.dirty {
-            cache.release(line, l.busy_until_ns);
+            if !keep {
+                cache.release(line, l.busy_until_ns);
+            }
             return;
         }
         let mut together = std::mem::take(&mut self.scratch_together);
@@ -384,7 +432,7 @@ impl TimedDevice {
             self.lines_written_together(line, &mut together);
         }
         if together.len() > 1 {
-            self.evict_together(&together, t);
+            self.write_back_together(&together, t, keep);
             self.scratch_together = together;
             return;
         }
@@ -407,7 +455,12 @@ impl TimedDevice {
         });
         self.evictions.push(Reverse(end));
         self.scratch_runs = runs;
-        self.cache.as_mut().expect("cache present").release(line, end);
+        let cache = self.cache.as_mut().expect("cache present");
+        if keep {
+            cache.clean(line, end);
+        } else {
+            cache.release(line, end);
+        }
     }
 
     /// The wholly dirty lines around dirty `line` within its aligned run of
@@ -436,8 +489,9 @@ impl TimedDevice {
     }
 
     /// Write wholly dirty `lines` of consecutive logical pages to the FTL
-    /// as one write, and free them once its flash work completes.
-    fn evict_together(&mut self, lines: &[u32], t: u64) {
+    /// as one write; free them (or `keep` them clean) once its flash work
+    /// completes.
+    fn write_back_together(&mut self, lines: &[u32], t: u64, keep: bool) {
         let cache = self.cache.as_mut().expect("cache present");
         cache.counters.evictions += lines.len() as u64;
         let first_lpn = cache.line(lines[0]).lpn;
@@ -458,7 +512,11 @@ impl TimedDevice {
         self.evictions.push(Reverse(end));
         let cache = self.cache.as_mut().expect("cache present");
         for &l in lines {
-            cache.release(l, end);
+            if keep {
+                cache.clean(l, end);
+            } else {
+                cache.release(l, end);
+            }
         }
     }
 
@@ -521,11 +579,7 @@ impl TimedDevice {
         b.add(Component::CacheWait, space - t);
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let ack = self.dram_copy(space, bytes, &mut b);
-        let cache = self.cache.as_mut().expect("cache present");
-        for &l in &lines {
-            let line = cache.line_mut(l);
-            line.data_ready_ns = line.data_ready_ns.max(ack);
-        }
+        self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
         self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
         self.session.flash.free_host_buffer(hbuf);
@@ -563,15 +617,20 @@ impl TimedDevice {
             Ok(_) => {
                 self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
                 // Keep a clean copy for reads (in DRAM while flash programs).
+                let mut lines = std::mem::take(&mut self.scratch_lines);
+                lines.clear();
                 for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
                     let line = self.line_for(lpn, t);
                     let cache = self.cache.as_mut().expect("cache present");
                     cache.set_present(line, first, n, true);
                     let lbuf = cache.line(line).buf;
                     let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+                    lines.push(line);
                 }
                 let mut scratch = Breakdown::default();
-                self.dram_copy(t, bytes, &mut scratch);
+                let copied = self.dram_copy(t, bytes, &mut scratch);
+                self.cache.as_mut().expect("cache present").data_ready_at(&lines, copied);
+                self.scratch_lines = lines;
             }
             Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
@@ -618,7 +677,7 @@ impl TimedDevice {
             cache.counters.flushes += 1;
             cache.dirty_in_lru_order(&mut lines);
             for &l in &lines {
-                self.evict(l, t, true);
+                self.write_back_line(l, t, true, true);
             }
             self.scratch_lines = lines;
             self.session.end_request();
@@ -642,22 +701,29 @@ impl TimedDevice {
         self.cache.as_ref().expect("cache present").dirty_in_lru_order(&mut lines);
         let t = self.now;
         for l in lines {
-            self.evict(l, t, true);
+            self.write_back_line(l, t, true, true);
         }
     }
 
-    /// Background work in idle time: FTL idle steps starting at `from_ns`
-    /// while they end before `until_ns`. Returns the steps done.
+    /// Background work in idle time: FTL idle steps from `from_ns` (or
+    /// when the flash work in flight ends, if later), each started only if
+    /// it surely ends by `until_ns` (see the module docs). Returns the
+    /// steps done.
     pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
-        let mut at = from_ns;
+        let mut at = from_ns.max(self.model.borrow().busy_until());
         let mut steps = 0;
-        while at < until_ns && steps < max_steps && !self.session.ftl_failed() {
+        while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
+        {
             self.session.flash.set_request(None);
             let (r, end, _) =
                 self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.ftl.idle(&mut d.session.flash));
             match r {
                 Ok(crate::ftl::IdleOutcome::Worked) => {
                     steps += 1;
+                    self.idle_step_bound_ns = self.idle_step_bound_ns.max(end - at);
+                    if end > until_ns {
+                        self.idle_overruns += 1;
+                    }
                     at = end.max(at + 1);
                 }
                 Ok(crate::ftl::IdleOutcome::Nothing) => break,

@@ -13,8 +13,12 @@
 //! Before the timed phase the drive can be preconditioned untimed
 //! ([`precondition`]). Background garbage collection runs in idle time:
 //! when a request arrives to an idle device (nothing outstanding), the
-//! FTL's idle steps run from the last completion on, while they end before
-//! the arrival.
+//! FTL's idle steps run from the last completion on, each only if it surely
+//! ends before the arrival ([`device::TimedDevice::idle`] says how).
+//!
+//! Simulated time is measured from the first arrival (a trace may start
+//! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
+//! the time series all count from there.
 
 pub mod device;
 pub mod precondition;
@@ -24,7 +28,9 @@ use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::host::Arrival;
 use crate::report::latency::LatencyRecorder;
-use crate::report::perf::{BreakdownSummary, DeviceSummary, FlowSummary, PerfGc, PerfReport, PerfSection, Utilisation};
+use crate::report::perf::{
+    per_cpu_second, BreakdownSummary, DeviceSummary, FlowSummary, PerfGc, PerfReport, PerfSection, Utilisation,
+};
 use crate::report::timeseries::SeriesRecorder;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::seed::{derive_seed, rng_for, Rng};
@@ -181,6 +187,9 @@ struct Sim {
     issued: u64,
     in_flight: u64,
     last_completion: u64,
+    /// The first arrival: simulated time, the time series and utilisation
+    /// count from here (a trace may start late).
+    origin_ns: Option<u64>,
     stopping: Option<String>,
     extended: HashMap<u64, u64>,
     extensions: Vec<(u64, u64)>,
@@ -292,6 +301,7 @@ pub fn run(
         issued: 0,
         in_flight: 0,
         last_completion: 0,
+        origin_ns: None,
         stopping: None,
         extended: HashMap::new(),
         extensions: Vec::new(),
@@ -316,6 +326,14 @@ pub fn run(
 
     let mut events = 0u64;
     while let Some(ev) = sim.events.pop() {
+        if sim.origin_ns.is_none() {
+            // Events pop in time order and arrivals come first: the first
+            // arrival. Nothing before it is measured (not even idle time).
+            sim.origin_ns = Some(ev.time);
+            sim.last_completion = ev.time;
+            sim.series.set_origin(ev.time);
+            device.model.borrow_mut().set_origin(ev.time);
+        }
         {
             let session = &device.session;
             sim.series.roll_to(ev.time, &mut || free_blocks(session));
@@ -328,7 +346,9 @@ pub fn run(
             Kind::Arrival(f) => arrive(&mut sim, &mut device, opts, f as usize, ev.time)?,
             Kind::Done(slot) => {
                 let id = sim.done[slot as usize].id;
-                if let Some(later) = sim.extended.remove(&id) {
+                // (Suspends are rare: skip the hash lookup when there are none.)
+                let later = if sim.extended.is_empty() { None } else { sim.extended.remove(&id) };
+                if let Some(later) = later {
                     if later > ev.time {
                         // A read suspended one of its operations: it completes later.
                         sim.done[slot as usize].breakdown.add(Component::DieWait, later - ev.time);
@@ -444,8 +464,11 @@ fn build_report(
     let (started, cpu_start, timed_cpu, timed_wall) = clocks;
     let session: &Session = &device.session;
     let model = device.model.borrow();
-    let end_ns = sim.last_completion.max(1);
-    let seconds = end_ns as f64 / 1e9;
+    // Simulated time from the first arrival to the last completion.
+    let origin = sim.origin_ns.unwrap_or(0);
+    let end_ns = sim.last_completion;
+    let span_ns = end_ns.saturating_sub(origin).max(1);
+    let seconds = span_ns as f64 / 1e9;
 
     // Flash and host figures of the timed phase alone.
     let flash = summary_since(session.flash.stats(), &base_stats);
@@ -471,7 +494,7 @@ fn build_report(
     let breakdown = BreakdownSummary::new(total.breakdown(), total.count(), &sim.by_op, &OP_NAMES);
 
     let busy = device.host_busy();
-    let frac = |ns: u64| (ns as f64 / end_ns as f64).min(1.0);
+    let frac = |ns: u64| (ns as f64 / span_ns as f64).min(1.0);
     let channels: Vec<f64> = model.channel_busy_ns().into_iter().map(frac).collect();
     let dies: Vec<f64> = model.die_busy_ns().into_iter().map(frac).collect();
     let utilisation = Utilisation::new(
@@ -484,7 +507,7 @@ fn build_report(
         device.host().full_duplex,
     );
     let counters = *model.counters();
-    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series());
+    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series(), config.geometry.dies());
     let host_bytes = host.read_bytes + host.write_bytes;
     let g = &config.geometry;
     let perf = PerfSection {
@@ -531,6 +554,7 @@ fn build_report(
             foreground_blocks_erased: counters.foreground_gc_erases,
             background_blocks_erased: counters.background_gc_erases,
             background_steps: sim.idle_steps,
+            background_overruns: device.idle_overruns,
         },
         write_cache: device.cache().map(|c| c.counters),
         write_cache_mode: device.timing().config.write_cache.name(),
@@ -540,8 +564,8 @@ fn build_report(
         stopped: sim.stopping.clone(),
         timed_cpu_seconds: timed_cpu,
         timed_wall_seconds: timed_wall,
-        requests_per_cpu_second: requests as f64 / timed_cpu.max(0.01),
-        host_mb_per_cpu_second: host_bytes as f64 / 1e6 / timed_cpu.max(0.01),
+        requests_per_cpu_second: per_cpu_second(requests as f64, timed_cpu),
+        host_mb_per_cpu_second: per_cpu_second(host_bytes as f64 / 1e6, timed_cpu),
     };
     let wall = started.elapsed().as_secs_f64();
     let stopped_early =

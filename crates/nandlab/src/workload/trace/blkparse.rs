@@ -36,7 +36,7 @@
 //! The device number is `major << 20 | minor` (Linux `MKDEV`), so
 //! `--trace-device 8,16` selects `/dev/sdb`.
 
-use super::parse::{parse_decimal_ns, parse_u32, parse_u64, LineError, Words};
+use super::parse::{checked_end, parse_decimal_ns, parse_u32, parse_u64, LineError, Words};
 use super::BlkparseEvents;
 use super::Pending;
 use crate::workload::HostOp;
@@ -152,22 +152,26 @@ impl BlkparseParser {
         let rwbs = parse_rwbs(rwbs_field).ok_or_else(|| LineError::at(line, rwbs_field, "rwbs", RWBS_EXPECTED))?;
         // `sector + blocks`, `sector` alone, or nothing (`[proc]`, `(cdb)`).
         let (mut sector, mut blocks) = (0u64, 0u64);
+        let (mut sector_field, mut blocks_field): (&[u8], &[u8]) = (line, line);
         if let Some(s) = w.next() {
             if s.first().is_some_and(u8::is_ascii_digit) {
                 sector = parse_u64(s).ok_or_else(|| LineError::at(line, s, "sector", "a sector number"))?;
+                sector_field = s;
                 let mut rest = w.clone();
                 if rest.next() == Some(b"+") {
                     let n = rest.next().ok_or_else(|| LineError::line(line, "blocks", "a block count after `+`"))?;
                     blocks = parse_u64(n).ok_or_else(|| LineError::at(line, n, "blocks", "a block count after `+`"))?;
+                    blocks_field = n;
                 }
             }
         }
         let offset_bytes = sector
             .checked_mul(self.sector_bytes)
-            .ok_or_else(|| LineError::line(line, "sector", "a sector whose byte offset fits in 64 bits"))?;
-        let size_bytes = blocks
-            .checked_mul(self.sector_bytes)
-            .ok_or_else(|| LineError::line(line, "blocks", "a block count whose byte count fits in 64 bits"))?;
+            .ok_or_else(|| LineError::at(line, sector_field, "sector", "a sector whose byte offset fits in 64 bits"))?;
+        let size_bytes = blocks.checked_mul(self.sector_bytes).ok_or_else(|| {
+            LineError::at(line, blocks_field, "blocks", "a block count whose byte count fits in 64 bits")
+        })?;
+        checked_end(line, blocks_field, "blocks", offset_bytes, size_bytes)?;
         if rwbs.preflush {
             out.push(HostOp::Flush, 0, 0, time_ns, device);
         }

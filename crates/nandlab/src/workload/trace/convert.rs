@@ -19,11 +19,58 @@
 //! Times are written as the transformed stream has them: by default the
 //! first request is at 0. fio v2 expresses time only as `wait`s, so a
 //! request earlier than the one before it keeps the earlier request's time.
+//!
+//! **Every file written reads back**: a request the target cannot write so
+//! that nandlab's own reader of that format accepts it is refused with a
+//! [`ConvertError::Unrepresentable`] naming the input line and field and
+//! why, and conversion stops (nothing is silently changed). The cases:
+//!
+//! - `mqsim`, `disksim`: a request whose end, widened to a whole 512-byte
+//!   sector, would pass 2^64 − 1 bytes (the reader would overflow its
+//!   sector-to-byte product).
+//! - `fio`, `fio-v2`: a 4097th distinct device (the reader numbers at most
+//!   [`fio_iolog::MAX_FILES`] files); and `--fio-file` must be a name the
+//!   reader splits out as one field ([`check_fio_file`]).
+//! - `msr`, `spc`: none; offsets, sizes, devices and times the readers
+//!   produce always fit (readers refuse requests ending past 2^64 − 1).
 
-use super::{disksim, fio_iolog, msr, spc, TraceRequest};
+use super::{disksim, fio_iolog, msr, spc, RequestField, TraceFormat, TraceRequest};
 use crate::workload::HostOp;
 use serde::Serialize;
 use std::io::{self, Write};
+use thiserror::Error;
+
+/// Why a request could not be converted.
+#[derive(Debug, Error)]
+pub enum ConvertError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The target cannot represent the request so that its reader reads it back.
+    #[error("line {line}: the request's {field:?} cannot be written as {target}: {reason}")]
+    Unrepresentable { line: u64, field: RequestField, target: &'static str, reason: String },
+}
+
+impl ConvertError {
+    /// The message for the user, naming the input `file`, line and field
+    /// (as `input`'s reader names it); I/O errors name `output`.
+    pub fn located(&self, file: &str, input: TraceFormat, output: &str) -> String {
+        match self {
+            ConvertError::Io(e) => format!("{output}: {e}"),
+            ConvertError::Unrepresentable { line, field, target, reason } => {
+                format!("{file}:{line}: field `{}`: cannot be written as {target}: {reason}", input.field_name(*field))
+            }
+        }
+    }
+}
+
+/// Check a fio file name: one blank-free field that does not start a
+/// comment (`#`), as the fio reader (ours and fio's) splits lines.
+pub fn check_fio_file(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(char::is_whitespace) || name.starts_with('#') {
+        return Err(format!("`{name}`: expected a file name without blanks that does not start with `#`"));
+    }
+    Ok(())
+}
 
 /// Formats `trace convert` writes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -108,7 +155,44 @@ impl<W: Write> TraceWriter<W> {
         TraceWriter { out, target, fio, counts: ConvertCounts::default() }
     }
 
-    pub fn write(&mut self, r: &TraceRequest) -> io::Result<()> {
+    /// Why the target cannot represent `r` readably, if it cannot.
+    fn unrepresentable(&self, r: &TraceRequest) -> Option<(RequestField, String)> {
+        let data = matches!(r.op, HostOp::Read | HostOp::Write);
+        match self.target {
+            TargetFormat::Mqsim | TargetFormat::Disksim if data => {
+                let widened = r.end_bytes().div_ceil(SECTOR).checked_mul(SECTOR);
+                widened.is_none().then(|| {
+                    (
+                        RequestField::Size,
+                        format!(
+                            "the request ends at byte {}; widened to whole {SECTOR}-byte sectors it would end at 2^64, beyond any 64-bit byte address",
+                            r.end_bytes()
+                        ),
+                    )
+                })
+            }
+            TargetFormat::Fio | TargetFormat::FioV2 => {
+                let fio = self.fio.as_ref().expect("fio targets have a writer");
+                fio.too_many_files(r.device).then(|| {
+                    (
+                        RequestField::Device,
+                        format!(
+                            "device {} would be file number {}; an iolog names at most {} files",
+                            r.device,
+                            fio_iolog::MAX_FILES + 1,
+                            fio_iolog::MAX_FILES
+                        ),
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub fn write(&mut self, r: &TraceRequest) -> Result<(), ConvertError> {
+        if let Some((field, reason)) = self.unrepresentable(r) {
+            return Err(ConvertError::Unrepresentable { line: r.line, field, target: self.target.name(), reason });
+        }
         let sector_based = matches!(self.target, TargetFormat::Mqsim | TargetFormat::Disksim | TargetFormat::Spc);
         let written = match self.target {
             TargetFormat::Fio | TargetFormat::FioV2 => {

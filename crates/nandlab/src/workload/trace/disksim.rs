@@ -23,7 +23,7 @@
 //! is an error naming the line. Neither format has flush or trim: converting
 //! to them drops those requests (and says how many).
 
-use super::parse::{parse_decimal_ns, parse_u32, parse_u64, LineError, Words};
+use super::parse::{checked_end, parse_decimal_ns, parse_u32, parse_u64, LineError, Words};
 use super::{AsciiRw, Pending, TimeUnit, TraceFormat, TraceRequest};
 use crate::workload::HostOp;
 use std::io::{self, Write};
@@ -68,6 +68,7 @@ impl AsciiParser {
         let size_bytes = parse_u64(size)
             .and_then(|v| v.checked_mul(self.sector_bytes))
             .ok_or_else(|| LineError::at(line, size, "size", "a length in sectors whose byte count fits in 64 bits"))?;
+        checked_end(line, size, "size", offset_bytes, size_bytes)?;
         let op = match self.rw {
             AsciiRw::Mqsim => match ty {
                 b"0" => HostOp::Write,
@@ -92,18 +93,55 @@ pub fn looks_like(line: &[u8]) -> bool {
 }
 
 /// MQSim or DiskSim, from lines that have the ASCII layout, and why.
-pub fn which_variant(lines: &[&[u8]]) -> (TraceFormat, String) {
-    let fields = || lines.iter().map(|l| Words::new(l).collect::<Vec<_>>()).filter(|w| w.len() == 5);
-    if fields().any(|w| w[0].contains(&b'.')) {
-        return (TraceFormat::Disksim, "fractional times: DiskSim (milliseconds; flags bit 0 = read)".into());
+///
+/// A line shows a DiskSim feature when its time has a fraction (MQSim
+/// writes integer nanoseconds) or its type is not 0 or 1 (DiskSim's flags
+/// word; MQSim knows only 0 and 1). A line with an integer time and type
+/// 0/1 fits both. The decision is a majority, so one odd line never flips
+/// the variant (and with it the time unit, by 10^6):
+///
+/// - no line with a DiskSim feature: MQSim;
+/// - more than half of the lines with one: DiskSim;
+/// - at most one line in eight with one: MQSim, those lines being errors
+///   in an MQSim trace (a type other than 0/1 is reported as a bad line;
+///   a fractional time is read to the nanosecond);
+/// - in between: an error asking for `--trace-format mqsim|disksim`.
+pub fn which_variant(lines: &[&[u8]]) -> Result<(TraceFormat, String), String> {
+    let mut n = 0usize;
+    let (mut fractional, mut flags, mut disksim_like) = (0usize, 0usize, 0usize);
+    for line in lines {
+        let w: Vec<&[u8]> = Words::new(line).collect();
+        if w.len() != 5 {
+            continue;
+        }
+        n += 1;
+        let frac = w[0].contains(&b'.');
+        let flag = w[4] != b"0" && w[4] != b"1";
+        fractional += usize::from(frac);
+        flags += usize::from(flag);
+        disksim_like += usize::from(frac || flag);
     }
-    if fields().all(|w| w[4] == b"0" || w[4] == b"1") {
-        return (
+    let features = format!(
+        "{disksim_like} of {n} ASCII lines have DiskSim features ({fractional} fractional times, {flags} types other than 0/1)"
+    );
+    if disksim_like == 0 {
+        return Ok((
             TraceFormat::Mqsim,
-            "integer times and type 0/1: MQSim (nanoseconds; 0 = write, 1 = read); use --trace-format disksim if it is DiskSim".into(),
-        );
+            "integer times and type 0/1 on every line: MQSim (nanoseconds; 0 = write, 1 = read); use --trace-format disksim if it is DiskSim".into(),
+        ));
     }
-    (TraceFormat::Disksim, "type values other than 0/1: DiskSim flags (bit 0 = read; times in milliseconds)".into())
+    if disksim_like * 2 > n {
+        return Ok((TraceFormat::Disksim, format!("{features}: DiskSim (milliseconds; flags bit 0 = read)")));
+    }
+    if disksim_like * 8 <= n {
+        return Ok((
+            TraceFormat::Mqsim,
+            format!("only {features}, too few for DiskSim: MQSim (nanoseconds; 0 = write, 1 = read)"),
+        ));
+    }
+    Err(format!(
+        "cannot tell MQSim from DiskSim: {features}, the others have neither; give --trace-format mqsim (ns; 0 = write, 1 = read) or disksim (ms; flags bit 0 = read)"
+    ))
 }
 
 /// Write one request as an ASCII line: MQSim when `mqsim` (ns, 0/1), else

@@ -26,7 +26,7 @@
 //! version 3; so does nandlab. File names cannot contain blanks (fio's own
 //! reader splits on them too).
 
-use super::parse::{parse_decimal_ns, parse_u64, LineError, Words};
+use super::parse::{checked_end, parse_decimal_ns, parse_u64, LineError, Words};
 use super::{Pending, TimeUnit, TraceRequest};
 use crate::workload::HostOp;
 use std::collections::HashMap;
@@ -51,8 +51,10 @@ pub struct FioParser {
     version: Option<u8>,
     unit_ns: Option<u64>,
     files: HashMap<Vec<u8>, u32>,
-    /// The file of the previous line and its number (logs rarely switch files).
-    last_file: Option<(Vec<u8>, u32)>,
+    /// The file of the previous line (a reused buffer: switching files
+    /// allocates nothing) and its number, `None` before the first.
+    last_name: Vec<u8>,
+    last_number: Option<u32>,
     /// Version 2: sum of the waits so far, ns.
     waited_ns: u64,
 }
@@ -63,27 +65,30 @@ impl FioParser {
             version: None,
             unit_ns: time_unit.map(TimeUnit::ns),
             files: HashMap::new(),
-            last_file: None,
+            last_name: Vec::new(),
+            last_number: None,
             waited_ns: 0,
         }
     }
 
     fn file_number(&mut self, line: &[u8], name: &[u8]) -> Result<u32, LineError> {
-        if let Some((last, n)) = &self.last_file {
-            if last.as_slice() == name {
-                return Ok(*n);
-            }
-        }
-        if let Some(&n) = self.files.get(name) {
-            self.last_file = Some((name.to_vec(), n));
+        if let Some(n) = self.last_number.filter(|_| self.last_name == name) {
             return Ok(n);
         }
-        if self.files.len() >= MAX_FILES {
-            return Err(LineError::at(line, name, "filename", "at most 4096 distinct files per trace"));
-        }
-        let n = self.files.len() as u32;
-        self.files.insert(name.to_vec(), n);
-        self.last_file = Some((name.to_vec(), n));
+        let n = match self.files.get(name) {
+            Some(&n) => n,
+            None => {
+                if self.files.len() >= MAX_FILES {
+                    return Err(LineError::at(line, name, "filename", "at most 4096 distinct files per trace"));
+                }
+                let n = self.files.len() as u32;
+                self.files.insert(name.to_vec(), n);
+                n
+            }
+        };
+        self.last_name.clear();
+        self.last_name.extend_from_slice(name);
+        self.last_number = Some(n);
         Ok(n)
     }
 
@@ -129,6 +134,7 @@ impl FioParser {
             b"read" | b"write" | b"trim" => {
                 let off = io("offset", offset)?;
                 let len = io("length", length)?;
+                checked_end(line, length.unwrap_or(line), "length", off, len)?;
                 let op = match action {
                     b"read" => HostOp::Read,
                     b"write" => HostOp::Write,
@@ -187,6 +193,12 @@ impl FioWriter {
         } else {
             String::new()
         }
+    }
+
+    /// Whether writing a request of `device` would name more files than a
+    /// reader accepts ([`MAX_FILES`]).
+    pub fn too_many_files(&self, device: u32) -> bool {
+        self.opened.len() >= MAX_FILES && !self.opened.contains(&device)
     }
 
     /// Write one request; never drops one (every op has an iolog form).

@@ -26,16 +26,36 @@
 //!   with a letter, it is ignored (and counted among the ignored lines).
 //! - Times are kept as the file states them, converted to nanoseconds
 //!   (`time_ns`); replay rebases them so the first request arrives at 0.
-//! - Offsets and sizes are kept in bytes. Sector-based formats multiply by
-//!   [`ReaderOptions::sector_bytes`] (512 unless told otherwise).
+//! - A UTF-8 byte order mark at the start of the file is dropped.
+//! - Offsets and sizes are kept in bytes. Sector-based formats (`mqsim`,
+//!   `disksim`, `blkparse`, `spc`) multiply by
+//!   [`ReaderOptions::sector_bytes`] (512 unless told otherwise); for the
+//!   byte-addressed formats (`msr`, `fio`) a sector size is refused.
+//! - A request whose end (offset + size) would pass 2^64 − 1 bytes is a bad
+//!   line (its size field), so no later stage has to saturate.
 //! - Zero-length reads, writes and trims are valid records: `trace stats`
 //!   counts them, replay skips them (and counts them).
 //!
-//! `--trace-format auto` ([`sniff`]) looks at the first lines and says
-//! which format it chose and why; MQSim and DiskSim ASCII share a layout,
-//! and the sniffer tells them apart by the time field (DiskSim writes
-//! fractional milliseconds, MQSim integer nanoseconds) and the type field
-//! (MQSim only has 0 and 1).
+//! `--trace-format auto` ([`sniff`]) decides by the lines that parse, not
+//! by the first line that does not, and says which format it chose and
+//! why:
+//!
+//! 1. Up to [`SNIFF_LINES`] content lines are looked at (blank and `#`
+//!    lines, blkparse's `Input file` lines and everything from blkparse's
+//!    summary on are left out). A fio iolog is recognised by its header.
+//! 2. A first line that starts with a letter and matches no format is a
+//!    header (the CSV and ASCII readers skip it) and is no evidence.
+//! 3. Each remaining line is tested against every format's layout (the
+//!    layouts are disjoint: no line matches two formats). The format that
+//!    matches most lines wins if it matches at least half of them and at
+//!    least three times as many as the runner-up; otherwise the evidence is
+//!    too thin or mixed and the sniffer says so and asks for
+//!    `--trace-format` rather than guess. Lines the winner does not match
+//!    are not skipped silently: the reader reports each as a bad line
+//!    (file, line, field), or counts it with `--skip-bad-lines`.
+//! 4. MQSim and DiskSim ASCII share a layout; [`disksim::which_variant`]
+//!    tells them apart by a majority of lines, never by one line (see
+//!    there).
 
 pub mod blkparse;
 pub mod convert;
@@ -140,6 +160,41 @@ impl TraceFormat {
     pub fn time_unit_adjustable(self) -> bool {
         matches!(self, TraceFormat::Mqsim | TraceFormat::Disksim | TraceFormat::Spc | TraceFormat::Fio)
     }
+
+    /// Whether addresses are in sectors (so `--trace-sector-bytes` applies).
+    pub fn sector_based(self) -> bool {
+        matches!(self, TraceFormat::Mqsim | TraceFormat::Disksim | TraceFormat::Blkparse | TraceFormat::Spc)
+    }
+
+    /// The name this format's reader gives a request field in its errors.
+    pub fn field_name(self, field: RequestField) -> &'static str {
+        use RequestField::*;
+        match (self, field) {
+            (TraceFormat::Msr, Offset) => "Offset",
+            (TraceFormat::Msr, Size) => "Size",
+            (TraceFormat::Msr, Device) => "DiskNumber",
+            (TraceFormat::Mqsim | TraceFormat::Disksim, Offset) => "lba",
+            (TraceFormat::Mqsim | TraceFormat::Disksim, Size) => "size",
+            (TraceFormat::Mqsim | TraceFormat::Disksim | TraceFormat::Blkparse, Device) => "device",
+            (TraceFormat::Blkparse, Offset) => "sector",
+            (TraceFormat::Blkparse, Size) => "blocks",
+            (TraceFormat::Spc, Offset) => "LBA",
+            (TraceFormat::Spc, Size) => "Size",
+            (TraceFormat::Spc, Device) => "ASU",
+            (TraceFormat::Fio, Offset) => "offset",
+            (TraceFormat::Fio, Size) => "length",
+            (TraceFormat::Fio, Device) => "filename",
+        }
+    }
+}
+
+/// A field of a [`TraceRequest`], for errors about a request (each format
+/// names it its own way: [`TraceFormat::field_name`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RequestField {
+    Offset,
+    Size,
+    Device,
 }
 
 impl std::fmt::Display for TraceFormat {
@@ -269,8 +324,8 @@ impl std::str::FromStr for BlkparseEvents {
     }
 }
 
-/// How to read a trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to read a trace (default: sniff the format, every option at its default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReaderOptions {
     /// The format (`None`: sniff it from the first lines).
     pub format: Option<TraceFormat>,
@@ -280,23 +335,12 @@ pub struct ReaderOptions {
     pub ascii_rw: Option<AsciiRw>,
     /// Which blkparse events are requests (blkparse only).
     pub blkparse_events: Option<BlkparseEvents>,
-    /// Bytes per LBA unit of the sector-based formats (mqsim, disksim, blkparse, spc).
-    pub sector_bytes: u32,
+    /// Bytes per LBA unit of the sector-based formats (mqsim, disksim,
+    /// blkparse, spc); `None`: 512. Refused for msr and fio, whose offsets
+    /// are bytes.
+    pub sector_bytes: Option<u32>,
     /// Count malformed lines and go on instead of stopping at the first.
     pub skip_bad_lines: bool,
-}
-
-impl Default for ReaderOptions {
-    fn default() -> Self {
-        ReaderOptions {
-            format: None,
-            time_unit: None,
-            ascii_rw: None,
-            blkparse_events: None,
-            sector_bytes: 512,
-            skip_bad_lines: false,
-        }
-    }
 }
 
 impl ReaderOptions {
@@ -316,10 +360,22 @@ impl ReaderOptions {
         if self.blkparse_events.is_some() && format != TraceFormat::Blkparse {
             return Err(format!("--blkparse-events applies to blkparse traces only, not {format}"));
         }
-        if self.sector_bytes == 0 || !self.sector_bytes.is_power_of_two() {
-            return Err(format!("--trace-sector-bytes {}: must be a power of two", self.sector_bytes));
+        if let Some(sector) = self.sector_bytes {
+            if !format.sector_based() {
+                return Err(format!(
+                    "--trace-sector-bytes applies to sector-based traces (mqsim, disksim, blkparse, spc), not {format} (its offsets and sizes are bytes)"
+                ));
+            }
+            if sector == 0 || !sector.is_power_of_two() {
+                return Err(format!("--trace-sector-bytes {sector}: must be a power of two"));
+            }
         }
         Ok(())
+    }
+
+    /// Bytes per LBA unit (512 unless given).
+    pub fn sector_bytes_or_default(&self) -> u32 {
+        self.sector_bytes.unwrap_or(512)
     }
 }
 
@@ -411,7 +467,7 @@ enum Parser {
 impl Parser {
     fn new(format: TraceFormat, o: &ReaderOptions) -> Parser {
         let unit = o.time_unit.unwrap_or(format.default_time_unit());
-        let sector = u64::from(o.sector_bytes);
+        let sector = u64::from(o.sector_bytes_or_default());
         match format {
             TraceFormat::Msr => Parser::Msr(msr::MsrParser),
             TraceFormat::Mqsim | TraceFormat::Disksim => {
@@ -462,6 +518,8 @@ pub const BAD_LINE_EXAMPLES: usize = 10;
 
 /// Bytes of the decompressed trace looked at to sniff its format.
 const SNIFF_BYTES: usize = 64 * 1024;
+/// Content lines (at most) whose layout decides the format.
+pub const SNIFF_LINES: usize = 256;
 
 /// A streaming reader of one trace file.
 pub struct TraceReader {
@@ -674,10 +732,16 @@ impl TraceReader {
     }
 }
 
+/// A format the sniffer can recognise line by line: its layout test and
+/// the layout in words.
+type Layout = (TraceFormat, fn(&[u8]) -> bool, &'static str);
+
 /// Recognise the format from the start of a (decompressed) trace.
 /// `complete` says whether `sample` is the whole file (its last line is then
-/// complete too). Returns the format and a sentence saying why.
+/// complete too). Returns the format and a sentence saying why, or why the
+/// evidence does not suffice (see the module docs for the rule).
 pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), String> {
+    let sample = source::strip_bom(sample);
     let mut lines: Vec<&[u8]> = sample.split(|&c| c == b'\n').collect();
     if !complete && lines.len() > 1 {
         lines.pop(); // possibly cut in the middle
@@ -689,39 +753,65 @@ pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), Str
         // blkparse may print one of these per CPU before the events.
         .filter(|l| !l.starts_with(b"Input file "))
         .take_while(|l| !blkparse::is_trailer(l))
-        .take(32)
+        .take(SNIFF_LINES)
         .collect();
-    let Some(first) = content.first() else {
+    let Some(&first) = content.first() else {
         return Err("the trace is empty: no line to recognise its format from".into());
     };
     if let Some(v) = fio_iolog::header_version(first) {
         return Ok((TraceFormat::Fio, format!("first line is the fio iolog version {v} header")));
     }
-    let n = content.len();
-    let count = |f: fn(&[u8]) -> bool| content.iter().filter(|l| f(l)).count();
-    let candidates = [
+    let layouts: [Layout; 4] = [
         (
             TraceFormat::Blkparse,
-            count(blkparse::looks_like),
+            blkparse::looks_like,
             "lines start `major,minor cpu sequence seconds.nanoseconds pid action`",
         ),
-        (TraceFormat::Msr, count(msr::looks_like), "7 comma-separated fields with Type Read/Write"),
-        (TraceFormat::Spc, count(spc::looks_like), "comma-separated ASU,LBA,Size,Opcode,Timestamp with opcode r/w"),
-        (TraceFormat::Mqsim, count(disksim::looks_like), "5 blank-separated numeric fields"),
+        (TraceFormat::Msr, msr::looks_like, "7 comma-separated fields with Type Read/Write"),
+        (TraceFormat::Spc, spc::looks_like, "comma-separated ASU,LBA,Size,Opcode,Timestamp with opcode r/w"),
+        (TraceFormat::Mqsim, disksim::looks_like, "5 blank-separated numeric fields"),
     ];
-    let (mut format, hits, why) = candidates.iter().copied().max_by_key(|c| c.1).expect("candidates");
-    // One unrecognised line (a header) is tolerated.
-    if hits == 0 || hits + 1 < n {
+    let matches_any = |l: &[u8]| layouts.iter().any(|(_, looks_like, _)| looks_like(l));
+    // A header (the CSV and ASCII readers skip it) is no evidence either way.
+    let header = first.first().is_some_and(u8::is_ascii_alphabetic) && !matches_any(first);
+    let body = if header { &content[1..] } else { &content[..] };
+    let n = body.len();
+    if n == 0 {
         return Err(format!(
-            "cannot recognise the trace format from its first {n} line(s) (first: {}); give --trace-format (msr, mqsim, disksim, blkparse, spc, fio)",
+            "only a header line ({}), no record to recognise the format from; give --trace-format (msr, mqsim, disksim, blkparse, spc, fio)",
             show_found(first, (0, first.len()))
         ));
     }
-    let mut why = format!("{hits} of the first {n} lines match: {why}");
+    let mut ranked: Vec<(TraceFormat, usize, &str)> =
+        layouts.iter().map(|&(f, looks_like, why)| (f, body.iter().filter(|l| looks_like(l)).count(), why)).collect();
+    ranked.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let (format, hits, layout) = ranked[0];
+    let (runner_up, runner_hits, _) = ranked[1];
+    let lines_seen = format!("the first {n} line(s){}", if header { " after the header" } else { "" });
+    if hits == 0 {
+        return Err(format!(
+            "cannot recognise the trace format from {lines_seen} (first: {}); give --trace-format (msr, mqsim, disksim, blkparse, spc, fio)",
+            show_found(body[0], (0, body[0].len()))
+        ));
+    }
+    if hits * 2 < n {
+        return Err(format!(
+            "cannot recognise the trace format: only {hits} of {lines_seen} look like {format} ({layout}), too few to be sure; give --trace-format"
+        ));
+    }
+    if runner_hits > 0 && hits < 3 * runner_hits {
+        return Err(format!(
+            "ambiguous trace format: of {lines_seen}, {hits} look like {format} and {runner_hits} like {runner_up}; give --trace-format"
+        ));
+    }
+    let mut why = format!("{hits} of {lines_seen} match: {layout}");
+    if hits < n {
+        why += &format!(" (the other {} will be reported as bad lines)", n - hits);
+    }
     if format == TraceFormat::Mqsim {
-        let (f, detail) = disksim::which_variant(&content);
-        format = f;
-        why += &format!("; {detail}");
+        let ascii: Vec<&[u8]> = body.iter().copied().filter(|l| disksim::looks_like(l)).collect();
+        let (variant, detail) = disksim::which_variant(&ascii)?;
+        return Ok((variant, format!("{why}; {detail}")));
     }
     Ok((format, why))
 }
@@ -740,13 +830,18 @@ mod tests {
 
     #[test]
     fn sniffing_tells_every_format_apart() {
-        let cases: [(&[u8], TraceFormat); 7] = [
+        let cases: [(&[u8], TraceFormat); 9] = [
             (b"fio version 2 iolog\n/dev/sda add\n", TraceFormat::Fio),
             (b"128166372003061629,hm,1,Read,3154152960,32768,23320\n", TraceFormat::Msr),
             (b"0,303567,3584,w,0.000000\n1,55590,3072,r,0.026214\n", TraceFormat::Spc),
             (b"938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n", TraceFormat::Mqsim),
             (b"13.191135 30 0 5 1\n17.829285 20 576560 6 1\n", TraceFormat::Disksim),
             (b"0 1 2 3 4\n5 6 7 8 9\n", TraceFormat::Disksim),
+            (
+                b"\xef\xbb\xbfTimestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\r\n1,hm,1,Read,0,512,1\r\n",
+                TraceFormat::Msr,
+            ),
+            (b"\xef\xbb\xbffio version 3 iolog\n", TraceFormat::Fio),
             (b"  8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]\n", TraceFormat::Blkparse),
         ];
         for (text, want) in cases {
@@ -770,10 +865,73 @@ mod tests {
         assert!(sniff(b"\n\n", true).unwrap_err().contains("empty"));
     }
 
+    /// `n` MQSim lines, with `odd` of them (spread out) given `odd_line`.
+    fn mqsim_with(n: usize, odd: &[usize], odd_line: &str) -> Vec<u8> {
+        let mut t = String::new();
+        for i in 0..n {
+            if odd.contains(&i) {
+                t += odd_line;
+            } else {
+                t += &format!("{} 0 {} 8 {}\n", 1000 * i, 8 * i, i % 2);
+            }
+        }
+        t.into_bytes()
+    }
+
+    #[test]
+    fn one_odd_line_never_flips_mqsim_to_disksim() {
+        let (f, why) = sniff(&mqsim_with(32, &[5], "5000 0 40 8 2\n"), true).unwrap();
+        assert_eq!(f, TraceFormat::Mqsim, "{why}");
+        assert!(why.contains("only 1 of 32 ASCII lines have DiskSim features"), "{why}");
+        let (f, _) = sniff(&mqsim_with(32, &[3, 9], "1.5 0 40 8 1\n"), true).unwrap();
+        assert_eq!(f, TraceFormat::Mqsim, "two fractional times in 32 lines");
+        // A majority decides for DiskSim; a sizeable minority is ambiguous.
+        let odd: Vec<usize> = (0..32).filter(|i| i % 2 == 0).chain([1]).collect();
+        assert_eq!(sniff(&mqsim_with(32, &odd, "1.5 0 40 8 1\n"), true).unwrap().0, TraceFormat::Disksim);
+        let e = sniff(&mqsim_with(32, &[1, 5, 9, 13, 17, 21], "7 0 40 8 4\n"), true).unwrap_err();
+        assert!(e.contains("cannot tell MQSim from DiskSim: 6 of 32") && e.contains("--trace-format mqsim"), "{e}");
+    }
+
+    #[test]
+    fn a_header_and_a_bad_line_still_give_the_format() {
+        let text = b"Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n1,hm,1,Read,0,512,1\n1,hm,1,Erase,0,512,1\n2,hm,1,Write,0,512,1\n";
+        let (f, why) = sniff(text, true).unwrap();
+        assert_eq!(f, TraceFormat::Msr);
+        assert!(
+            why.contains("2 of the first 3 line(s) after the header") && why.contains("1 will be reported as bad"),
+            "{why}"
+        );
+        // The smallest case: a header, one good line, one bad line.
+        let text = b"ASU,LBA,Size,Opcode,Timestamp\n0,1,512,w,0.0\n0,1,512,x,0.1\n";
+        assert_eq!(sniff(text, true).unwrap().0, TraceFormat::Spc);
+    }
+
+    #[test]
+    fn thin_or_mixed_evidence_asks_for_the_format() {
+        let e = sniff(b"1,hm,1,Read,0,512,1\nfoo\nbar\nbaz\n", true).unwrap_err();
+        assert!(e.contains("only 1 of the first 4 line(s) look like msr") && e.contains("--trace-format"), "{e}");
+        let e = sniff(b"1,hm,1,Read,0,512,1\n2,hm,1,Write,0,512,1\n0,1,512,w,0.0\n", true).unwrap_err();
+        assert!(e.contains("ambiguous trace format") && e.contains("2 look like msr and 1 like spc"), "{e}");
+        let e = sniff(b"Timestamp,Hostname\n", true).unwrap_err();
+        assert!(e.contains("only a header line"), "{e}");
+    }
+
     #[test]
     fn options_that_mean_nothing_for_the_format_are_refused() {
         let o = ReaderOptions { time_unit: Some(TimeUnit::Ms), ..ReaderOptions::for_format(TraceFormat::Msr) };
         let e = TraceReader::from_bytes("x", b"".to_vec(), &o).err().unwrap();
         assert!(e.to_string().contains("--trace-time-unit"), "{e}");
+        for f in [TraceFormat::Msr, TraceFormat::Fio] {
+            let o = ReaderOptions { sector_bytes: Some(4096), ..ReaderOptions::for_format(f) };
+            let e = TraceReader::from_bytes("x", b"".to_vec(), &o).err().unwrap().to_string();
+            assert!(e.contains("--trace-sector-bytes applies to sector-based traces"), "{e}");
+        }
+        // Sniffed formats are checked too.
+        let o = ReaderOptions { sector_bytes: Some(4096), ..ReaderOptions::default() };
+        let e = TraceReader::from_bytes("x", b"1,hm,1,Read,0,512,1\n".to_vec(), &o).err().unwrap().to_string();
+        assert!(e.contains("not msr"), "{e}");
+        let o = ReaderOptions { sector_bytes: Some(4096), ..ReaderOptions::for_format(TraceFormat::Spc) };
+        let mut r = TraceReader::from_bytes("x", b"0,2,512,w,0.0\n".to_vec(), &o).unwrap();
+        assert_eq!(r.next_request().unwrap().unwrap().offset_bytes, 8192);
     }
 }

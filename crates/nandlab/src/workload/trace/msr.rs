@@ -22,7 +22,7 @@
 //! Exactly seven fields; a header line (as some redistributions add) is
 //! ignored. The format has no flush or trim: converting to it drops them.
 
-use super::parse::{parse_u32, parse_u64, CsvFields, LineError};
+use super::parse::{checked_end, parse_u32, parse_u64, CsvFields, LineError};
 use super::{Pending, TraceRequest};
 use crate::workload::HostOp;
 use std::io::{self, Write};
@@ -64,6 +64,7 @@ impl MsrParser {
         };
         let offset_bytes = parse_u64(offset).ok_or_else(|| LineError::at(line, offset, "Offset", "a byte offset"))?;
         let size_bytes = parse_u64(size).ok_or_else(|| LineError::at(line, size, "Size", "a size in bytes"))?;
+        checked_end(line, size, "Size", offset_bytes, size_bytes)?;
         parse_u64(resp).ok_or_else(|| LineError::at(line, resp, "ResponseTime", "a response time in 100 ns ticks"))?;
         out.push(op, offset_bytes, size_bytes, time_ns, device);
         Ok(())

@@ -34,6 +34,17 @@ impl LineError {
     }
 }
 
+/// What the size field of every format must satisfy besides being a number.
+pub const END_EXPECTED: &str = "a size that, added to the offset, ends within 2^64 - 1 bytes";
+
+/// `offset + size` in bytes, or an error about the size field `part` when
+/// the request would end beyond 2^64 − 1 (every reader refuses such a
+/// request, so every later stage can add offset and size without overflow).
+#[inline]
+pub fn checked_end(line: &[u8], part: &[u8], field: &'static str, offset: u64, size: u64) -> Result<u64, LineError> {
+    offset.checked_add(size).ok_or_else(|| LineError::at(line, part, field, END_EXPECTED))
+}
+
 /// An unsigned decimal integer (digits only, no sign, no spaces).
 #[inline]
 pub fn parse_u64(b: &[u8]) -> Option<u64> {

@@ -8,6 +8,9 @@
 //! - A request of more than 2^32 − 1 sectors is issued as consecutive
 //!   pieces of at most that many.
 //! - The arrival time is the transformed time (first request at 0).
+//! - A replay that issues no request at all (an empty trace, filters that
+//!   keep nothing, a map that skips everything) is not an error, but its
+//!   report carries `warnings` saying why, for the summary and the JSON.
 //! - Progress is the bytes read from the trace file (compressed bytes for
 //!   `.gz`/`.zst`); with `--trace-repeat-until`, the bytes written towards
 //!   the target.
@@ -141,7 +144,7 @@ impl Workload for TraceWorkload {
             d += &format!(" devices={:?}", s.devices);
         }
         if !s.ops.is_empty() {
-            let ops: Vec<&str> = s.ops.iter().map(|o| op_name(*o)).collect();
+            let ops: Vec<&str> = s.ops.iter().map(|o| o.name()).collect();
             d += &format!(" ops={}", ops.join(","));
         }
         if s.speed != 1.0 {
@@ -177,16 +180,8 @@ impl Workload for TraceWorkload {
             "transforms": self.stream.counts(),
             "zero_length_skipped": self.zero_length_skipped,
             "widened_to_sectors": self.widened_to_sectors,
+            "warnings": self.stream.warnings(),
         }))
-    }
-}
-
-pub(crate) fn op_name(op: HostOp) -> &'static str {
-    match op {
-        HostOp::Read => "read",
-        HostOp::Write => "write",
-        HostOp::Trim => "trim",
-        HostOp::Flush => "flush",
     }
 }
 

@@ -8,8 +8,11 @@
 //!
 //! [`LineSource`] keeps one buffer for the whole file and hands out lines as
 //! slices of it: no allocation per line. A line ends at `\n`; a `\r` before
-//! it is dropped (CRLF files); the last line needs no newline. A line longer
-//! than [`MAX_LINE_BYTES`] is an error rather than unbounded memory.
+//! it is dropped (CRLF files); the last line needs no newline. A UTF-8 byte
+//! order mark (`EF BB BF`, which Windows tools put at the start of CSV files
+//! such as the MSR traces) is dropped from the first line, so every reader's
+//! header and field rules see the text itself. A line longer than
+//! [`MAX_LINE_BYTES`] is an error rather than unbounded memory.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -155,7 +158,7 @@ impl LineSource {
                 let e = s + p;
                 self.start = e + 1;
                 self.line_no += 1;
-                return Ok(Some((self.line_no, strip_cr(&self.buf[s..e]))));
+                return Ok(Some((self.line_no, self.clean(s, e))));
             }
             if self.end - self.start > MAX_LINE_BYTES {
                 self.line_no += 1;
@@ -169,9 +172,21 @@ impl LineSource {
                 let s = self.start;
                 self.start = self.end;
                 self.line_no += 1;
-                return Ok(Some((self.line_no, strip_cr(&self.buf[s..self.end]))));
+                return Ok(Some((self.line_no, self.clean(s, self.end))));
             }
             self.refill().map_err(LineFault::Io)?;
+        }
+    }
+
+    /// Line `self.line_no`'s bytes `buf[s..e]` without the `\r` of a CRLF
+    /// ending and, on line 1, without a byte order mark.
+    #[inline]
+    fn clean(&self, s: usize, e: usize) -> &[u8] {
+        let line = strip_cr(&self.buf[s..e]);
+        if self.line_no == 1 {
+            strip_bom(line)
+        } else {
+            line
         }
     }
 
@@ -211,6 +226,15 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     }
 }
 
+/// The UTF-8 byte order mark.
+pub const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// `text` without a leading UTF-8 byte order mark.
+#[inline]
+pub fn strip_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(UTF8_BOM).unwrap_or(text)
+}
+
 /// Read up to `limit` bytes from `reader` (for sniffing the format).
 pub fn read_prefix(reader: &mut dyn Read, limit: usize) -> io::Result<Vec<u8>> {
     let mut v = Vec::with_capacity(limit);
@@ -236,6 +260,12 @@ mod tests {
         assert_eq!(lines(b"a\r\nb\n\nc"), vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]);
         assert_eq!(lines(b""), Vec::<Vec<u8>>::new());
         assert_eq!(lines(b"\n"), vec![b"".to_vec()]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_from_the_first_line_only() {
+        assert_eq!(lines(b"\xef\xbb\xbfa,b\r\n\xef\xbb\xbfc"), vec![b"a,b".to_vec(), b"\xef\xbb\xbfc".to_vec()]);
+        assert_eq!(lines(b"\xef\xbb\xbf"), vec![b"".to_vec()]);
     }
 
     #[test]

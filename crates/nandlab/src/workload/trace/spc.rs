@@ -21,7 +21,7 @@
 //! The specification allows further fields after the timestamp; they are
 //! ignored. The format has no flush or trim: converting to it drops them.
 
-use super::parse::{parse_decimal_ns, parse_u32, parse_u64, CsvFields, LineError};
+use super::parse::{checked_end, parse_decimal_ns, parse_u32, parse_u64, CsvFields, LineError};
 use super::{Pending, TimeUnit, TraceRequest};
 use crate::workload::HostOp;
 use std::io::{self, Write};
@@ -52,6 +52,7 @@ impl SpcParser {
             .and_then(|v| v.checked_mul(self.sector_bytes))
             .ok_or_else(|| LineError::at(line, lba, "LBA", "a block address whose byte offset fits in 64 bits"))?;
         let size_bytes = parse_u64(size).ok_or_else(|| LineError::at(line, size, "Size", "a size in bytes"))?;
+        checked_end(line, size, "Size", offset_bytes, size_bytes)?;
         let op = match opcode {
             b"r" | b"R" => HostOp::Read,
             b"w" | b"W" => HostOp::Write,

@@ -4,19 +4,27 @@
 //!   bytes; zero-length requests are counted apart too.
 //! - Request sizes: a histogram in power-of-two buckets per operation.
 //! - **Footprint**: distinct 512-byte units touched by reads, writes and
-//!   trims. Exact, with a bitmap, while the highest address fits in the
-//!   bitmap budget (`bitmap_max_bytes`, 256 MiB by default: addresses up
-//!   to 1 TiB). Past that the bitmap is folded into a HyperLogLog sketch
-//!   (`hll.rs`) over 4 KiB blocks and the result is an approximation
-//!   (relative standard error 0.81 %), said so in the table and the JSON
-//!   (`footprint_method`). In that mode a request larger than 1 GiB adds its
-//!   first 1 GiB to the sketch and the rest without deduplication, so the
-//!   CPU time of one request stays bounded.
+//!   trims, × 512 bytes (a request that is not sector-aligned touches
+//!   every unit it overlaps). Units below the bitmap's range
+//!   (`bitmap_max_bytes` of bitmap, 256 MiB by default: addresses below
+//!   1 TiB) are counted exactly. Units at or above it, if any, go into a
+//!   HyperLogLog sketch (`hll.rs`) of the same 512-byte units, so only that
+//!   part is estimated: the table and the JSON give the exact part, the
+//!   estimated part and its standard error (0.81 % of the estimated part),
+//!   and `footprint_exact` is true only when nothing was estimated. A
+//!   request reaching beyond the range adds only its units beyond it to
+//!   the sketch, and at most 1 GiB of them; the rest of a larger request is
+//!   added without deduplication (reported), so the CPU time of one request
+//!   stays bounded.
 //! - **Sequentiality**: a read (write, trim) is sequential when it starts
 //!   where the previous request of the same operation ended, whatever its
 //!   device.
-//! - **Inter-arrival** times between consecutive requests in file order
-//!   (min, mean, median, p99, max), and how often time went backwards.
+//! - **Inter-arrival** times between consecutive requests in file order:
+//!   min, mean and max exact; median and p99 from an HDR histogram over the
+//!   whole u64 range with 3 significant digits (the nearest-rank quantile,
+//!   reported as the top of its histogram bucket: at most 0.1 % above the
+//!   true value, and never outside [min, max]); and how often time went
+//!   backwards (such a pair gives no gap).
 //! - Time span (first to last time), address range, requests per device.
 
 use super::hll::HyperLogLog;
@@ -27,12 +35,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Bytes per footprint unit in exact mode.
+/// Bytes per footprint unit (bitmap bit or sketch item).
 pub const FOOTPRINT_UNIT_BYTES: u64 = 512;
-/// Bytes per block in approximate (HyperLogLog) mode.
-const SKETCH_BLOCK_BYTES: u64 = 4096;
-/// Largest part of one request inserted block by block in the sketch.
-const SKETCH_REQUEST_BYTES: u64 = 1 << 30;
+/// Largest part of one request inserted unit by unit in the sketch (1 GiB).
+const SKETCH_REQUEST_UNITS: u64 = (1 << 30) / FOOTPRINT_UNIT_BYTES;
 /// Devices listed one by one; the rest are summed.
 const MAX_DEVICES: usize = 1024;
 
@@ -55,7 +61,7 @@ pub struct SizeBucket {
     pub trims: u64,
 }
 
-/// Inter-arrival summary, microseconds.
+/// Inter-arrival summary, microseconds (see the module docs for precision).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct InterArrival {
     pub min_us: f64,
@@ -67,7 +73,9 @@ pub struct InterArrival {
     pub backwards: u64,
 }
 
-/// Statistics of a trace (JSON schema `schema_version` 1).
+/// Statistics of a trace (JSON schema `schema_version` 2: version 1 had no
+/// `footprint_exact_*`/`footprint_estimated_*` fields nor `warnings`, and
+/// estimated the whole footprint over 4 KiB blocks past the bitmap range).
 #[derive(Clone, Debug, Serialize)]
 pub struct TraceStats {
     pub schema_version: u32,
@@ -87,10 +95,21 @@ pub struct TraceStats {
     pub trim: OpFigures,
     pub flush: OpFigures,
     pub size_histogram: Vec<SizeBucket>,
+    /// Distinct 512-byte units touched × 512: `footprint_exact_part_bytes`
+    /// + `footprint_estimated_part_bytes`.
     pub footprint_bytes: u64,
-    /// `exact (bitmap)` or `approximate (HyperLogLog …)`.
+    /// What was counted and how, in words.
     pub footprint_method: String,
+    /// Nothing was estimated.
     pub footprint_exact: bool,
+    /// Units below this byte address are counted exactly (the bitmap's range).
+    pub footprint_exact_below_bytes: u64,
+    /// The part of the footprint below `footprint_exact_below_bytes` (exact).
+    pub footprint_exact_part_bytes: u64,
+    /// The part at or above it (HyperLogLog estimate; 0 when exact).
+    pub footprint_estimated_part_bytes: u64,
+    /// One standard error of the estimated part, bytes.
+    pub footprint_standard_error_bytes: u64,
     pub offset_min_bytes: Option<u64>,
     pub end_max_bytes: Option<u64>,
     pub time_first_ns: Option<u64>,
@@ -100,84 +119,112 @@ pub struct TraceStats {
     /// Requests per device (at most 1024 listed; see `other_devices_requests`).
     pub devices: BTreeMap<u32, u64>,
     pub other_devices_requests: u64,
+    /// What deserves attention (e.g. filters that kept no request).
+    pub warnings: Vec<String>,
 }
 
-/// Distinct units touched: a growing bitmap, or a sketch once it is too big.
-enum Footprint {
-    Bitmap { words: Vec<u64>, max_words: usize },
-    Sketch { hll: HyperLogLog, unsketched_bytes: u64 },
+/// Distinct 512-byte units touched: a growing bitmap below its range, a
+/// sketch (created on first use) at and above it.
+struct Footprint {
+    words: Vec<u64>,
+    max_words: usize,
+    sketch: Option<HyperLogLog>,
+    /// Bytes of requests beyond [`SKETCH_REQUEST_UNITS`] added undeduplicated.
+    unsketched_bytes: u64,
+}
+
+/// The footprint, split into its exact and estimated parts.
+struct FootprintFigures {
+    exact_below_bytes: u64,
+    exact_part_bytes: u64,
+    estimated_part_bytes: u64,
+    standard_error_bytes: u64,
+    unsketched_bytes: u64,
 }
 
 impl Footprint {
+    fn new(bitmap_max_bytes: u64) -> Self {
+        let max_words = usize::try_from(bitmap_max_bytes / 8).unwrap_or(usize::MAX).max(1);
+        Footprint { words: Vec::new(), max_words, sketch: None, unsketched_bytes: 0 }
+    }
+
+    /// The first unit not covered by the bitmap.
+    fn limit_units(&self) -> u64 {
+        (self.max_words as u64).saturating_mul(64)
+    }
+
     fn add(&mut self, offset: u64, size: u64) {
         if size == 0 {
             return;
         }
         let first = offset / FOOTPRINT_UNIT_BYTES;
-        let last = (offset.saturating_add(size) - 1) / FOOTPRINT_UNIT_BYTES;
-        if let Footprint::Bitmap { words, max_words } = self {
-            let need = last / 64 + 1;
-            if need <= *max_words as u64 {
-                if need as usize > words.len() {
-                    let grown = (need as usize).max(words.len() * 2).min(*max_words);
-                    words.resize(grown, 0);
-                }
-                set_bits(words, first, last + 1);
-                return;
+        let end = (offset.saturating_add(size) - 1) / FOOTPRINT_UNIT_BYTES + 1;
+        let limit = self.limit_units();
+        if first < limit {
+            let e = end.min(limit);
+            let need = e.div_ceil(64) as usize;
+            if need > self.words.len() {
+                let grown = need.max(self.words.len() * 2).min(self.max_words);
+                self.words.resize(grown, 0);
             }
-            self.switch_to_sketch();
+            set_bits(&mut self.words, first, e);
         }
-        if let Footprint::Sketch { hll, unsketched_bytes } = self {
-            let sketched = size.min(SKETCH_REQUEST_BYTES);
-            *unsketched_bytes += size - sketched;
-            let b0 = offset / SKETCH_BLOCK_BYTES;
-            let b1 = (offset.saturating_add(sketched) - 1) / SKETCH_BLOCK_BYTES;
-            for b in b0..=b1 {
-                hll.insert(b);
+        if end > limit {
+            let start = first.max(limit);
+            let sketched = (end - start).min(SKETCH_REQUEST_UNITS);
+            self.unsketched_bytes =
+                self.unsketched_bytes.saturating_add((end - start - sketched) * FOOTPRINT_UNIT_BYTES);
+            let hll = self.sketch.get_or_insert_with(HyperLogLog::default);
+            for u in start..start + sketched {
+                hll.insert(u);
             }
         }
     }
 
-    fn switch_to_sketch(&mut self) {
-        let Footprint::Bitmap { words, .. } = self else {
-            return;
-        };
-        let mut hll = HyperLogLog::default();
-        // A 4 KiB block is 8 units, one byte of the bitmap.
-        debug_assert_eq!(SKETCH_BLOCK_BYTES / FOOTPRINT_UNIT_BYTES, 8);
-        for (wi, &w) in words.iter().enumerate() {
-            if w == 0 {
-                continue;
-            }
-            for byte in 0..8 {
-                if (w >> (byte * 8)) & 0xff != 0 {
-                    hll.insert((wi * 8 + byte) as u64);
-                }
-            }
+    fn figures(&self) -> FootprintFigures {
+        let exact_units: u64 = self.words.iter().map(|w| u64::from(w.count_ones())).sum();
+        let estimate_units = self.sketch.as_ref().map_or(0, HyperLogLog::estimate);
+        let estimated_part_bytes = (estimate_units * FOOTPRINT_UNIT_BYTES).saturating_add(self.unsketched_bytes);
+        FootprintFigures {
+            exact_below_bytes: self.limit_units().saturating_mul(FOOTPRINT_UNIT_BYTES),
+            exact_part_bytes: exact_units * FOOTPRINT_UNIT_BYTES,
+            estimated_part_bytes,
+            standard_error_bytes: (estimate_units as f64 * FOOTPRINT_UNIT_BYTES as f64 * HyperLogLog::STANDARD_ERROR)
+                .round() as u64,
+            unsketched_bytes: self.unsketched_bytes,
         }
-        *self = Footprint::Sketch { hll, unsketched_bytes: 0 };
+    }
+}
+
+impl FootprintFigures {
+    fn total_bytes(&self) -> u64 {
+        self.exact_part_bytes.saturating_add(self.estimated_part_bytes)
     }
 
-    fn result(&self) -> (u64, String, bool) {
-        match self {
-            Footprint::Bitmap { words, .. } => (
-                words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>()
-                    * FOOTPRINT_UNIT_BYTES,
-                "exact (bitmap of 512-byte units)".into(),
-                true,
-            ),
-            Footprint::Sketch {
-                hll,
-                unsketched_bytes,
-            } => (
-                hll.estimate() * SKETCH_BLOCK_BYTES + unsketched_bytes,
-                format!(
-                    "approximate (HyperLogLog over 4 KiB blocks, standard error {:.2} %; addresses beyond the exact bitmap's range)",
-                    HyperLogLog::STANDARD_ERROR * 100.0
-                ),
-                false,
-            ),
+    fn exact(&self) -> bool {
+        self.estimated_part_bytes == 0
+    }
+
+    /// What was counted and how, in words.
+    fn method(&self) -> String {
+        let below = human_bytes(self.exact_below_bytes);
+        if self.exact() {
+            return format!("exact: distinct 512-byte units touched (bitmap; every address below {below})");
         }
+        let mut m = format!(
+            "distinct 512-byte units touched: {} exact below {below} (bitmap), {} estimated at or above it (HyperLogLog, standard error {:.2} % = ±{})",
+            human_bytes(self.exact_part_bytes),
+            human_bytes(self.estimated_part_bytes),
+            HyperLogLog::STANDARD_ERROR * 100.0,
+            human_bytes(self.standard_error_bytes)
+        );
+        if self.unsketched_bytes > 0 {
+            m += &format!(
+                "; {} of it from requests larger than 1 GiB, counted without deduplication",
+                human_bytes(self.unsketched_bytes)
+            );
+        }
+        m
     }
 }
 
@@ -215,19 +262,12 @@ pub struct StatsCollector {
     time_min: u64,
     time_max: u64,
     gaps: hdrhistogram::Histogram<u64>,
-    gap_sum_ns: f64,
+    gap_sum_ns: u128,
+    gap_min_ns: u64,
+    gap_max_ns: u64,
     backwards: u64,
     devices: BTreeMap<u32, u64>,
     other_devices: u64,
-}
-
-fn op_index(op: HostOp) -> usize {
-    match op {
-        HostOp::Read => 0,
-        HostOp::Write => 1,
-        HostOp::Trim => 2,
-        HostOp::Flush => 3,
-    }
 }
 
 impl StatsCollector {
@@ -237,7 +277,7 @@ impl StatsCollector {
             requests: 0,
             ops: Default::default(),
             sizes: [[0; 3]; SIZE_BOUNDS + 1],
-            footprint: Footprint::Bitmap { words: Vec::new(), max_words: (bitmap_max_bytes / 8).max(1) as usize },
+            footprint: Footprint::new(bitmap_max_bytes),
             last_end: [None; 3],
             offset_min: None,
             end_max: None,
@@ -245,8 +285,11 @@ impl StatsCollector {
             time_last: None,
             time_min: u64::MAX,
             time_max: 0,
-            gaps: hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"),
-            gap_sum_ns: 0.0,
+            // The whole u64 range: no gap is ever clamped.
+            gaps: hdrhistogram::Histogram::new_with_bounds(1, u64::MAX, 3).expect("valid bounds"),
+            gap_sum_ns: 0,
+            gap_min_ns: u64::MAX,
+            gap_max_ns: 0,
             backwards: 0,
             devices: BTreeMap::new(),
             other_devices: 0,
@@ -255,7 +298,7 @@ impl StatsCollector {
 
     pub fn add(&mut self, r: &TraceRequest) {
         self.requests += 1;
-        let i = op_index(r.op);
+        let i = r.op.index();
         let fig = &mut self.ops[i];
         fig.requests += 1;
         fig.bytes = fig.bytes.saturating_add(r.size_bytes);
@@ -283,7 +326,9 @@ impl StatsCollector {
             } else {
                 let gap = r.time_ns - prev;
                 self.gaps.saturating_record(gap);
-                self.gap_sum_ns += gap as f64;
+                self.gap_sum_ns += u128::from(gap);
+                self.gap_min_ns = self.gap_min_ns.min(gap);
+                self.gap_max_ns = self.gap_max_ns.max(gap);
             }
         } else {
             self.time_first = Some(r.time_ns);
@@ -320,12 +365,13 @@ impl StatsCollector {
             return InterArrival { backwards: self.backwards, ..Default::default() };
         }
         let us = |ns: u64| ns as f64 / 1e3;
+        let quantile = |q: f64| us(self.gaps.value_at_quantile(q).clamp(self.gap_min_ns, self.gap_max_ns));
         InterArrival {
-            min_us: us(self.gaps.min()),
-            mean_us: self.gap_sum_ns / n as f64 / 1e3,
-            p50_us: us(self.gaps.value_at_quantile(0.5)),
-            p99_us: us(self.gaps.value_at_quantile(0.99)),
-            max_us: us(self.gaps.max()),
+            min_us: us(self.gap_min_ns),
+            mean_us: self.gap_sum_ns as f64 / n as f64 / 1e3,
+            p50_us: quantile(0.5),
+            p99_us: quantile(0.99),
+            max_us: us(self.gap_max_ns),
             backwards: self.backwards,
         }
     }
@@ -333,10 +379,10 @@ impl StatsCollector {
     /// The statistics, with the reader's and transforms' figures.
     pub fn finish(&self, stream: &Transformed, with_transforms: bool) -> TraceStats {
         let r = stream.reader();
-        let (footprint_bytes, footprint_method, footprint_exact) = self.footprint.result();
+        let fp = self.footprint.figures();
         let span_ns = if self.requests == 0 { 0 } else { self.time_max - self.time_min };
         TraceStats {
-            schema_version: 1,
+            schema_version: 2,
             file: r.name().to_string(),
             format: r.format(),
             format_chosen_because: r.chosen_because().map(str::to_string),
@@ -353,9 +399,13 @@ impl StatsCollector {
             trim: self.ops[2].clone(),
             flush: self.ops[3].clone(),
             size_histogram: self.histogram(),
-            footprint_bytes,
-            footprint_method,
-            footprint_exact,
+            footprint_bytes: fp.total_bytes(),
+            footprint_method: fp.method(),
+            footprint_exact: fp.exact(),
+            footprint_exact_below_bytes: fp.exact_below_bytes,
+            footprint_exact_part_bytes: fp.exact_part_bytes,
+            footprint_estimated_part_bytes: fp.estimated_part_bytes,
+            footprint_standard_error_bytes: fp.standard_error_bytes,
             offset_min_bytes: self.offset_min,
             end_max_bytes: self.end_max,
             time_first_ns: self.time_first,
@@ -364,6 +414,7 @@ impl StatsCollector {
             inter_arrival: self.inter_arrival(),
             devices: self.devices.clone(),
             other_devices_requests: self.other_devices,
+            warnings: stream.warnings(),
         }
     }
 }
@@ -443,7 +494,8 @@ impl TraceStats {
         }
         let _ = writeln!(
             s,
-            "\nfootprint  {} ({} bytes), {}",
+            "\nfootprint  {}{} ({} bytes), {}",
+            if self.footprint_exact { "" } else { "≈ " },
             human_bytes(self.footprint_bytes),
             self.footprint_bytes,
             self.footprint_method
@@ -471,6 +523,9 @@ impl TraceStats {
         for e in &self.bad_line_examples {
             let _ = writeln!(s, "bad line   {e}");
         }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning    {w}");
+        }
         s
     }
 }
@@ -490,9 +545,10 @@ mod tests {
         c.add(&req(HostOp::Read, 4096, 8192, 10));
         c.add(&req(HostOp::Write, 1000, 10, 20)); // inside unit 1
         c.add(&req(HostOp::Flush, 0, 0, 30));
-        let (bytes, _, exact) = c.footprint.result();
-        assert!(exact);
-        assert_eq!(bytes, 12288);
+        let f = c.footprint.figures();
+        assert!(f.exact());
+        assert_eq!((f.total_bytes(), f.exact_part_bytes, f.standard_error_bytes), (12288, 12288, 0));
+        assert!(f.method().starts_with("exact"), "{}", f.method());
     }
 
     #[test]
@@ -506,16 +562,31 @@ mod tests {
     }
 
     #[test]
-    fn a_range_beyond_the_bitmap_budget_switches_to_an_estimate() {
-        let mut c = StatsCollector::new(64); // 512 units = 256 KiB exact
+    fn only_units_beyond_the_bitmap_are_estimated() {
+        let mut c = StatsCollector::new(64); // 512 units: addresses below 256 KiB exact
         for i in 0..1000u64 {
-            c.add(&req(HostOp::Write, i * 4096, 4096, i));
+            // Unaligned 4 KiB requests each touch 9 units; neighbours share one.
+            c.add(&req(HostOp::Write, i * 4096 + 100, 4096, i));
         }
-        c.add(&req(HostOp::Write, 0, 4096, 2000)); // a duplicate
-        let (bytes, method, exact) = c.footprint.result();
-        assert!(!exact && method.starts_with("approximate"));
-        let err = (bytes as f64 - 4_096_000.0).abs() / 4_096_000.0;
-        assert!(err < 0.04, "{bytes}");
+        c.add(&req(HostOp::Write, 100, 4096, 2000)); // a duplicate
+        let f = c.footprint.figures();
+        assert!(!f.exact());
+        assert_eq!(f.exact_below_bytes, 256 << 10);
+        // Units 0 ..= 8000 are touched: 512 of them below the bitmap's end.
+        assert_eq!(f.exact_part_bytes, 512 * 512);
+        let want = (8001 - 512) * 512;
+        let err = (f.estimated_part_bytes as f64 - want as f64).abs();
+        assert!(err <= 3.0 * f.standard_error_bytes as f64, "{} vs {want}", f.estimated_part_bytes);
+        assert!(f.method().contains("256 KiB exact below 256 KiB (bitmap)"), "{}", f.method());
+    }
+
+    #[test]
+    fn a_request_straddling_the_bitmap_end_is_split_between_the_parts() {
+        let mut c = StatsCollector::new(8); // 64 units: 32 KiB exact
+        c.add(&req(HostOp::Write, 30 << 10, 4 << 10, 0));
+        let f = c.footprint.figures();
+        assert_eq!(f.exact_part_bytes, 2 << 10);
+        assert_eq!(f.estimated_part_bytes, 2 << 10, "4 units, small enough for linear counting to be exact");
     }
 
     #[test]
@@ -529,5 +600,24 @@ mod tests {
         assert_eq!(c.sizes[1][0], 1, "600 B read in the ≤1 KiB bucket");
         assert_eq!(c.backwards, 1);
         assert_eq!(c.gaps.len(), 1);
+    }
+
+    #[test]
+    fn inter_arrival_quantiles_keep_gaps_of_any_size() {
+        // Gaps: 1 ms, 1 ms, 2 s, 1 µs, 3 ms (nearest-rank median 1 ms, p99 2 s).
+        let mut c = StatsCollector::new(1 << 20);
+        let mut t = 5_000;
+        for gap in [0, 1_000_000, 1_000_000, 2_000_000_000, 1_000, 3_000_000] {
+            t += gap;
+            c.add(&req(HostOp::Read, 0, 512, t));
+        }
+        let ia = c.inter_arrival();
+        assert_eq!((ia.min_us, ia.max_us), (1.0, 2_000_000.0));
+        assert_eq!(ia.mean_us, 2_005_001_000.0 / 5.0 / 1e3);
+        assert!((ia.p50_us - 1_000.0).abs() <= 1.0, "median {}", ia.p50_us);
+        assert_eq!(ia.p99_us, 2_000_000.0, "clamped to the exact max");
+        // A gap near 2^64 ns is neither clamped nor an error.
+        c.add(&req(HostOp::Read, 0, 512, u64::MAX));
+        assert_eq!(c.inter_arrival().max_us, (u64::MAX - t) as f64 / 1e3);
     }
 }
