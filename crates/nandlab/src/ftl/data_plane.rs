@@ -915,6 +915,7 @@ impl DataPlane {
     // ----- host requests -----
 
     /// Read a host request through the map.
+    #[inline]
     pub fn read<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, req: &IoRequest) -> Result<(), FtlError> {
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             match m.lookup(self, flash, lpn)?.ppn {
@@ -928,6 +929,7 @@ impl DataPlane {
     /// Write a host request: whole pages from the host buffer, partial
     /// pages by read-modify-write through a one-page buffer
     /// (never-written sectors are filled with zeros, so they read as zeros).
+    #[inline]
     pub fn write<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, req: &IoRequest) -> Result<(), FtlError> {
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             if n == self.spp {
