@@ -137,9 +137,10 @@ fn hybrid_passes_baseline_when_recovery_is_cut_too() {
 
 /// The reproducer of a durable write hybrid lost when a program of its own
 /// recovery was torn: the cut falls between two copies of a full merge; the
-/// recovery erased a random log whose pages only that unfinished merge
-/// block had newer copies of, then tore its first copy finishing the merge;
-/// the next recovery dropped the torn merge block and the pages with it.
+/// recovery erased two stale blocks — stale because that unfinished merge
+/// block held newer copies of their pages — then tore a copy finishing the
+/// merge; the next recovery dropped the torn merge block, and the pages
+/// were gone.
 ///   nandlab crash --preset tiny --ftl hybrid --rw randrw --rwmixread 20 --bsrange 4k-32k
 ///     --fsync 16 --trim_percent 5 --write_size 1.5x --seed 7 --crash-at 59051:between
 ///     --nested-at 3:during --max-requests 3457 --no-shrink
