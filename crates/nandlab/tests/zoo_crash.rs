@@ -1,19 +1,27 @@
 //! Crash campaigns for the zoo's block-mapped FTLs: `hybrid` (FAST) and
 //! `block` keep the baseline guarantee they declare when the power is cut
 //! between flash operations, during them (torn programs, torn erases), and
-//! again during the recovery that follows (nested cuts); and a recovery
-//! that trusts a torn page is caught, so these campaigns can fail.
+//! again during the recovery that follows (nested cuts); their recoveries
+//! are idempotent (cut four times in a row, they read back the disk one
+//! uncut recovery reads); and recoveries that trust a torn page, or erase
+//! blocks before the merge holding their newer copies is finished, are
+//! caught, so these tests can fail.
 
 mod support;
 
 use nandlab::config::Config;
+use nandlab::flash::PowerCut;
 use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
 use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
-use nandlab::ftl::{Ftl, FtlEnv, Guarantee};
-use nandlab::run::crash::{self, CrashOptions, CrashReport, Phase, PointSelection, SharedFactory};
+use nandlab::ftl::{Ftl, FtlEnv, Guarantee, IoRequest};
+use nandlab::nand::payload::Run;
+use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, SharedFactory};
+use nandlab::run::Session;
 use nandlab::violation::Rule;
 use nandlab::workload::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use nandlab::workload::{HostOp, Workload};
+use rand::RngExt;
 use std::sync::Arc;
 use support::*;
 
@@ -122,19 +130,48 @@ fn hybrid_passes_baseline_with_torn_programs_and_erases() {
     passes_cuts_during_operations("hybrid");
 }
 
-// Known failure, found when nested cuts were moved onto the recovery's
-// state-changing operations (before, nearly all fell on its reads and
-// changed nothing): a cut *during* one of hybrid's recovery programs
-// (state changes 2-4 of 11) loses a durable write. Reproduce with
-//   nandlab crash --preset tiny --ftl hybrid --rw randrw --rwmixread 20 --bsrange 4k-32k
-//     --fsync 16 --trim_percent 5 --write_size 1.5x --seed 7 --crash-at 59051:between
-//     --nested-at 3:during --max-requests 3457 --no-shrink
-// (passes with --no-nested or `--nested-at 3`, before it). Remove the
-// `ignore` when hybrid's recovery survives a torn program of its own.
 #[test]
-#[ignore = "hybrid loses a durable write when a program of its recovery is torn (see the comment)"]
 fn hybrid_passes_baseline_when_recovery_is_cut_too() {
     passes_nested_cuts_during_recovery("hybrid");
+}
+
+/// The reproducer of a durable write hybrid lost when a program of its own
+/// recovery was torn: the cut falls between two copies of a full merge; the
+/// recovery erased two stale blocks — stale because that unfinished merge
+/// block held newer copies of their pages — then tore a copy finishing the
+/// merge; the next recovery dropped the torn merge block, and the pages
+/// were gone.
+///   nandlab crash --preset tiny --ftl hybrid --rw randrw --rwmixread 20 --bsrange 4k-32k
+///     --fsync 16 --trim_percent 5 --write_size 1.5x --seed 7 --crash-at 59051:between
+///     --nested-at 3:during --max-requests 3457 --no-shrink
+fn recovery_torn_while_finishing_a_merge(factory: SharedFactory) -> CrashReport {
+    let opts = CrashOptions {
+        seed: 7,
+        points: PointSelection::At(vec![PowerCut { op_index: 59051, during: false }]),
+        nested_at: Some(NestedCut { nth: 3, during: true }),
+        max_requests: Some(3457),
+        threads: 1,
+        shrink: false,
+        ..CrashOptions::default()
+    };
+    let r = crash::run_with_factory(&config("hybrid"), factory, &random_mix(), &opts).expect("campaign runs");
+    assert_eq!(r.points_tested, 1, "{}", r.summary());
+    let point = &r.points[0];
+    assert_eq!(point.recovery_torn_pages, 1, "the nested cut tears a program of the recovery");
+    r
+}
+
+#[test]
+fn hybrid_survives_a_torn_program_while_recovery_finishes_a_merge() {
+    let r = recovery_torn_while_finishing_a_merge(crash::shared_registry_factory(&config("hybrid")));
+    assert_passes(&r);
+}
+
+#[test]
+fn hybrid_recovery_that_erases_stale_blocks_before_finishing_merges_loses_a_write() {
+    let r = recovery_torn_while_finishing_a_merge(Arc::new(hybrid_erasing_stale_blocks_first));
+    assert_eq!(r.failed, 1, "{}", r.summary());
+    assert_eq!(r.failed_by_kind.keys().collect::<Vec<_>>(), [&Rule::LostDurableWrite], "{}", r.summary());
 }
 
 #[test]
@@ -168,6 +205,10 @@ fn block_trusting_torn_pages(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
     Ok(Box::new(BlockFtl::with_bug(env, BlockOptions::default(), BlockBug::MountTrustsTornPage)?))
 }
 
+fn hybrid_erasing_stale_blocks_first(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
+    Ok(Box::new(HybridFtl::with_bug(env, HybridOptions::default(), HybridBug::RecoveryErasesStaleBlocksFirst)?))
+}
+
 fn hybrid_trusting_torn_pages(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
     Ok(Box::new(HybridFtl::with_bug(env, HybridOptions::default(), HybridBug::MountTrustsTornPage)?))
 }
@@ -180,4 +221,191 @@ fn block_recovery_that_trusts_a_torn_page_is_caught() {
 #[test]
 fn hybrid_recovery_that_trusts_a_torn_page_is_caught() {
     caught_trusting_torn_pages(Arc::new(hybrid_trusting_torn_pages), "hybrid");
+}
+
+// ----- recovery is idempotent: cut it again and again, it reads back the same disk -----
+
+/// Recoveries cut in a row before the last, uncut one (the campaigns cut one).
+const RECOVERY_CUTS: u32 = 4;
+/// Chains of cut recoveries tried per crash point.
+const CHAINS_PER_POINT: u32 = 3;
+
+/// Every logical sector as reads through the mounted FTL return it (their
+/// payload runs, in fixed chunks), or why a read failed.
+fn disk_image(session: &mut Session, logical_sectors: u64) -> Result<Vec<Run>, String> {
+    let mut runs = Vec::new();
+    let mut lba = 0;
+    while lba < logical_sectors {
+        let n = (logical_sectors - lba).min(256) as u32;
+        let buf = session.flash.alloc_host_read(n);
+        let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
+        let read = session.ftl.read(&mut session.flash, &io).map_err(|e| format!("read at LBA {lba}: {e}"));
+        if read.is_ok() {
+            runs.extend_from_slice(session.flash.buffer_runs(buf).expect("a live buffer"));
+        }
+        session.flash.free_host_buffer(buf);
+        read?;
+        lba += u64::from(n);
+    }
+    Ok(runs)
+}
+
+/// Mount a fresh FTL, and read the whole disk through it.
+fn recover_and_read(session: &mut Session, logical_sectors: u64) -> Result<Vec<Run>, String> {
+    session.power_cycle(false).map_err(|e| format!("mount failed: {e}"))?;
+    disk_image(session, logical_sectors)
+}
+
+/// The flash operations that changed the NAND since journal entry `mark`.
+fn state_changes_since(session: &Session, mark: usize) -> Vec<u64> {
+    let nand = session.flash.nand();
+    let mut ops: Vec<u64> = (mark..nand.journal_len()).filter_map(|at| nand.journal_op_of(at)).collect();
+    ops.dedup();
+    ops
+}
+
+/// Mount a fresh FTL with the power cut at one of the `2n + 1` distinct
+/// cuts of its recovery, drawn from `rng` (before or during one of its `n`
+/// state-changing operations, found by a mount rolled back, or after the
+/// last). Returns the cut, as `K` or `K:during` of `n`.
+fn mount_cut(session: &mut Session, rng: &mut nandlab::seed::Rng) -> String {
+    let mark = session.flash.nand().journal_len();
+    let start = session.flash.op_index();
+    let _ = session.power_cycle(false);
+    let changes = state_changes_since(session, mark);
+    session.flash.nand_mut().journal_rollback(mark);
+    session.flash.reset_op_index(start);
+    let j = rng.random_range(0..=2 * changes.len());
+    if let Some(&op_index) = changes.get(j / 2) {
+        session.flash.schedule_power_cut(PowerCut { op_index, during: j % 2 == 1 });
+    }
+    let _ = session.power_cycle(false); // fails at the cut
+    session.flash.restore_power();
+    let during = if j % 2 == 1 { ":during" } else { "" };
+    format!("{}{during} of {}", j / 2, changes.len())
+}
+
+type Factory = fn(&FtlEnv) -> Result<Box<dyn Ftl>, String>;
+
+/// Cut the power at an operation of every third write request of `spec`
+/// once the drive was written over, and test each cut with
+/// [`chains_of_cut_recoveries`]. Only cuts whose recovery changes the
+/// flash (finishes or redoes a merge, erases a block) count, until there
+/// are `points` of them. Returns the chains that failed.
+fn cut_recoveries_repeatedly(ftl: &str, factory: Factory, spec: &SyntheticSpec, seed: u64, points: u64) -> Vec<String> {
+    let config = config(ftl);
+    let mut session = Session::with_factory(&config, Box::new(factory), seed, 8, 16).expect("drive");
+    let mut w = workload(&config, spec, seed);
+    let mut rng = nandlab::seed::rng_for(seed, "recovery cuts");
+    let (mut writes, mut tested, mut failures) = (0u64, 0u64, Vec::new());
+    session.flash.nand_mut().journal_start();
+    while let Some(req) = w.next_request().expect("workload") {
+        session.flash.nand_mut().journal_discard_from(0);
+        let start = session.flash.op_index();
+        session.submit(&req).expect("request");
+        let log = session.flash.log();
+        assert!(!session.ftl_failed() && log.is_clean(), "{ftl}: base run: {:?}", log.first_error());
+        writes += u64::from(req.op == HostOp::Write);
+        let warm = session.host.write_bytes >= config.logical_bytes();
+        if req.op != HostOp::Write || !warm || writes % 3 != 0 || session.flash.op_index() == start {
+            continue;
+        }
+        let op_index = rng.random_range(start..session.flash.op_index());
+        let cut = PowerCut { op_index, during: rng.random_bool(0.5) };
+        let image = session.flash.enter_crash_image(cut);
+        let base_ftl = std::mem::replace(&mut session.ftl, factory(&session_env(&config, seed)).expect("an FTL"));
+        let mut found = Vec::new();
+        let changed = chains_of_cut_recoveries(&mut session, config.logical_sectors, &mut rng, &mut found);
+        failures.extend(found.into_iter().map(|f| format!("{ftl}: {cut:?}, {f}")));
+        session.ftl = base_ftl;
+        session.flash.leave_crash_image(image);
+        tested += u64::from(changed);
+        if tested == points {
+            return failures;
+        }
+    }
+    panic!("{ftl}: the workload ended after {tested} of {points} points");
+}
+
+/// The environment a drive of `config` gives its FTL (for a stand-in instance).
+fn session_env(config: &Config, seed: u64) -> FtlEnv {
+    FtlEnv {
+        geometry: config.geometry.clone(),
+        logical_sectors: config.logical_sectors,
+        dram_budget_bytes: config.dram_budget_bytes,
+        seed,
+    }
+}
+
+/// On the image a power cut left: recover once, uncut, and read the disk;
+/// then, if that recovery changed the flash, recover [`CHAINS_PER_POINT`]
+/// times over with the power cut inside each of [`RECOVERY_CUTS`]
+/// recoveries in a row before a last one. Every chain must read back
+/// exactly the disk the uncut recovery read (recovery is idempotent,
+/// whatever it was doing when the power failed) and break no NAND rule;
+/// those that do not go to `failures`. The flash is rolled back to the
+/// image. Returns whether the uncut recovery changed the flash.
+fn chains_of_cut_recoveries(
+    session: &mut Session,
+    logical_sectors: u64,
+    rng: &mut nandlab::seed::Rng,
+    failures: &mut Vec<String>,
+) -> bool {
+    let (mark, at) = (session.flash.nand().journal_len(), session.flash.op_index());
+    let reference = recover_and_read(session, logical_sectors).unwrap_or_else(|e| panic!("uncut recovery: {e}"));
+    let changed = !state_changes_since(session, mark).is_empty();
+    for _ in 0..CHAINS_PER_POINT * u32::from(changed) {
+        session.flash.nand_mut().journal_rollback(mark);
+        session.flash.reset_op_index(at);
+        let cuts: Vec<String> = (0..RECOVERY_CUTS).map(|_| mount_cut(session, rng)).collect();
+        let got = recover_and_read(session, logical_sectors);
+        let log = session.flash.take_log();
+        let difference = match got {
+            Err(e) => Some(e),
+            Ok(runs) if runs != reference => Some(first_difference(&runs, &reference)),
+            Ok(_) => log.first_error().map(|v| format!("{v:?}")),
+        };
+        if let Some(d) = difference {
+            failures.push(format!("recoveries cut at {cuts:?}: {d}"));
+        }
+    }
+    session.flash.nand_mut().journal_rollback(mark);
+    changed
+}
+
+/// Where two disk images first differ.
+fn first_difference(got: &[Run], expected: &[Run]) -> String {
+    match got.iter().zip(expected).position(|(a, b)| a != b) {
+        Some(i) => format!("run {i} reads {:?}, after one uncut recovery {:?}", got[i], expected[i]),
+        None => format!("{} runs, after one uncut recovery {}", got.len(), expected.len()),
+    }
+}
+
+fn hybrid_ftl(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
+    Ok(Box::new(HybridFtl::new(env, HybridOptions::default())?))
+}
+
+fn block_ftl(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
+    Ok(Box::new(BlockFtl::new(env, BlockOptions::default())?))
+}
+
+#[test]
+fn hybrid_recovery_cut_again_and_again_reads_back_the_same_disk() {
+    let mut failures = cut_recoveries_repeatedly("hybrid", hybrid_ftl, &random_mix(), 21, 40);
+    failures.extend(cut_recoveries_repeatedly("hybrid", hybrid_ftl, &runs_mix(), 22, 30));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn block_recovery_cut_again_and_again_reads_back_the_same_disk() {
+    let mut failures = cut_recoveries_repeatedly("block", block_ftl, &random_mix(), 23, 40);
+    failures.extend(cut_recoveries_repeatedly("block", block_ftl, &runs_mix(), 24, 30));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn hybrid_recovery_that_erases_stale_blocks_first_is_not_idempotent() {
+    let failures = cut_recoveries_repeatedly("hybrid", hybrid_erasing_stale_blocks_first, &random_mix(), 21, 40);
+    eprintln!("{} failures, the first: {:#?}", failures.len(), failures.first());
+    assert!(!failures.is_empty(), "the bug was not caught");
 }

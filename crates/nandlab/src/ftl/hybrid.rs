@@ -59,15 +59,23 @@
 //! surviving copy of a logical page (by sequence number) is its current
 //! version: a merge copies current versions, with new sequence numbers, and
 //! erases a block (an old data block, the sequential log it superseded, a
-//! reclaimed random log) only after every page current in it has been
-//! copied. So at every instant each completed write has a durable copy,
-//! and a copy with a newer sequence number holds it or a later write of
-//! the same page. A cut can tear only the page
-//! being programmed — the last programmed page of its block — or leave the
-//! block being erased undefined; recovery (`hybrid_recovery.rs`) verifies
-//! the last page of every block, drops what a cut destroyed, and finishes,
-//! redoes or drops the merge the cut interrupted. It follows the same rule
-//! (copy before erase), so a cut during recovery is survived too.
+//! reclaimed random log) only after the block it copied into is complete.
+//! So at every instant each completed write has a durable copy, and a copy
+//! with a newer sequence number holds it or a later write of the same page.
+//! A cut can tear only the page being programmed — the last programmed page
+//! of its block — or leave the block being erased undefined; recovery
+//! (`hybrid_recovery.rs`) verifies the last page of every block, drops what
+//! a cut destroyed (a torn merge block whole: its sources survive), and
+//! finishes, redoes or drops the merge the cut interrupted.
+//!
+//! **A cut during recovery** is survived too, however many times recovery
+//! is cut in a row: recovery keeps the same rule (copy, complete the block,
+//! then erase), and its own programs are merge copies and pads with new
+//! sequence numbers, so a torn one is recognised like any torn merge page.
+//! The order of its steps matters: a block left holding no current version
+//! is erased only after every interrupted merge is finished, because until
+//! then a cut can tear the merge block holding the newer copies and the
+//! next recovery drops it (`hybrid_recovery.rs`, *A cut during recovery*).
 //!
 //! Recovery needs no free block beyond the merge reserve: at any instant
 //! the flash holds at most the data blocks, the sequential log, the random
@@ -174,6 +182,12 @@ pub enum HybridBug {
     /// Recovery reads only the OOB: a torn last page is trusted because its
     /// OOB looks valid (`crash` finds the unreadable page).
     MountTrustsTornPage,
+    /// Recovery erases the stale blocks before it finishes the merges a
+    /// cut interrupted — as it once did: a stale random log may hold the
+    /// only other copy of pages an unfinished merge block holds, so a cut
+    /// tearing the finish loses them (`crash` with nested cuts finds the
+    /// lost durable write).
+    RecoveryErasesStaleBlocksFirst,
 }
 
 const NONE: u32 = u32::MAX;

@@ -1,5 +1,6 @@
 //! `hybrid`: how a mount rebuilds the FAST state from flash, after a clean
-//! shutdown or a power cut (see the crash guarantee in `hybrid.rs`).
+//! shutdown or a power cut — including a cut during an earlier mount (see
+//! the crash guarantee in `hybrid.rs`).
 //!
 //! 1. **Scan** every block's OOBs up to its first erased page. A block
 //!    whose OOB reads fail is undefined (an interrupted erase). The data of
@@ -12,12 +13,14 @@
 //!    now a data block, looks like) or a *random log*. Merge blocks and
 //!    sequential logs are *data-shaped*: every page at its own offset of one
 //!    logical block.
-//! 3. **Drop** undefined blocks and torn merge blocks. A merge block is
-//!    torn only if its merge was cut, and a merge erases nothing before it
-//!    completes, so every page it holds has a surviving source.
+//! 3. **Drop** undefined blocks and torn merge blocks: erase them at once.
+//!    A merge block is torn only if its merge was cut, and no merge —
+//!    of normal operation or of a recovery — erases a block whose version it
+//!    copied before the merge block is complete (step 7), so every page a
+//!    torn merge block holds has a surviving source.
 //! 4. **Versions**: the newest surviving copy of each logical page (by the
-//!    program sequence number in its OOB) is its current version; a block
-//!    holding none is erased.
+//!    program sequence number in its OOB) is its current version. A block
+//!    holding none is *stale*; it is erased in step 7, not yet.
 //! 5. **Per logical block**, its data-shaped blocks oldest first; the
 //!    newest of them decides:
 //!    - it is the newest sequential log on the device, intact and not full,
@@ -26,22 +29,54 @@
 //!      state the cut interrupted;
 //!    - it ends in a torn page (host data in the sequential log was being
 //!      programmed, or a partial merge's copy): nothing may follow the torn
-//!      page, so the logical block is merged into a fresh block (a full
-//!      merge), and all its data-shaped blocks are erased;
+//!      page, so the logical block is *rewritten* — merged into a fresh
+//!      block (a full merge) — and all its data-shaped blocks are erased;
 //!    - otherwise it becomes the data block: if an older one still holds
 //!      current pages beyond it (an interrupted full or partial merge) the
-//!      merge is finished into it, then the older ones are erased.
+//!      merge is *finished* into it, then the older ones are erased.
 //! 6. **Random logs** are the blocks with current pages left, oldest first;
-//!    they are not appended to (the next random write opens a fresh one). If
-//!    there are more than the pool holds, the oldest are merged down.
+//!    they are not appended to (the next random write opens a fresh one).
+//! 7. **Repair, in an order a cut cannot hurt**: finish every interrupted
+//!    merge (each followed by the erase of its logical block's older
+//!    blocks, which hold nothing else); only then erase the stale blocks;
+//!    then rewrite the torn logical blocks; then, if there are more random
+//!    logs than the pool holds (e.g. fewer good blocks now), merge the
+//!    oldest down.
 //!
-//! Every step keeps the rule that a copy is made before its source is
-//! erased, so a cut during recovery leaves a state this recovery handles
-//! too. Free blocks suffice: at any instant the blocks on flash are at most
-//! the data blocks, the sequential log, the random pool and one merge
-//! block; a cut during a merge leaves that merge block to finish or drop (no
-//! free block needed), and a cut while programming the sequential log
-//! leaves the merge reserve free for step 5's full merge.
+//! # A cut during recovery
+//!
+//! Recovery is idempotent: it can be cut at any operation, and the next
+//! mount — which sees only the flash — reaches the same state or an
+//! equally valid one, because every step keeps two rules:
+//!
+//! - **Copy before erase.** A copy gets a new sequence number, so once it
+//!   is programmed it supersedes its source; the source is erased only
+//!   after the block holding the copy is *complete* — no program will
+//!   follow, so no cut can tear it and make step 3 drop it. A merge block
+//!   being finished is incomplete until its last copy, and a stale block
+//!   may be stale only because such a block holds newer copies of its
+//!   pages (a random log whose pages the interrupted merge had copied):
+//!   that is why stale blocks wait for every finish. (Erasing them first
+//!   lost a durable write when a finish was torn: the next mount dropped
+//!   the torn merge block, and the copies' sources were gone.)
+//! - **A recovery program is recognisable.** Recovery programs only merge
+//!   copies and pads (`OOB_DATA`, `OOB_PAD`) with new sequence numbers,
+//!   each the last programmed page of its block. Torn, it fails ECC: in a
+//!   merge block (a rewrite, a finish of a full merge) step 3 drops the
+//!   block and the merge is redone from its sources; in a sequential log
+//!   being finished, its intact pages stay versions and step 5 rewrites the
+//!   logical block. An erase cut by the power leaves an undefined block,
+//!   which held nothing current (a dropped block, a stale one, or one whose
+//!   versions a complete block holds): step 3 drops it.
+//!
+//! Free blocks suffice: at any instant the blocks on flash are at most the
+//! data blocks, the sequential log, the random pool and one merge block.
+//! Finishing a merge needs no free block; a rewrite (a torn sequential
+//! log, or one a finish tore) needs one, and the merge reserve is free
+//! whenever the sequential log is programmed — by the host or by a partial
+//! merge, which runs before the next sequential log is taken. A rewrite
+//! torn again is dropped in step 3 before it is redone, so nested cuts do
+//! not use up blocks.
 
 use super::*;
 use crate::ftl::flash_ops::BlockPages;
@@ -74,13 +109,28 @@ enum BlockScan {
     Found(Scanned),
 }
 
-/// Work step 5 leaves for after the maps are built.
-enum Repair {
-    /// Finish the merge into `target` (its pages from `from` on are erased)
-    /// from the `older` blocks, then erase them.
-    Finish { lbn: u32, target: u32, from: u32, older: Vec<u32> },
-    /// Merge `lbn` into a fresh block, then erase `blocks`.
-    Rewrite { lbn: u32, blocks: Vec<u32> },
+/// An interrupted merge to finish: copy into `target`, from its first
+/// erased page `from`, what the `older` blocks of `lbn` still hold, then
+/// erase them.
+struct Finish {
+    lbn: u32,
+    target: u32,
+    from: u32,
+    older: Vec<u32>,
+}
+
+/// A logical block whose newest block is torn: merge `lbn` into a fresh
+/// block, then erase `blocks`.
+struct Rewrite {
+    lbn: u32,
+    blocks: Vec<u32>,
+}
+
+/// The work step 5 leaves for step 7.
+#[derive(Default)]
+struct Repairs {
+    finishes: Vec<Finish>,
+    rewrites: Vec<Rewrite>,
 }
 
 impl HybridFtl {
@@ -90,7 +140,7 @@ impl HybridFtl {
         let mut best_seq = vec![0u64; self.lpns as usize];
         let mut best_ppn = vec![NONE; self.lpns as usize];
         let mut scanned: Vec<Option<Scanned>> = vec![None; blocks];
-        let mut garbage = Vec::new();
+        let mut dropped = Vec::new();
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let (mut good, mut max_seq) = (0, 0);
         for block in 0..blocks as u32 {
@@ -101,9 +151,9 @@ impl HybridFtl {
             good += 1;
             match self.scan_block(flash, block, &mut oobs, &mut max_seq)? {
                 BlockScan::Erased => self.push_free(block),
-                BlockScan::Undefined => garbage.push(block),
+                BlockScan::Undefined => dropped.push(block),
                 // An interrupted merge: every page it holds has a surviving source.
-                BlockScan::Found(b) if b.made == Made::Merge && b.torn => garbage.push(block),
+                BlockScan::Found(b) if b.made == Made::Merge && b.torn => dropped.push(block),
                 BlockScan::Found(b) => {
                     self.record_versions(block, &oobs[..b.valid as usize], &mut best_seq, &mut best_ppn);
                     scanned[block as usize] = Some(b);
@@ -112,18 +162,46 @@ impl HybridFtl {
         }
         self.seq = max_seq + 1;
         self.settle_log_blocks(good)?;
-        self.drop_blocks_without_versions(&best_ppn, &mut scanned, &mut garbage);
-        for block in garbage {
-            self.erase_to_free(flash, block, Cause::Recovery)?;
-            self.counters.mount_erases += 1;
-        }
+        self.erase_recovered(flash, &dropped)?;
+        let stale = self.take_blocks_without_versions(&best_ppn, &mut scanned);
         let repairs = self.plan_logical_blocks(&scanned);
         self.install_versions(&best_ppn);
         self.adopt_random_logs(&scanned);
-        self.repair(flash, repairs)?;
-        self.merge_down_random_logs(flash)?;
+        self.repair(flash, &repairs, &stale)?;
         // Adopted logs are not appended to: the next random write opens one.
         self.cursor = (NONE, self.ppb);
+        Ok(())
+    }
+
+    /// Step 7 of the module docs, in its order (see *A cut during recovery*):
+    /// finish the interrupted merges, erase the `stale` blocks, rewrite the
+    /// torn logical blocks, merge surplus random logs down.
+    fn repair(&mut self, flash: &mut dyn Flash, repairs: &Repairs, stale: &[u32]) -> Result<(), FtlError> {
+        let stale_first = self.bug == HybridBug::RecoveryErasesStaleBlocksFirst;
+        if stale_first {
+            self.erase_recovered(flash, stale)?;
+        }
+        for f in &repairs.finishes {
+            self.finish_merge(flash, f)?;
+            self.erase_recovered(flash, &f.older)?;
+        }
+        if !stale_first {
+            self.erase_recovered(flash, stale)?;
+        }
+        for r in &repairs.rewrites {
+            self.full_merge(flash, r.lbn, Cause::Recovery)?;
+            self.counters.mount_rewrites += 1;
+            self.erase_recovered(flash, &r.blocks)?;
+        }
+        self.merge_down_random_logs(flash)
+    }
+
+    /// Erase `blocks` (holding nothing current) and free them.
+    fn erase_recovered(&mut self, flash: &mut dyn Flash, blocks: &[u32]) -> Result<(), FtlError> {
+        for &block in blocks {
+            self.erase_to_free(flash, block, Cause::Recovery)?;
+            self.counters.mount_erases += 1;
+        }
         Ok(())
     }
 
@@ -173,23 +251,25 @@ impl HybridFtl {
         }
     }
 
-    /// Blocks holding no current version are garbage.
-    fn drop_blocks_without_versions(&self, best_ppn: &[u32], scanned: &mut [Option<Scanned>], garbage: &mut Vec<u32>) {
+    /// Take the stale blocks (holding no current version) out of `scanned`.
+    fn take_blocks_without_versions(&self, best_ppn: &[u32], scanned: &mut [Option<Scanned>]) -> Vec<u32> {
         let mut current = vec![false; scanned.len()];
         for &ppn in best_ppn.iter().filter(|&&p| p != NONE) {
             current[(ppn / self.ppb) as usize] = true;
         }
+        let mut stale = Vec::new();
         for (block, s) in scanned.iter_mut().enumerate() {
             if s.is_some() && !current[block] {
                 *s = None;
-                garbage.push(block as u32);
+                stale.push(block as u32);
             }
         }
+        stale
     }
 
     /// Step 5 of the module docs: choose each logical block's data block
     /// and the sequential log; return the merges left to finish or redo.
-    fn plan_logical_blocks(&mut self, scanned: &[Option<Scanned>]) -> Vec<Repair> {
+    fn plan_logical_blocks(&mut self, scanned: &[Option<Scanned>]) -> Repairs {
         let mut shaped: Vec<(u32, u64, u32)> = Vec::new(); // (lbn, first seq, block)
         for (block, s) in scanned.iter().enumerate() {
             if let Some(s) = s.filter(|s| s.made != Made::RandLog) {
@@ -203,7 +283,7 @@ impl HybridFtl {
             .filter(|&&(_, _, b)| info(b).made == Made::SeqLog)
             .max_by_key(|&&(_, seq, _)| seq)
             .map(|&(_, _, b)| b);
-        let mut repairs = Vec::new();
+        let mut repairs = Repairs::default();
         for chain in shaped.chunk_by(|a, b| a.0 == b.0) {
             let lbn = chain[0].0;
             let newest = chain[chain.len() - 1].2;
@@ -222,17 +302,15 @@ impl HybridFtl {
             } else if n.torn {
                 let mut blocks = older;
                 blocks.push(newest);
-                repairs.push(Repair::Rewrite { lbn, blocks });
+                repairs.rewrites.push(Rewrite { lbn, blocks });
             } else {
                 self.data_block[lbn as usize] = newest;
                 self.role[newest as usize] = Role::Data;
                 if !older.is_empty() {
-                    repairs.push(Repair::Finish { lbn, target: newest, from: n.valid, older });
+                    repairs.finishes.push(Finish { lbn, target: newest, from: n.valid, older });
                 }
             }
         }
-        // Finishing a merge frees blocks; a rewrite takes one: finishes first.
-        repairs.sort_by_key(|r| matches!(r, Repair::Rewrite { .. }));
         repairs
     }
 
@@ -267,39 +345,11 @@ impl HybridFtl {
         }
     }
 
-    /// Finish or redo the merges a cut interrupted (step 5).
-    fn repair(&mut self, flash: &mut dyn Flash, repairs: Vec<Repair>) -> Result<(), FtlError> {
-        for r in repairs {
-            let erase = match r {
-                Repair::Finish { lbn, target, from, older } => {
-                    self.finish_merge(flash, lbn, target, from, &older)?;
-                    older
-                }
-                Repair::Rewrite { lbn, blocks } => {
-                    self.full_merge(flash, lbn, Cause::Recovery)?;
-                    self.counters.mount_rewrites += 1;
-                    blocks
-                }
-            };
-            for block in erase {
-                self.erase_to_free(flash, block, Cause::Recovery)?;
-                self.counters.mount_erases += 1;
-            }
-        }
-        Ok(())
-    }
-
     /// Copy into data block `target` of `lbn`, from offset `from` (its
     /// first erased page), every offset up to the last whose current
     /// version is in one of `older`.
-    fn finish_merge(
-        &mut self,
-        flash: &mut dyn Flash,
-        lbn: u32,
-        target: u32,
-        from: u32,
-        older: &[u32],
-    ) -> Result<(), FtlError> {
+    fn finish_merge(&mut self, flash: &mut dyn Flash, f: &Finish) -> Result<(), FtlError> {
+        let Finish { lbn, target, from, ref older } = *f;
         let first = lbn * self.ppb;
         let in_older = |s: &Self, off: u32| {
             let ppn = s.location(first + off);
