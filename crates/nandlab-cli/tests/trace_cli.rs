@@ -3,6 +3,8 @@
 //! footprints (checked against values computed here from the files),
 //! convert and what it refuses, warnings, stress --trace.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -10,16 +12,8 @@ fn nandlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("nandlab runs")
 }
 
-/// A public trace from `shared/traces/` (see its SOURCES.md), found in a
-/// directory above this crate: beside a clone and beside a worktree alike.
 fn shared(name: &str) -> String {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|d| d.join("shared/traces").join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("shared/traces/{name} not found above {}", here.display()))
-        .display()
-        .to_string()
+    support::shared_trace(name)
 }
 
 fn temp(name: &str, text: &str) -> PathBuf {

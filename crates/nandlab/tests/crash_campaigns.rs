@@ -126,6 +126,16 @@ fn page_passes_baseline_with_torn_programs_and_erases() {
 }
 
 #[test]
+fn page_passes_baseline_on_multi_plane_groups_narrowed_by_bad_blocks() {
+    // tiny has 2 planes per die: multi-plane groups by default; some lose a block.
+    let mut config = tiny();
+    config.factory_bad_block_percent = 5.0;
+    let r = campaign(&config, &mixed(), &options(2, 120));
+    assert_passes(&r);
+    assert!(r.points.iter().any(|p| p.torn_pages > 0), "some cut tore a program");
+}
+
+#[test]
 fn recovery_that_trusts_a_torn_page_is_caught() {
     let mut o = options(2, 80);
     o.phase = Phase::During;

@@ -159,9 +159,12 @@ fn random_reads_saturate_at_the_controller_cpu() {
 }
 
 fn sequential_write_mbps(timing: &str) -> f64 {
-    let config = device(2, 2, 1, 16384, timing, FAST_HOST);
+    sequential_write_mbps_on(&device(2, 2, 1, 16384, timing, FAST_HOST))
+}
+
+fn sequential_write_mbps_on(config: &Config) -> f64 {
     let r = run(
-        &config,
+        config,
         &spec(RwMode::Write, 128 * 1024, 8, SizeSpec::Bytes(80 << 20)),
         PerfOptions { seed: 5, ..Default::default() },
     );
@@ -180,6 +183,32 @@ fn sequential_writes_run_at_dies_times_page_over_tprog() {
     let mbps = sequential_write_mbps(&format!("{t}\ncache_program = false"));
     let expected = 4.0 * 16384.0 / (500e-6 + 40.96e-6) / 1e6;
     assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+const SEQ_TIMING: &str =
+    "read_latency_us = 50\nprogram_latency_us = 500\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
+
+#[test]
+fn sequential_writes_run_at_dies_times_planes_times_page_over_tprog() {
+    // Two planes per die: the page FTL programs both with one multi-plane
+    // program, so the four dies move 2 x 16 KiB per tPROG each.
+    let config = device(2, 2, 2, 16384, SEQ_TIMING, FAST_HOST);
+    let mbps = sequential_write_mbps_on(&config);
+    let expected = 4.0 * 2.0 * 16384.0 / 500e-6 / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+    // Without multi-plane operations the planes of a die take turns.
+    let single = device_with(2, 2, 2, 16384, SEQ_TIMING, FAST_HOST, "multi_plane = false");
+    let mbps = sequential_write_mbps_on(&single);
+    let expected = 4.0 * 16384.0 / 500e-6 / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+#[test]
+fn multi_plane_sequential_writes_are_limited_by_the_host_link_when_it_is_slower() {
+    // The flash could take 262 MB/s; the link carries 100 MB/s.
+    let config = device(2, 2, 2, 16384, SEQ_TIMING, "link_bandwidth_mbps = 100\nqueue_depth = 4096");
+    let mbps = sequential_write_mbps_on(&config);
+    assert!(within(mbps, 100.0, 0.02), "{mbps} vs 100");
 }
 
 #[test]
@@ -271,13 +300,17 @@ fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
 
 #[test]
 fn random_writes_on_a_full_drive_show_the_write_cliff() {
-    let config = device(
+    // The model below counts one cell phase per page programmed or block
+    // erased: the FTL runs plane by plane (a multi-plane operation would
+    // take one phase for both planes of a die).
+    let config = device_with(
         2,
         2,
         2,
         4096,
         "read_latency_us = 40\nprogram_latency_us = 200\nerase_latency_us = 2000\nchannel_rate_mtps = 400",
         FAST_HOST,
+        "multi_plane = false",
     );
     let r = run(
         &config,

@@ -7,7 +7,7 @@
 
 use super::buffers::BufferPool;
 use super::sources::ReadSources;
-use super::{BufId, Cause, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
+use super::{BufId, Cause, CopybackOp, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
 use crate::nand::power::PowerCutEffects;
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
@@ -220,6 +220,7 @@ impl FlashController {
     // ----- host-side buffers (the host interface's, not the FTL's) -----
 
     /// A buffer holding host write `write` of sectors `lba .. lba+sectors`.
+    #[inline]
     pub fn alloc_host_write(&mut self, lba: u32, write: u32, sectors: u32) -> BufId {
         let id = self.bufs.alloc_data(lba, write, sectors);
         self.set_owner(id, false);
@@ -322,16 +323,22 @@ impl FlashController {
         self.nand.geometry().page_size_bytes()
     }
 
-    /// Check the pages of a multi-plane operation (up to 16 planes are compared).
-    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr>) {
-        let mut list = [PageAddr(0); 16];
-        let mut n = 0;
-        for (slot, p) in list.iter_mut().zip(pages) {
-            *slot = p;
-            n += 1;
-        }
+    /// Check every page of a multi-plane operation (see [`Nand::check_multi_plane`]).
+    fn check_planes(&mut self, op: &FlashOp, pages: impl Iterator<Item = PageAddr> + Clone) -> bool {
         let mut ck = checker!(self, op);
-        self.nand.check_multi_plane(&mut ck, &list[..n]);
+        self.nand.check_multi_plane(&mut ck, pages)
+    }
+
+    /// A multi-plane operation failed with `error` after `done` of its
+    /// pages (or blocks) took effect: those are counted and shown to the
+    /// observers as an operation of `done` planes, moving `done_bytes`.
+    #[cold]
+    fn fail_multi(&mut self, op: &FlashOp, done: usize, done_bytes: u32, error: FlashError) -> Result<(), FlashError> {
+        if done > 0 {
+            let partial = FlashOp { planes: done as u32, transfer_bytes: done_bytes, ..*op };
+            self.finish(&partial)?;
+        }
+        Err(error)
     }
 
     /// Program a page from a buffer, without bookkeeping (shared by single and multi-plane).
@@ -485,8 +492,10 @@ impl Flash for FlashController {
         let bytes = self.page_bytes() * ops.len() as u32;
         let op = self.begin(OpKind::Program, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.src))?;
         self.check_planes(&op, ops.iter().map(|o| o.page));
-        for o in ops {
-            self.program_page(&op, o.page, o.src, o.src_sector, o.oob)?;
+        for (done, o) in ops.iter().enumerate() {
+            if let Err(e) = self.program_page(&op, o.page, o.src, o.src_sector, o.oob) {
+                return self.fail_multi(&op, done, self.page_bytes() * done as u32, e);
+            }
         }
         self.finish(&op)
     }
@@ -499,8 +508,10 @@ impl Flash for FlashController {
         let op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
         self.check_planes(&op, ops.iter().map(|o| o.page));
         let spp = self.nand.geometry().sectors_per_page();
-        for o in ops {
-            self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut [])?;
+        for (done, o) in ops.iter().enumerate() {
+            if let Err(e) = self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut []) {
+                return self.fail_multi(&op, done, self.page_bytes() * done as u32, e);
+            }
         }
         self.finish(&op)
     }
@@ -510,11 +521,31 @@ impl Flash for FlashController {
             return Ok(());
         };
         let op = self.begin(OpKind::Erase, cause, first.0, None, blocks.len() as u32, 0, None)?;
-        let g = self.nand.geometry().clone();
-        self.check_planes(&op, blocks.iter().map(|b| g.page_addr(*b, 0)));
-        for b in blocks {
+        let ppb = u64::from(self.nand.geometry().pages_per_block());
+        self.check_planes(&op, blocks.iter().map(|b| PageAddr(b.0 * ppb)));
+        for (done, b) in blocks.iter().enumerate() {
             let mut ck = checker!(self, op);
-            self.nand.erase(&mut ck, *b)?;
+            if let Err(e) = self.nand.erase(&mut ck, *b) {
+                return self.fail_multi(&op, done, 0, e);
+            }
+        }
+        self.finish(&op)
+    }
+
+    fn copyback_multi(&mut self, cause: Cause, ops: &[CopybackOp]) -> Result<(), FlashError> {
+        let Some(first) = ops.first() else {
+            return Ok(());
+        };
+        let op = self.begin(OpKind::Copyback, cause, first.dst.0, Some(first.src.0), ops.len() as u32, 0, None)?;
+        // The read half is a multi-plane read: its pages must agree as well.
+        if self.check_planes(&op, ops.iter().map(|o| o.dst)) {
+            self.check_planes(&op, ops.iter().map(|o| o.src));
+        }
+        for (done, o) in ops.iter().enumerate() {
+            let mut ck = checker!(self, op);
+            if let Err(e) = self.nand.copyback(&mut ck, o.src, o.dst, o.oob) {
+                return self.fail_multi(&op, done, 0, e);
+            }
         }
         self.finish(&op)
     }
@@ -726,44 +757,5 @@ impl FlashController {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::nand::PageContent;
-
-    fn controller() -> FlashController {
-        FlashController::new(crate::nand::power::tests::mlc(), &RuleConfig::default(), 1 << 20, 10)
-    }
-
-    #[test]
-    fn a_live_cut_during_a_read_tears_nothing_even_where_the_base_run_programmed_at_that_index() {
-        // A crash test's recovery reuses the operation indices of the base
-        // run, whose rolled-back entries stay in the journal for the redo.
-        let mut f = controller();
-        f.nand_mut().journal_start();
-        let data = [7u8; 2048];
-        f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap(); // op 0
-        f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]).unwrap(); // op 1
-        let image = f.enter_crash_image(PowerCut { op_index: 1, during: false });
-        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "op 1 is rolled back");
-        // The "recovery" reads page 0 as op 1 and is cut during that read.
-        f.schedule_power_cut(PowerCut { op_index: 1, during: true });
-        let mut out = [0u8; 2048];
-        assert_eq!(f.read_meta(Cause::Recovery, PageAddr(0), &mut out, &mut []), Err(FlashError::PowerLoss));
-        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Erased, "a read tears nothing");
-        assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
-        f.leave_crash_image(image);
-        assert!(matches!(f.nand().page_content(PageAddr(1)), PageContent::Metadata(_)), "the base run is back");
-    }
-
-    #[test]
-    fn a_live_cut_during_a_program_tears_that_program() {
-        let mut f = controller();
-        f.nand_mut().journal_start();
-        let data = [7u8; 2048];
-        f.program_meta(Cause::Host, PageAddr(0), &data, &[1; 4]).unwrap();
-        f.schedule_power_cut(PowerCut { op_index: 1, during: true });
-        assert_eq!(f.program_meta(Cause::Host, PageAddr(1), &data, &[2; 4]), Err(FlashError::PowerLoss));
-        assert_eq!(f.nand().page_content(PageAddr(1)), PageContent::Garbage);
-        assert!(matches!(f.nand().page_content(PageAddr(0)), PageContent::Metadata(_)));
-    }
-}
+#[path = "controller_tests.rs"]
+mod tests;

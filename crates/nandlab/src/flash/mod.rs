@@ -1,9 +1,9 @@
 //! The flash interface: everything an FTL may do to the device.
 //!
 //! An FTL reaches flash only through [`Flash`]: page reads, programs with
-//! OOB, block erases, copyback, multi-plane forms, data buffers in device
-//! DRAM, the geometry, its DRAM budget, and (in timed modes) the current
-//! time and which dies are busy. The interface is deliberately
+//! OOB, block erases, copyback, multi-plane forms (program, read, erase,
+//! copyback), data buffers in device DRAM, the geometry, its DRAM budget,
+//! and (in timed modes) the current time and which dies are busy. The interface is deliberately
 //! C-ABI-shaped: plain integers for addresses and buffer handles, byte
 //! slices for metadata and OOB, error codes for failures, no generics or
 //! closures, so firmware written in C can implement an FTL against the same
@@ -198,6 +198,15 @@ pub struct ReadOp {
     pub dst_sector: u32,
 }
 
+/// One page of a multi-plane copyback: `src` is copied to `dst` on the
+/// same plane; `oob`, when given, replaces the destination's spare area.
+#[derive(Copy, Clone, Debug)]
+pub struct CopybackOp<'a> {
+    pub src: PageAddr,
+    pub dst: PageAddr,
+    pub oob: Option<&'a [u8]>,
+}
+
 /// The flash interface an FTL sees. See the module docs.
 ///
 /// Sector arguments count host sectors (`geometry().sector_size_bytes()`);
@@ -269,6 +278,10 @@ pub trait Flash {
     fn read_multi(&mut self, cause: Cause, ops: &[ReadOp]) -> Result<(), FlashError>;
     /// Erase one block on each of several planes of a die at once.
     fn erase_multi(&mut self, cause: Cause, blocks: &[BlockAddr]) -> Result<(), FlashError>;
+    /// Copy one page within each of several planes of a die at once: the
+    /// sources, like the destinations, share a block and page offset (a
+    /// multi-plane read, then a multi-plane program, inside the die).
+    fn copyback_multi(&mut self, cause: Cause, ops: &[CopybackOp]) -> Result<(), FlashError>;
 
     /// A data buffer of `sectors` sectors in device DRAM, initially erased (0xFF).
     fn buf_alloc(&mut self, sectors: u32) -> Result<BufId, FlashError>;

@@ -279,7 +279,7 @@ impl BlockFtl {
         if dram > env.dram_budget_bytes {
             return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
-        let unit_of_plane = super::page::unit_order(&g);
+        let unit_of_plane = super::data_plane::unit_order(&g);
         let mut plane_order: Vec<u32> = (0..g.planes()).collect();
         plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
         Ok(BlockFtl {

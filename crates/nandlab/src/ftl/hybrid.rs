@@ -342,7 +342,7 @@ impl HybridFtl {
             free: Vec::new(),
             free_total: 0,
             plane_order: {
-                let unit_of_plane = super::page::unit_order(&g);
+                let unit_of_plane = super::data_plane::unit_order(&g);
                 let mut order: Vec<u32> = (0..g.planes()).collect();
                 order.sort_by_key(|&p| unit_of_plane[p as usize]);
                 order

@@ -58,6 +58,7 @@
 pub mod block;
 pub mod buggy;
 pub mod crash_bugs;
+pub mod data_plane;
 pub mod dftl;
 pub mod flash_ops;
 pub mod hybrid;
@@ -299,6 +300,21 @@ pub struct OptionDoc {
     pub help: &'static str,
 }
 
+/// `a` followed by `b` (an FTL's own options, then a shared part's), in a const context.
+pub const fn concat_option_docs<const A: usize, const B: usize, const N: usize>(
+    a: [OptionDoc; A],
+    b: [OptionDoc; B],
+) -> [OptionDoc; N] {
+    assert!(A + B == N, "the lengths must add up");
+    let mut out = [OptionDoc { name: "", default: "", help: "" }; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
+    }
+    out
+}
+
 /// An FTL that ships with nandlab.
 pub struct FtlDescriptor {
     pub name: &'static str,
@@ -331,6 +347,17 @@ pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn F
         format!("unknown FTL `{name}` (available: {})", names.join(", "))
     })?;
     (d.build)(env, options)
+}
+
+/// Split an option table into the options named in `keys` and the rest
+/// (an FTL whose options are its own and a shared part's parses each).
+pub fn split_options(options: &FtlOptions, keys: &[&str]) -> (FtlOptions, FtlOptions) {
+    let (mut named, mut rest) = (FtlOptions::new(), FtlOptions::new());
+    for (k, v) in options {
+        let part = if keys.contains(&k.as_str()) { &mut named } else { &mut rest };
+        part.insert(k.clone(), v.clone());
+    }
+    (named, rest)
 }
 
 /// Parse an FTL's typed options from its option table, naming the bad field.

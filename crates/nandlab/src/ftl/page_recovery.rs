@@ -27,13 +27,15 @@
 //!   the page since.
 
 use super::*;
+use crate::flash::FlashError;
 use crate::ftl::crash_bugs::CrashBug;
+use crate::ftl::data_plane::{decode_oob, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
 
 const OOB_TRIM: u8 = 3;
 const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"
 const TRIM_HEADER_BYTES: usize = 8;
 const TRIM_ENTRY_BYTES: usize = 12;
-/// Trim-log blocks a flush accumulates before it writes a checkpoint instead.
+/// Trim-log groups a flush accumulates before it writes a checkpoint instead.
 const TRIM_LOG_MAX_BLOCKS: usize = 4;
 
 /// What the scan found in one block.
@@ -47,10 +49,10 @@ struct BlockScan {
     undefined: bool,
 }
 
-impl PageFtl {
+impl PageMap {
     /// Make the trims since the last flush durable (see the module docs).
-    pub(super) fn persist_trims(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.pending_trim_blocks.clear();
+    pub(super) fn persist_trims(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.pending_trim_groups.clear();
         if self.pending_trims.is_empty() || self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
             self.pending_trims.clear();
             return Ok(());
@@ -59,7 +61,7 @@ impl PageFtl {
         let mut trims = std::mem::take(&mut self.pending_trims);
         let mut data = std::mem::take(&mut self.trim_buf);
         data.resize(self.geometry.page_size_bytes() as usize, 0xff);
-        let r = self.write_trim_records(flash, &trims, per_page, &mut data);
+        let r = self.write_trim_records(dp, flash, &trims, per_page, &mut data);
         self.trim_buf = data;
         trims.clear();
         if self.pending_trims.is_empty() {
@@ -67,20 +69,21 @@ impl PageFtl {
         }
         r?;
         if self.trim_log.len() > TRIM_LOG_MAX_BLOCKS {
-            self.write_checkpoint(flash)?;
+            self.write_checkpoint(dp, flash)?;
         }
         Ok(())
     }
 
     fn write_trim_records(
         &mut self,
+        dp: &mut DataPlane,
         flash: &mut dyn Flash,
         trims: &[(u32, u64)],
         per_page: usize,
         data: &mut [u8],
     ) -> Result<(), FtlError> {
         for chunk in trims.chunks(per_page) {
-            let ppn = self.trim_log_page(flash)?;
+            let ppn = self.trim_log_page(dp, flash)?;
             data.fill(0xff);
             data[0..4].copy_from_slice(&TRIM_MAGIC.to_le_bytes());
             data[4..8].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
@@ -89,48 +92,48 @@ impl PageFtl {
                 data[at..at + 4].copy_from_slice(&lpn.to_le_bytes());
                 data[at + 4..at + 12].copy_from_slice(&seq.to_le_bytes());
             }
-            let oob = encode_oob(OOB_TRIM, chunk.len() as u32, self.next_seq());
-            flash.program_meta(Cause::Metadata, self.page_addr(ppn), data, &oob)?;
+            let oob = encode_oob(OOB_TRIM, chunk.len() as u32, dp.next_seq());
+            flash.program_meta(Cause::Metadata, page_addr(ppn), data, &oob)?;
             self.counters.checkpoint_pages += 1;
         }
         Ok(())
     }
 
-    /// The next page of the trim log, opening a block when needed.
-    fn trim_log_page(&mut self, flash: &mut dyn Flash) -> Result<u32, FtlError> {
-        if self.trim_log.is_empty() || self.trim_log_next >= self.ppb {
-            let unit = (0..self.units.len()).max_by_key(|&u| self.units[u].free.len()).unwrap_or(0);
-            if self.units[unit].free.len() as u32 <= self.fg_threshold {
-                self.foreground_gc(flash, unit)?;
+    /// The next page of the trim log, opening a group when needed.
+    fn trim_log_page(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<u32, FtlError> {
+        let full = self.trim_log.last().map_or(true, |&g| self.trim_log_next >= dp.group_capacity(g));
+        if full {
+            let unit = (0..dp.units()).max_by_key(|&u| dp.unit_free_groups(u)).unwrap_or(0);
+            if dp.unit_free_groups(unit) as u32 <= dp.fg_threshold() {
+                dp.foreground_gc(flash, self, unit)?;
             }
-            let block = self.units[unit]
-                .free
-                .pop_front()
-                .ok_or_else(|| FtlError::NoSpace("no free block for the trim log".into()))?;
-            self.state[block as usize] = BlockState::Checkpoint;
-            self.trim_log.push(block);
+            let group =
+                dp.take_free_group(unit).ok_or_else(|| FtlError::NoSpace("no free block for the trim log".into()))?;
+            self.trim_log.push(group);
             self.trim_log_next = 0;
         }
-        let block = *self.trim_log.last().expect("a trim-log block");
+        let group = *self.trim_log.last().expect("a trim-log group");
         self.trim_log_next += 1;
-        Ok(block * self.ppb + self.trim_log_next - 1)
+        Ok(dp.group_slot_ppn(group, self.trim_log_next - 1))
     }
 
     /// A checkpoint now holds every trim: the trim log can go.
-    pub(super) fn release_trim_log(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        for b in std::mem::take(&mut self.trim_log) {
-            let unit = self.unit_of(b);
-            self.erase_to_free(flash, unit, b, Cause::Metadata)?;
+    pub(super) fn release_trim_log(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        for g in std::mem::take(&mut self.trim_log) {
+            dp.erase_to_free(flash, g, Cause::Metadata)?;
         }
         self.trim_log_next = 0;
         Ok(())
     }
+}
 
+impl PageFtl {
     /// Scan every block; rebuild the map from the newest complete checkpoint,
     /// the data pages programmed after it and the trim records.
     pub(super) fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let g = self.geometry.clone();
-        let lpns = self.lpns as usize;
+        let g = self.map.geometry.clone();
+        let ppb = self.map.ppb;
+        let lpns = self.map.lpns as usize;
         let mut best_seq = vec![0u64; lpns];
         let mut data_l2p = vec![UNMAPPED; lpns];
         // The logical page each physical page holds, to validate checkpoint entries.
@@ -143,12 +146,12 @@ impl PageFtl {
         let mut max_seq = 0;
         let mut meta = vec![0u8; CHECKPOINT_HEADER_BYTES];
         let mut scan = BlockScan::default();
+        self.dp.begin_mount(flash);
         for block in 0..g.blocks() {
-            if flash.is_factory_bad(self.block_addr(block)) {
-                self.state[block as usize] = BlockState::Bad;
+            if self.dp.is_bad_block(block) {
                 continue;
             }
-            self.scan_block(flash, block, &mut scan)?;
+            self.map.scan_block(&self.dp, flash, block, &mut scan)?;
             if scan.undefined {
                 undefined.push(block);
                 continue;
@@ -167,12 +170,12 @@ impl PageFtl {
                 if scan.torn.contains(&(page as u32)) {
                     continue;
                 }
-                let ppn = block * self.ppb + page as u32;
+                let ppn = block * ppb + page as u32;
                 match kind & OOB_KIND_MASK {
-                    OOB_DATA if index < self.lpns => {
-                        self.block_stream[block as usize] = kind >> 4;
+                    OOB_DATA if index < self.map.lpns => {
+                        self.dp.set_block_stream(block, kind >> 4);
                         lpn_of[ppn as usize] = index;
-                        let newer = match self.crash_bug {
+                        let newer = match self.map.crash_bug {
                             CrashBug::IgnoresSequenceNumbers => data_l2p[index as usize] == UNMAPPED,
                             _ => seq > best_seq[index as usize],
                         };
@@ -182,7 +185,7 @@ impl PageFtl {
                         }
                     }
                     OOB_CHECKPOINT => {
-                        if flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut meta, &mut []).is_ok()
+                        if flash.read_meta(Cause::Recovery, page_addr(ppn), &mut meta, &mut []).is_ok()
                             && u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC
                         {
                             let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
@@ -194,69 +197,78 @@ impl PageFtl {
                 }
             }
         }
-        self.seq = max_seq + 1;
-        self.table.now = self.seq;
+        self.dp.set_seq_after(max_seq);
         let complete = checkpoints
             .iter()
             .rev()
             .find(|(_, (total, found))| found.len() as u32 == *total)
             .map(|(seq, (_, found))| (*seq, found.clone()));
+        let (m, dp) = (&mut self.map, &mut self.dp);
         let ckpt_seq = match complete {
             Some((ckpt_seq, mut pages)) => {
                 pages.sort_unstable();
-                self.load_checkpoint(flash, &pages)?;
+                m.load_checkpoint(dp, flash, &pages)?;
                 for lpn in 0..lpns {
-                    let ppn = self.l2p.get(lpn);
+                    let ppn = m.l2p.get(lpn);
                     if best_seq[lpn] > ckpt_seq {
                         // Data programmed after the checkpoint wins over it.
-                        self.l2p.set(lpn, data_l2p[lpn]);
+                        m.l2p.set(lpn, data_l2p[lpn]);
                     } else if ppn != UNMAPPED && lpn_of.get(ppn as usize) != Some(&(lpn as u32)) {
                         // The page was reclaimed since: an unflushed trim.
-                        self.l2p.set(lpn, UNMAPPED);
+                        m.l2p.set(lpn, UNMAPPED);
                     }
                 }
-                let mut blocks: Vec<u32> = pages.iter().map(|&(_, ppn)| ppn / self.ppb).collect();
-                blocks.dedup();
-                self.checkpoint_blocks = blocks;
+                let mut groups: Vec<u32> = pages.iter().map(|&(_, ppn)| dp.group_of_ppn(ppn)).collect();
+                groups.dedup();
+                m.checkpoint_groups = groups;
                 ckpt_seq
             }
             None => {
                 for (lpn, &ppn) in data_l2p.iter().enumerate() {
-                    self.l2p.set(lpn, ppn);
+                    m.l2p.set(lpn, ppn);
                 }
                 0
             }
         };
-        self.apply_trim_records(flash, &trim_pages, ckpt_seq, &best_seq)?;
-        if !self.hot_cold.is_none() {
-            for lpn in 0..self.lpns {
-                let ppn = self.l2p.get(lpn as usize);
+        m.apply_trim_records(dp, flash, &trim_pages, ckpt_seq, &best_seq)?;
+        if !dp.hot_cold_is_none() {
+            for lpn in 0..m.lpns {
+                let ppn = m.l2p.get(lpn as usize);
                 if ppn != UNMAPPED {
-                    self.hot_cold.restore(lpn, self.block_stream[(ppn / self.ppb) as usize]);
+                    dp.restore_stream(lpn, ppn);
                 }
             }
         }
         for &b in &undefined {
             // An interrupted erase: finish it before the block is reused.
-            flash.erase(Cause::Recovery, self.block_addr(b))?;
-            self.table.erase_count[b as usize] += 1;
+            flash.erase(Cause::Recovery, crate::nand::BlockAddr(u64::from(b)))?;
+            let group = dp.group_of_block(b);
+            dp.table.erase_count[group as usize] += 1;
         }
         self.rebuild_blocks(&written_pages);
-        if self.crash_bug == CrashBug::RecoveryNotCrashSafe {
+        if self.map.crash_bug == CrashBug::RecoveryNotCrashSafe {
             self.compact_open_blocks_unsafely(flash, &written_pages)?;
         }
         Ok(())
     }
+}
 
+impl PageMap {
     /// Read a block's OOBs up to its first erased page, and check the data
     /// of the pages a cut could have torn.
-    fn scan_block(&mut self, flash: &mut dyn Flash, block: u32, scan: &mut BlockScan) -> Result<(), FtlError> {
+    fn scan_block(
+        &mut self,
+        dp: &DataPlane,
+        flash: &mut dyn Flash,
+        block: u32,
+        scan: &mut BlockScan,
+    ) -> Result<(), FtlError> {
         scan.oobs.clear();
         scan.torn.clear();
         scan.undefined = false;
         let mut oob = [0u8; OOB_BYTES];
         for page in 0..self.ppb {
-            match flash.read_oob(Cause::Recovery, self.page_addr(block * self.ppb + page), &mut oob) {
+            match flash.read_oob(Cause::Recovery, page_addr(block * self.ppb + page), &mut oob) {
                 Ok(()) => {}
                 Err(FlashError::Uncorrectable) => {
                     scan.undefined = true;
@@ -281,13 +293,10 @@ impl PageFtl {
         for page in at_risk {
             let ppn = block * self.ppb + page;
             let unreadable = match scan.oobs[page as usize][0] & OOB_KIND_MASK {
-                OOB_DATA => {
-                    let buf = self.tmp_buf.expect("buffers allocated at power-on");
-                    flash.read(Cause::Recovery, self.page_addr(ppn), 0, 1, buf, 0, &mut []).is_err()
-                }
+                OOB_DATA => flash.read(Cause::Recovery, page_addr(ppn), 0, 1, dp.tmp_buf(), 0, &mut []).is_err(),
                 _ => {
                     let mut header = [0u8; 4];
-                    flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut header, &mut []).is_err()
+                    flash.read_meta(Cause::Recovery, page_addr(ppn), &mut header, &mut []).is_err()
                 }
             };
             if unreadable {
@@ -299,20 +308,19 @@ impl PageFtl {
 
     /// Unmap logical pages trimmed (and flushed) after the checkpoint,
     /// unless a newer data page exists. Returns nothing; keeps the trim
-    /// log blocks that still matter.
+    /// log groups that still matter.
     fn apply_trim_records(
         &mut self,
+        dp: &DataPlane,
         flash: &mut dyn Flash,
         pages: &[(u64, u32)],
         ckpt_seq: u64,
         best_seq: &[u64],
     ) -> Result<(), FtlError> {
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
-        let mut log_blocks = Vec::new();
+        let mut log_groups = Vec::new();
         for &(page_seq, ppn) in pages {
-            if page_seq <= ckpt_seq
-                || flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut []).is_err()
-            {
+            if page_seq <= ckpt_seq || flash.read_meta(Cause::Recovery, page_addr(ppn), &mut data, &mut []).is_err() {
                 continue;
             }
             if u32::from_le_bytes(data[0..4].try_into().unwrap()) != TRIM_MAGIC {
@@ -327,29 +335,34 @@ impl PageFtl {
                     self.l2p.set(lpn, UNMAPPED);
                 }
             }
-            log_blocks.push(ppn / self.ppb);
+            log_groups.push(dp.group_of_ppn(ppn));
         }
-        log_blocks.sort_unstable();
-        log_blocks.dedup();
-        // Kept until the next checkpoint; new records go to a fresh block.
-        self.trim_log = log_blocks;
-        self.trim_log_next = self.ppb;
+        log_groups.sort_unstable();
+        log_groups.dedup();
+        // Kept until the next checkpoint; new records go to a fresh group.
+        self.trim_log = log_groups;
+        self.trim_log_next = u32::MAX;
         Ok(())
     }
 
-    fn load_checkpoint(&mut self, flash: &mut dyn Flash, pages: &[(u32, u32)]) -> Result<(), FtlError> {
+    fn load_checkpoint(
+        &mut self,
+        dp: &mut DataPlane,
+        flash: &mut dyn Flash,
+        pages: &[(u32, u32)],
+    ) -> Result<(), FtlError> {
         let per_page = self.entries_per_checkpoint_page();
         let map_pages = self.checkpoint_map_pages();
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         for &(index, ppn) in pages {
-            flash.read_meta(Cause::Recovery, self.page_addr(ppn), &mut data, &mut [])?;
+            flash.read_meta(Cause::Recovery, page_addr(ppn), &mut data, &mut [])?;
             let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
             // The map first, then the erase counts (see write_checkpoint).
             let is_map = (index as usize) < map_pages;
             let (len, i) = if is_map {
                 (self.l2p.len(), index as usize)
             } else {
-                (self.table.erase_count.len(), index as usize - map_pages)
+                (dp.table.erase_count.len(), index as usize - map_pages)
             };
             let base = i * per_page;
             if count > per_page || base + count > len {
@@ -361,85 +374,63 @@ impl PageFtl {
                 if is_map {
                     self.l2p.set(base + k, entry);
                 } else {
-                    self.table.erase_count[base + k] = entry;
+                    dp.table.erase_count[base + k] = entry;
                 }
             }
         }
         Ok(())
     }
+}
 
-    /// Derive valid bits and counts, free lists and candidates from `l2p`.
+impl PageFtl {
+    /// Derive valid bits and counts, free groups and candidates from the map.
     fn rebuild_blocks(&mut self, written_pages: &[u32]) {
-        for ppn in self.l2p.iter() {
+        let (m, dp) = (&self.map, &mut self.dp);
+        for ppn in m.l2p.iter() {
             if ppn != UNMAPPED {
-                self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
-                self.table.valid[(ppn / self.ppb) as usize] += 1;
+                dp.mark_valid(ppn);
             }
         }
-        for block in 0..self.geometry.blocks() {
-            let b = block as usize;
-            if self.state[b] == BlockState::Bad {
-                continue;
-            }
-            if self.checkpoint_blocks.contains(&block) || self.trim_log.contains(&block) {
-                self.state[b] = BlockState::Checkpoint;
-            } else if written_pages[b] == 0 {
-                self.state[b] = BlockState::Free;
-                let unit = self.unit_of(block);
-                self.units[unit].free.push_back(block);
-            } else {
-                // Partly written blocks are not appended to after a power
-                // cycle: they are sealed and left to GC.
-                self.state[b] = BlockState::Sealed;
-                self.table.sealed_at[b] = self.seq;
-                self.policy.insert(block, &self.table);
-            }
-        }
+        dp.finish_mount(written_pages, |g| m.checkpoint_groups.contains(&g) || m.trim_log.contains(&g));
     }
 
     /// [`CrashBug::RecoveryNotCrashSafe`]: "tidy" each partly written block by
     /// reading its valid pages into DRAM, erasing it and programming them
     /// back — a cut between the erase and the programs loses them.
     fn compact_open_blocks_unsafely(&mut self, flash: &mut dyn Flash, written_pages: &[u32]) -> Result<(), FtlError> {
-        for block in 0..self.geometry.blocks() {
+        let (m, dp) = (&mut self.map, &mut self.dp);
+        let (spp, ppb) = (m.spp, m.ppb);
+        for block in 0..m.geometry.blocks() {
             let w = written_pages[block as usize];
-            if w == 0 || w >= self.ppb || self.state[block as usize] != BlockState::Sealed {
+            let group = dp.group_of_block(block);
+            if w == 0 || w >= ppb || dp.group_state(group) != GroupState::Sealed {
                 continue;
             }
-            let first = block * self.ppb;
-            let valid: Vec<u32> = (first..first + w).filter(|&p| self.is_valid(p)).collect();
-            let lpns: Vec<u32> = (0..self.lpns).filter(|&l| valid.contains(&self.l2p.get(l as usize))).collect();
+            let first = block * ppb;
+            let valid: Vec<u32> = (first..first + w).filter(|&p| dp.is_valid(p)).collect();
+            let lpns: Vec<u32> = (0..m.lpns).filter(|&l| valid.contains(&m.l2p.get(l as usize))).collect();
             let mut held = Vec::new();
             for &lpn in &lpns {
-                let buf = flash.buf_alloc(self.spp)?;
-                flash.read(
-                    Cause::Recovery,
-                    self.page_addr(self.l2p.get(lpn as usize)),
-                    0,
-                    self.spp,
-                    buf,
-                    0,
-                    &mut [],
-                )?;
+                let buf = flash.buf_alloc(spp)?;
+                flash.read(Cause::Recovery, page_addr(m.l2p.get(lpn as usize)), 0, spp, buf, 0, &mut [])?;
                 held.push((lpn, buf));
             }
-            flash.erase(Cause::Recovery, self.block_addr(block))?;
+            flash.erase(Cause::Recovery, crate::nand::BlockAddr(u64::from(block)))?;
             for (k, &(lpn, buf)) in held.iter().enumerate() {
                 let ppn = first + k as u32;
-                let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
-                flash.program(Cause::Recovery, self.page_addr(ppn), buf, 0, &oob)?;
-                self.l2p.set(lpn as usize, ppn);
+                let oob = encode_oob(OOB_DATA, lpn, dp.next_seq());
+                flash.program(Cause::Recovery, page_addr(ppn), buf, 0, &oob)?;
+                m.l2p.set(lpn as usize, ppn);
             }
             for (_, buf) in held {
                 flash.buf_free(buf);
             }
-            for p in first..first + self.ppb {
-                self.valid_bits[(p / 64) as usize] &= !(1 << (p % 64));
+            for p in first..first + ppb {
+                dp.clear_valid(p);
             }
             for k in 0..lpns.len() as u32 {
-                self.valid_bits[((first + k) / 64) as usize] |= 1 << ((first + k) % 64);
+                dp.mark_valid(first + k);
             }
-            self.table.valid[block as usize] = lpns.len() as u32;
         }
         Ok(())
     }

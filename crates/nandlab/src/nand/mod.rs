@@ -701,7 +701,10 @@ impl Nand {
         }
         self.journal_page(d);
         let previous = self.check_program_order(ck, d);
-        if previous != 0 {
+        // A copyback programs a whole page: onto a programmed page it is an
+        // in-place write even within the NOP allowance (beyond it the
+        // program-order check has reported it already).
+        if previous != 0 && u32::from(previous) < self.geometry.partial_programs_per_page() {
             ck.flag(Rule::ProgramNotErased, dst.0, || format!("copyback onto programmed page {}", dst.0));
         }
         self.free_content(d);
@@ -757,26 +760,27 @@ impl Nand {
     }
 
     /// Check that the pages of a multi-plane operation are on one die, on
-    /// distinct planes, at the same block and page offset.
-    pub fn check_multi_plane(&self, ck: &mut Checker, pages: &[PageAddr]) -> bool {
+    /// distinct planes, at the same block and page offset. Every page is
+    /// checked (an operation spans few planes: each is compared with the
+    /// ones before it, which needs no allocation).
+    pub fn check_multi_plane<I>(&self, ck: &mut Checker, pages: I) -> bool
+    where
+        I: Iterator<Item = PageAddr> + Clone,
+    {
         let g = &self.geometry;
-        let Some(first) = pages.first() else {
+        let Some(first) = pages.clone().next() else {
             return true;
         };
-        if pages.iter().any(|p| p.0 >= g.pages()) {
+        if pages.clone().any(|p| p.0 >= g.pages()) {
             return true; // reported by the operations themselves
         }
-        let fb = g.block_of(*first);
-        let (die, bip, pib) = (g.die_of_block(fb), g.block_in_plane(fb), g.page_in_block(*first));
-        let mut planes_seen = 0u64;
-        for p in pages {
-            let b = g.block_of(*p);
-            let plane = g.plane_of_block(b) % g.planes_per_die();
-            let repeat = plane < 64 && planes_seen & (1 << plane) != 0;
-            if plane < 64 {
-                planes_seen |= 1 << plane;
-            }
-            if g.die_of_block(b) != die || g.block_in_plane(b) != bip || g.page_in_block(*p) != pib || repeat {
+        let plane_of = |p: PageAddr| g.plane_of_block(g.block_of(p));
+        let fb = g.block_of(first);
+        let (die, bip, pib) = (g.die_of_block(fb), g.block_in_plane(fb), g.page_in_block(first));
+        for (i, p) in pages.clone().enumerate() {
+            let b = g.block_of(p);
+            let repeat = pages.clone().take(i).any(|q| plane_of(q) == plane_of(p));
+            if g.die_of_block(b) != die || g.block_in_plane(b) != bip || g.page_in_block(p) != pib || repeat {
                 ck.flag(Rule::MultiPlaneMismatch, p.0, || {
                     format!(
                         "multi-plane operation mixes page {} (die {die}, block {bip}, page {pib}) and page {} (die {}, block {}, page {}{})",
@@ -784,7 +788,7 @@ impl Nand {
                         p.0,
                         g.die_of_block(b),
                         g.block_in_plane(b),
-                        g.page_in_block(*p),
+                        g.page_in_block(p),
                         if repeat { ", same plane twice" } else { "" }
                     )
                 });

@@ -124,10 +124,10 @@ fn multi_plane_pages_must_share_block_and_page_offsets() {
     let b = g.page_addr(g.block_addr(1, 1), 2);
     let c = g.page_addr(g.block_addr(1, 2), 2);
     let d = g.page_addr(g.block_addr(1, 1), 3);
-    assert!(r.op(|n, ck| n.check_multi_plane(ck, &[a, b])));
-    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, c])));
-    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, d])));
-    assert!(!r.op(|n, ck| n.check_multi_plane(ck, &[a, a])));
+    assert!(r.op(|n, ck| n.check_multi_plane(ck, [a, b].into_iter())));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, [a, c].into_iter())));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, [a, d].into_iter())));
+    assert!(!r.op(|n, ck| n.check_multi_plane(ck, [a, a].into_iter())));
     assert_eq!(r.count(Rule::MultiPlaneMismatch), 3);
 }
 
@@ -174,6 +174,25 @@ fn copyback_copies_content_within_a_plane_only() {
     // Plane 1 starts at block 4.
     r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(32), None)).unwrap();
     assert_eq!(r.count(Rule::CopybackCrossPlane), 1);
+}
+
+#[test]
+fn a_copyback_onto_a_programmed_page_is_reported_once() {
+    // NOP = 1: the program-order check reports the second program of the page.
+    let mut r = Rig::new(1);
+    r.program(0, &data(0, 1)).unwrap();
+    r.program(8, &data(1, 1)).unwrap();
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(8), None)).unwrap();
+    assert_eq!(r.count(Rule::ProgramNotErased), 1);
+    // NOP = 2: a partial program would be allowed, a whole-page copyback is not.
+    let mut r = Rig::new(2);
+    r.program(0, &data(0, 1)).unwrap();
+    r.program(8, &data(1, 1)).unwrap();
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(8), None)).unwrap();
+    assert_eq!(r.count(Rule::ProgramNotErased), 1);
+    // Onto an erased page: nothing to report.
+    r.op(|n, ck| n.copyback(ck, PageAddr(0), PageAddr(1), None)).unwrap();
+    assert_eq!(r.count(Rule::ProgramNotErased), 1);
 }
 
 #[test]

@@ -139,6 +139,10 @@ impl WriteCache {
     pub fn line_mut(&mut self, id: u32) -> &mut Line {
         &mut self.lines[id as usize]
     }
+    /// Whether line `id` holds a logical page (it is not free).
+    pub fn is_mapped(&self, id: u32) -> bool {
+        self.lines[id as usize].mapped
+    }
     pub fn lookup(&self, lpn: u64) -> Option<u32> {
         self.map.get(&lpn).copied()
     }

@@ -33,7 +33,7 @@ impl Greedy {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn link(&mut self, block: u32, bucket: u32) {
         let head = self.heads[bucket as usize];
         self.next[block as usize] = head;
@@ -45,7 +45,7 @@ impl Greedy {
         self.bucket_of[block as usize] = bucket;
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, block: u32) {
         let bucket = self.bucket_of[block as usize];
         if bucket == NONE {
@@ -70,7 +70,7 @@ impl VictimPolicy for Greedy {
         self.link(block, bucket);
     }
 
-    #[inline]
+    #[inline(always)]
     fn invalidated(&mut self, block: u32, _old_valid: u32, table: &BlockTable) {
         if self.bucket_of[block as usize] == NONE {
             return; // an open block: not a candidate yet

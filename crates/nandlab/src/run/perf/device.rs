@@ -17,8 +17,12 @@
 //! Write-back evictions go to flash through a window of at most two per
 //! die in flight, as a controller's flash command queues bound them: the
 //! dirty lines wait in DRAM, not as a backlog of programs queued on the
-//! planes ahead of every later read. A flush writes every dirty line back
-//! and keeps it cached, clean (a later read still hits it).
+//! planes ahead of every later read. An evicted line that is wholly dirty
+//! takes along the wholly dirty lines next to it within its aligned run of
+//! `planes_per_die` logical pages, as one FTL write: the FTL can program
+//! them with one multi-plane program (a lone page waits for no partner).
+//! A flush writes every dirty line back and keeps it cached, clean (a
+//! later read still hits it).
 //!
 //! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
 //! which cannot be interrupted once started (MQSim's preemptible GC is not
@@ -97,6 +101,9 @@ pub struct TimedDevice {
     sector_bytes: u64,
     scratch_lines: Vec<u32>,
     scratch_runs: Vec<(u32, u32)>,
+    /// Lines written back together (see the module docs), and how many at most.
+    scratch_together: Vec<u32>,
+    lines_together: u32,
     /// Arrival time of the request being simulated: nothing starts earlier.
     now: u64,
     /// When the cache evictions in flight complete (a bounded window, as a
@@ -171,6 +178,8 @@ impl TimedDevice {
             sector_bytes: u64::from(g.sector_size_bytes()),
             scratch_lines: Vec::new(),
             scratch_runs: Vec::new(),
+            scratch_together: Vec::new(),
+            lines_together: g.planes_per_die(),
             now: 0,
             evictions: BinaryHeap::new(),
             max_evictions: 2 * g.dies() as usize,
@@ -389,21 +398,27 @@ impl TimedDevice {
             return l;
         }
         let victim = cache.lru().expect("a full cache has an LRU line");
-        self.evict(victim, t);
+        // Alone: the lines around it may belong to the request being cached.
+        self.evict(victim, t, false);
         self.cache.as_mut().expect("cache present").take_free(lpn).expect("eviction freed a line")
     }
 
     /// Write a line's sectors to the FTL (if dirty) and free it once that
-    /// flash work completes.
-    fn evict(&mut self, line: u32, t: u64) {
-        self.write_back_line(line, t, false);
+    /// flash work completes; `together_ok`: with the lines around it (see
+    /// the module docs).
+    fn evict(&mut self, line: u32, t: u64, together_ok: bool) {
+        self.write_back_line(line, t, false, together_ok);
     }
 
-    /// Write a line's sectors to the FTL (if dirty); then free the line, or
-    /// (`keep`) keep it cached and clean. Either way its DRAM is busy until
-    /// that flash work completes.
-    fn write_back_line(&mut self, line: u32, t: u64, keep: bool) {
+    /// Write a line's sectors to the FTL (if dirty), with the lines around
+    /// it if `together_ok`; then free the line(s), or (`keep`) keep them
+    /// cached and clean. Either way their DRAM is busy until that flash work
+    /// completes. A line already written out with a neighbour is skipped.
+    fn write_back_line(&mut self, line: u32, t: u64, keep: bool, together_ok: bool) {
         let cache = self.cache.as_mut().expect("cache present");
+        if !cache.is_mapped(line) {
+            return;
+        }
         let l = cache.line(line).clone();
         if !l.dirty {
             if !keep {
@@ -411,6 +426,18 @@ impl TimedDevice {
             }
             return;
         }
+        let mut together = std::mem::take(&mut self.scratch_together);
+        together.clear();
+        if together_ok {
+            self.lines_written_together(line, &mut together);
+        }
+        if together.len() > 1 {
+            self.write_back_together(&together, t, keep);
+            self.scratch_together = together;
+            return;
+        }
+        self.scratch_together = together;
+        let cache = self.cache.as_mut().expect("cache present");
         cache.counters.evictions += 1;
         self.scratch_runs.clear();
         cache.present_runs(line, self.spp, &mut self.scratch_runs);
@@ -436,6 +463,75 @@ impl TimedDevice {
         }
     }
 
+    /// The wholly dirty lines around dirty `line` within its aligned run of
+    /// `lines_together` logical pages, contiguous and in page order
+    /// (just `line` if it is not wholly dirty).
+    fn lines_written_together(&self, line: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let cache = self.cache.as_ref().expect("cache present");
+        let whole = |id: u32| cache.line(id).dirty && cache.covers(id, 0, self.spp);
+        let lpn = cache.line(line).lpn;
+        let n = u64::from(self.lines_together);
+        if n < 2 || !whole(line) {
+            out.push(line);
+            return;
+        }
+        let base = lpn - lpn % n;
+        let is_whole = |l: u64| cache.lookup(l).is_some_and(whole);
+        let (mut first, mut last) = (lpn, lpn);
+        while first > base && is_whole(first - 1) {
+            first -= 1;
+        }
+        while last + 1 < base + n && is_whole(last + 1) {
+            last += 1;
+        }
+        out.extend((first..=last).filter_map(|l| cache.lookup(l)));
+    }
+
+    /// Write wholly dirty `lines` of consecutive logical pages to the FTL
+    /// as one write; free them (or `keep` them clean) once its flash work
+    /// completes.
+    fn write_back_together(&mut self, lines: &[u32], t: u64, keep: bool) {
+        let cache = self.cache.as_mut().expect("cache present");
+        cache.counters.evictions += lines.len() as u64;
+        let first_lpn = cache.line(lines[0]).lpn;
+        let mut ready = lines.iter().fold(t, |r, &l| r.max(cache.line(l).data_ready_ns));
+        let sectors = self.spp * lines.len() as u32;
+        let buf = self.session.flash.alloc_host_read(sectors);
+        for (k, &l) in lines.iter().enumerate() {
+            let lbuf = cache.line(l).buf;
+            let _ = self.session.flash.buf_copy(buf, k as u32 * self.spp, lbuf, 0, self.spp);
+        }
+        if self.evictions_in_flight(t) >= self.max_evictions {
+            let Reverse(first) = self.evictions.pop().expect("window is full");
+            ready = ready.max(first);
+        }
+        let lba = first_lpn * u64::from(self.spp);
+        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| d.write_to_ftl(lba, sectors, buf));
+        self.session.flash.free_host_buffer(buf);
+        self.evictions.push(Reverse(end));
+        let cache = self.cache.as_mut().expect("cache present");
+        for &l in lines {
+            if keep {
+                cache.clean(l, end);
+            } else {
+                cache.release(l, end);
+            }
+        }
+    }
+
+    /// One FTL write of a cache eviction (an FTL failure is recorded, not returned).
+    fn write_to_ftl(&mut self, lba: u64, sectors: u32, buf: BufId) {
+        if self.session.ftl_failed() {
+            return;
+        }
+        let id = self.session.flash.request().unwrap_or(u64::MAX);
+        let io = IoRequest { id, lba, sectors, buf };
+        if let Err(e) = self.session.ftl.write(&mut self.session.flash, &io) {
+            self.session.ftl_error(&format!("write-cache eviction of {sectors} sectors at LBA {lba}"), e);
+        }
+    }
+
     /// Evictions whose flash work is still running at `t`.
     fn evictions_in_flight(&mut self, t: u64) -> usize {
         while self.evictions.peek().is_some_and(|Reverse(e)| *e <= t) {
@@ -450,7 +546,6 @@ impl TimedDevice {
             return;
         }
         let lba = lpn * u64::from(self.spp) + u64::from(first);
-        let id = self.session.flash.request().unwrap_or(u64::MAX);
         let (buf, temp) = if first == 0 {
             (lbuf, false)
         } else {
@@ -458,10 +553,7 @@ impl TimedDevice {
             let _ = self.session.flash.buf_copy(b, 0, lbuf, first, n);
             (b, true)
         };
-        let io = IoRequest { id, lba, sectors: n, buf };
-        if let Err(e) = self.session.ftl.write(&mut self.session.flash, &io) {
-            self.session.ftl_error(&format!("write-cache eviction of {n} sectors at LBA {lba}"), e);
-        }
+        self.write_to_ftl(lba, n, buf);
         if temp {
             self.session.flash.free_host_buffer(buf);
         }
@@ -502,7 +594,7 @@ impl TimedDevice {
             else {
                 break;
             };
-            self.evict(victim, ack);
+            self.evict(victim, ack, true);
         }
         self.session.end_request();
         Ok((ack, b))
@@ -585,7 +677,7 @@ impl TimedDevice {
             cache.counters.flushes += 1;
             cache.dirty_in_lru_order(&mut lines);
             for &l in &lines {
-                self.write_back_line(l, t, true);
+                self.write_back_line(l, t, true, true);
             }
             self.scratch_lines = lines;
             self.session.end_request();
@@ -609,7 +701,7 @@ impl TimedDevice {
         self.cache.as_ref().expect("cache present").dirty_in_lru_order(&mut lines);
         let t = self.now;
         for l in lines {
-            self.write_back_line(l, t, true);
+            self.write_back_line(l, t, true, true);
         }
     }
 

@@ -200,7 +200,7 @@ impl HotColdSeparator {
 
     /// The stream of a host write of `lpn`. `current` is asked only by the
     /// policies that use it, so the unseparated hot path does no extra lookup.
-    #[inline]
+    #[inline(always)]
     pub fn host_stream(&mut self, lpn: u32, current: impl FnOnce() -> Option<u8>) -> u8 {
         match self {
             HotColdSeparator::None(_) => 0,

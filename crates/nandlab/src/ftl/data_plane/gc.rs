@@ -1,0 +1,304 @@
+//! Garbage collection and static wear leveling of the data plane (see the
+//! module docs of [`super`]).
+
+use super::{decode_oob, encode_oob, DataPlane, GroupState, Mapper, OOB_BYTES, OOB_DATA, OOB_KIND_MASK};
+use crate::flash::{Cause, Flash};
+use crate::ftl::{FtlError, IdleOutcome};
+use crate::nand::{BlockAddr, PageAddr};
+
+fn page(ppn: u32) -> PageAddr {
+    PageAddr(u64::from(ppn))
+}
+
+impl DataPlane {
+    /// Collect victims on `unit` until its free groups are above the
+    /// foreground threshold, or collecting stops gaining groups.
+    pub fn foreground_gc<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
+        let mut stalls = 0;
+        while self.units[unit].free.len() as u32 <= self.fg_threshold {
+            let before = self.units[unit].free.len();
+            if !self.collect(flash, m, unit, false)? {
+                break;
+            }
+            // A fully valid victim (FIFO takes them) moves data without
+            // freeing a group; give up after a unit's worth of those.
+            stalls = if self.units[unit].free.len() > before { 0 } else { stalls + 1 };
+            if stalls > self.geometry.blocks_per_plane() {
+                break;
+            }
+        }
+        self.maybe_level_wear(flash, m, unit)
+    }
+
+    /// One step of background work: collect a victim on the unit with the
+    /// fewest free groups while that is below the background threshold.
+    pub fn idle_step<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<IdleOutcome, FtlError> {
+        if self.bg_threshold == 0 {
+            return Ok(IdleOutcome::Nothing);
+        }
+        let mut neediest = None::<(usize, usize)>;
+        for (unit, u) in self.units.iter().enumerate() {
+            if neediest.map_or(true, |(_, free)| u.free.len() < free) {
+                neediest = Some((unit, u.free.len()));
+            }
+        }
+        let Some((unit, free)) = neediest else {
+            return Ok(IdleOutcome::Nothing);
+        };
+        if free as u32 >= self.bg_threshold || !self.collect(flash, m, unit, true)? {
+            return Ok(IdleOutcome::Nothing);
+        }
+        self.maybe_level_wear(flash, m, unit)?;
+        Ok(IdleOutcome::Worked)
+    }
+
+    /// Collect until at least `needed` groups are free over all units
+    /// (`what` names the purpose in the error).
+    pub fn make_free_groups<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        needed: usize,
+        what: &str,
+    ) -> Result<(), FtlError> {
+        let units = self.units.len();
+        let mut idle_rounds = 0;
+        let mut unit = 0;
+        while self.total_free_groups() < needed {
+            let was_in_gc = std::mem::replace(&mut self.in_gc, true);
+            let worked = self.collect(flash, m, unit, false);
+            self.in_gc = was_in_gc;
+            idle_rounds = if worked? { 0 } else { idle_rounds + 1 };
+            if idle_rounds > units {
+                return Err(FtlError::NoSpace(format!("cannot free {needed} blocks for {what}")));
+            }
+            unit = (unit + 1) % units;
+        }
+        Ok(())
+    }
+
+    /// Collect one victim on `unit`. Returns false if there was none worth taking.
+    pub(super) fn collect<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        unit: usize,
+        background: bool,
+    ) -> Result<bool, FtlError> {
+        let Some(victim) = self.policy.select(unit as u32, &self.table) else {
+            return Ok(false);
+        };
+        // Both count the pages of missing blocks (see `DataPlane::table`).
+        let valid = self.table.valid[victim as usize];
+        let capacity = self.table.pages_per_block;
+        // Background GC skips victims not worth the work (FEMU's rule); in
+        // the foreground a victim is taken whatever it holds, as long as its
+        // pages have somewhere to go.
+        let skip = if background {
+            let min_invalid = (self.opts.gc_background_min_invalid_fraction * f64::from(capacity)).ceil() as u32;
+            capacity - valid < min_invalid.max(1)
+        } else {
+            valid == capacity && self.units[unit].free.is_empty()
+        };
+        if skip {
+            self.policy.insert(victim, &self.table);
+            return Ok(false);
+        }
+        self.counters.gc_runs += 1;
+        if background {
+            self.counters.gc_background_runs += 1;
+        }
+        let was_in_gc = std::mem::replace(&mut self.in_gc, true);
+        let result = self.move_valid_pages(flash, m, unit, victim, Cause::Gc);
+        self.in_gc = was_in_gc;
+        result?;
+        m.before_erase(self, flash, victim)?;
+        self.erase_to_free(flash, victim, Cause::Gc)?;
+        Ok(true)
+    }
+
+    /// Erase an emptied group (all its members at once) and return it to
+    /// its unit's free groups.
+    pub fn erase_to_free(&mut self, flash: &mut dyn Flash, group: u32, cause: Cause) -> Result<(), FtlError> {
+        let members = self.layout.members(group);
+        if let [block] = members {
+            flash.erase(cause, BlockAddr(u64::from(*block)))?;
+        } else {
+            let mut blocks = [BlockAddr(0); super::MAX_PLANES_PER_GROUP];
+            for (slot, &b) in blocks.iter_mut().zip(members) {
+                *slot = BlockAddr(u64::from(b));
+            }
+            flash.erase_multi(cause, &blocks[..members.len()])?;
+        }
+        self.table.erase_count[group as usize] += 1;
+        self.wear.erased(group, &self.table);
+        self.state[group as usize] = GroupState::Free;
+        let unit = self.unit_of(group);
+        self.units[unit].free.push_back(group);
+        Ok(())
+    }
+
+    /// Static wear leveling: after GC on `unit`, move the data of the group
+    /// the policy names (if any) onto a worn free group. Runs only when the
+    /// unit is above its GC threshold, so the group it opens for the moved
+    /// data still leaves GC the groups it needs.
+    fn maybe_level_wear<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
+        if !self.wear.relocates() || self.in_gc || self.units[unit].free.len() as u32 <= self.fg_threshold {
+            return Ok(());
+        }
+        let groups = self.layout.groups_of_unit(unit as u32);
+        let state = &self.state;
+        let movable = |g: u32| state[g as usize] == GroupState::Sealed;
+        let Some(group) = self.wear.relocation(unit as u32, groups, &self.table, &movable) else {
+            return Ok(());
+        };
+        self.policy.remove(group, &self.table);
+        self.counters.wl_relocations += 1;
+        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.missing_pages(group));
+        self.in_gc = true;
+        let result = self.move_valid_pages(flash, m, unit, group, Cause::WearLeveling);
+        self.in_gc = false;
+        result?;
+        // As for a GC victim: the FTL may have to persist something first
+        // (page: trims whose newest copy the group holds).
+        m.before_erase(self, flash, group)?;
+        self.erase_to_free(flash, group, Cause::WearLeveling)
+    }
+
+    /// Copy the valid pages of `victim` (GC or wear leveling) and remap them.
+    fn move_valid_pages<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        unit: usize,
+        victim: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
+        // Gather the victim's valid pages first, reading each one's index
+        // from its OOB (no reverse map is kept in DRAM), and prefetch the
+        // map entries they will update: independent loads the CPU overlaps,
+        // instead of one cache miss after another while copying.
+        let mut batch = std::mem::take(&mut self.gc_batch);
+        batch.clear();
+        let result = self.gather_valid(flash, m, victim, cause, &mut batch);
+        let result = result.and_then(|()| {
+            if Some(self.group_stream[victim as usize]) == self.meta_stream {
+                self.counters.gc_meta_victims += 1;
+            }
+            self.copy_batch(flash, m, unit, victim, cause, &mut batch)
+        });
+        self.gc_batch = batch;
+        result
+    }
+
+    fn gather_valid<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        victim: u32,
+        cause: Cause,
+        batch: &mut Vec<(u32, u32, u8, u8)>,
+    ) -> Result<(), FtlError> {
+        let from = self.group_stream[victim as usize];
+        let mut oob = [0u8; OOB_BYTES];
+        for i in 0..self.layout.width(victim) {
+            let first = self.layout.member(victim, i) * self.ppb;
+            for src in first..first + self.ppb {
+                if self.is_valid(src) {
+                    flash.read_oob(cause, page(src), &mut oob)?;
+                    let (kind, index, _) = decode_oob(&oob);
+                    m.prefetch_entry(index);
+                    let kind = kind & OOB_KIND_MASK;
+                    batch.push((src, index, kind, self.copy_stream(kind, index, from, cause)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream a moved page of `kind` and `index`, found on stream
+    /// `from`, is copied to (a pure function of its arguments and the
+    /// hot/cold policy's state, which copying does not change).
+    fn copy_stream(&mut self, kind: u8, index: u32, from: u8, cause: Cause) -> u8 {
+        if kind != OOB_DATA {
+            self.meta_stream()
+        } else if cause == Cause::WearLeveling {
+            self.wl_stream
+        } else {
+            self.hot_cold.gc_stream(index, from)
+        }
+    }
+
+    fn copy_batch<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        unit: usize,
+        victim: u32,
+        cause: Cause,
+        batch: &mut [(u32, u32, u8, u8)],
+    ) -> Result<(), FtlError> {
+        if self.layout.planes_per_group > 1 {
+            return self.copy_batch_rows(flash, m, unit, victim, cause, batch);
+        }
+        for &(src, index, kind, stream) in batch.iter() {
+            let dst = self.alloc_page(flash, m, unit, stream)?;
+            let oob = encode_oob(kind | stream << 4, index, self.next_seq());
+            self.copy_page(flash, cause, kind, src, dst, &oob)?;
+            self.page_moved(m, victim, kind, index, src, dst);
+        }
+        Ok(())
+    }
+
+    /// A valid page of `victim` was copied from `src` to `dst` in the same
+    /// unit: remap it (the unit's valid count is unchanged).
+    #[inline(always)]
+    pub(super) fn page_moved<M: Mapper>(&mut self, m: &mut M, victim: u32, kind: u8, index: u32, src: u32, dst: u32) {
+        self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
+        self.table.valid[victim as usize] -= 1;
+        m.relocate(kind, index, src, dst);
+        self.commit_page(dst);
+    }
+
+    /// Copy one page: by copyback (same plane, no channel transfer) or by
+    /// reading it out and programming it back.
+    #[inline(always)]
+    fn copy_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        cause: Cause,
+        kind: u8,
+        src: u32,
+        dst: u32,
+        oob: &[u8],
+    ) -> Result<(), FtlError> {
+        if self.opts.copyback {
+            flash.copyback(cause, page(src), page(dst), Some(oob))?;
+        } else if kind == OOB_DATA {
+            let buf = self.gc_buf.expect("gc buffer allocated at power-on");
+            flash.read(cause, page(src), 0, self.spp, buf, 0, &mut [])?;
+            flash.program(cause, page(dst), buf, 0, oob)?;
+        } else {
+            self.move_meta_page(flash, cause, src, dst, oob)?;
+        }
+        Ok(())
+    }
+
+    /// Move a page of FTL metadata by reading and programming its bytes.
+    pub(super) fn move_meta_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        cause: Cause,
+        src: u32,
+        dst: u32,
+        oob: &[u8],
+    ) -> Result<(), FtlError> {
+        let mut bytes = std::mem::take(&mut self.meta_page);
+        bytes.resize(self.geometry.page_size_bytes() as usize, 0xff);
+        let r = flash
+            .read_meta(cause, page(src), &mut bytes, &mut [])
+            .and_then(|()| flash.program_meta(cause, page(dst), &bytes, oob));
+        self.meta_page = bytes;
+        Ok(r?)
+    }
+}
