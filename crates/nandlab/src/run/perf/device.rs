@@ -485,15 +485,22 @@ impl TimedDevice {
             return;
         }
         let base = lpn - lpn % n;
-        let is_whole = |l: u64| cache.lookup(l).is_some_and(whole);
-        let (mut first, mut last) = (lpn, lpn);
-        while first > base && is_whole(first - 1) {
+        // Each neighbour is looked up once (the map is the cost here).
+        let whole_at = |l: u64| cache.lookup(l).filter(|&id| whole(id));
+        out.push(line);
+        let mut first = lpn;
+        while first > base {
+            let Some(id) = whole_at(first - 1) else { break };
+            out.push(id);
             first -= 1;
         }
-        while last + 1 < base + n && is_whole(last + 1) {
+        out.reverse();
+        let mut last = lpn;
+        while last + 1 < base + n {
+            let Some(id) = whole_at(last + 1) else { break };
+            out.push(id);
             last += 1;
         }
-        out.extend((first..=last).filter_map(|l| cache.lookup(l)));
     }
 
     /// Write wholly dirty `lines` of consecutive logical pages to the FTL
