@@ -174,19 +174,18 @@ impl Nand {
                     None => i / self.pages_per_block as usize,
                 };
                 std::mem::swap(&mut self.write_ptr[block], write_ptr);
+                self.stray.set(block, true);
                 self.oob[i * n..i * n + n].swap_with_slice(&mut self.journal.oob[o..o + n]);
             }
             Saved::Block { block, write_ptr, erase_count, bad } => {
                 let b = *block;
                 std::mem::swap(&mut self.write_ptr[b], write_ptr);
                 std::mem::swap(&mut self.erase_count[b], erase_count);
-                let was_bad = self.bad[b / 64] & (1 << (b % 64)) != 0;
-                if *bad {
-                    self.bad[b / 64] |= 1 << (b % 64);
-                } else {
-                    self.bad[b / 64] &= !(1 << (b % 64));
-                }
+                let was_bad = self.bad.get(b);
+                self.bad.set(b, *bad);
                 *bad = was_bad;
+                // Rolled back to an older write pointer: its pages may be anything.
+                self.stray.set(b, true);
             }
         }
     }

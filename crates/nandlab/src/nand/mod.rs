@@ -12,7 +12,15 @@
 //! from unrelated places, more runs), and FTL metadata pages (real bytes,
 //! trailing 0xFF trimmed), live in size-class slabs that recycle their
 //! slots when a block is erased. Per block: the write pointer (lowest page never
-//! programmed), the P/E count and the bad flag.
+//! programmed), the P/E count, the bad flag and a "stray content" flag.
+//!
+//! A format erases every block of a fresh device; the erase of a block that
+//! is already erased must not touch its page slots, or the whole (lazily
+//! mapped) slot table would be faulted in before the first request. A block
+//! is known erased when its write pointer is 0 and its stray flag is clear:
+//! every program raises the write pointer, and everything else that changes
+//! a page (a torn program or erase, a corrupted page, a journal rollback)
+//! sets the flag, which an erase clears.
 //!
 //! # Rules
 //!
@@ -201,7 +209,10 @@ pub struct Nand {
     write_ptr: Vec<u32>,
     erase_count: Vec<u32>,
     /// Bad-block bits (small enough to stay in the L1 cache).
-    bad: Vec<u64>,
+    bad: BlockBits,
+    /// Blocks whose pages may hold content their write pointer does not
+    /// account for (see the module docs).
+    stray: BlockBits,
     runs: ClassSlab<Run>,
     bytes: ClassSlab<u8>,
     scratch: Vec<Run>,
@@ -219,9 +230,9 @@ impl Nand {
         let pages = geometry.pages() as usize;
         let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;
         let blocks = geometry.blocks() as usize;
-        let mut bad = vec![0u64; blocks.div_ceil(64)];
+        let mut bad = BlockBits::new(blocks);
         for b in factory_bad.iter().filter(|b| (b.0 as usize) < blocks) {
-            bad[b.0 as usize / 64] |= 1 << (b.0 % 64);
+            bad.set(b.0 as usize, true);
         }
         let spp = geometry.sectors_per_page();
         Nand {
@@ -240,6 +251,7 @@ impl Nand {
             write_ptr: vec![0; blocks],
             erase_count: vec![0; blocks],
             bad,
+            stray: BlockBits::new(blocks),
             runs: ClassSlab::new(1, spp.max(2) as usize),
             bytes: ClassSlab::new(6, (geometry.page_size_bytes() as usize).max(64)),
             scratch: Vec::with_capacity(spp as usize + 2),
@@ -260,13 +272,13 @@ impl Nand {
     }
     #[inline]
     fn bad_bit(&self, block: usize) -> bool {
-        self.bad[block / 64] & (1 << (block % 64)) != 0
+        self.bad.get(block)
     }
     /// Mark a block bad (a grown bad block after a program or erase failure).
     pub fn mark_bad(&mut self, block: BlockAddr) {
         if (block.0 as usize) < self.write_ptr.len() {
             self.journal_block(block.0 as usize);
-            self.bad[block.0 as usize / 64] |= 1 << (block.0 % 64);
+            self.bad.set(block.0 as usize, true);
         }
     }
     pub fn erase_count(&self, block: BlockAddr) -> u32 {
@@ -308,7 +320,8 @@ impl Nand {
         self.slots.capacity() * std::mem::size_of::<PageSlot>()
             + self.oob.capacity()
             + (self.write_ptr.capacity() + self.erase_count.capacity()) * 4
-            + self.bad.capacity() * 8
+            + self.bad.memory_bytes()
+            + self.stray.memory_bytes()
             + self.runs.heap_bytes()
             + self.bytes.heap_bytes()
     }
@@ -742,10 +755,9 @@ impl Nand {
         let n = self.oob_stored_bytes;
         self.journal_block(b);
         // An erased block (a format erases them all) is left untouched, so
-        // its memory stays unmapped until something is programmed. Every
-        // program raises the write pointer, and an interrupted erase marks
-        // every page undefined, so these two fields tell.
-        let erased = self.write_ptr[b] == 0 && self.slots[b * ppb].state == K_ERASED;
+        // its memory stays unmapped until something is programmed (see the
+        // module docs).
+        let erased = self.write_ptr[b] == 0 && !self.stray.get(b);
         if !erased {
             for i in b * ppb..(b + 1) * ppb {
                 self.journal_page(i);
@@ -753,6 +765,7 @@ impl Nand {
             }
             self.slots[b * ppb..(b + 1) * ppb].fill(PageSlot::default());
             self.oob[b * ppb * n..(b + 1) * ppb * n].fill(0);
+            self.stray.set(b, false);
         }
         self.write_ptr[b] = 0;
         self.erase_count[b] += 1;
@@ -798,15 +811,45 @@ impl Nand {
         true
     }
 
-    /// Overwrite a page's content with garbage (power-cut and media-error models).
+    /// Overwrite a page's content with garbage (power-cut and media-error
+    /// models): data unreadable, OOB as written, program count kept.
     pub fn corrupt_page(&mut self, page: PageAddr) {
         let i = page.0 as usize;
         if i < self.slots.len() {
-            self.journal_page(i);
-            self.free_content(i);
             let count = (self.slots[i].state >> 4).max(1);
-            self.slots[i] = PageSlot::content(K_GARBAGE | (count << 4), 0, 0);
+            self.replace_slot(i, PageSlot::content(K_GARBAGE | (count << 4), 0, 0));
         }
+    }
+
+    /// Replace page `i`'s slot outside a program (damage, not data): the
+    /// block's write pointer no longer accounts for its content.
+    fn replace_slot(&mut self, i: usize, slot: PageSlot) {
+        self.journal_page(i);
+        self.free_content(i);
+        self.slots[i] = slot;
+        self.stray.set(self.block_index(i), true);
+    }
+}
+
+/// One bit per block.
+#[derive(Clone)]
+struct BlockBits(Vec<u64>);
+
+impl BlockBits {
+    fn new(blocks: usize) -> BlockBits {
+        BlockBits(vec![0; blocks.div_ceil(64)])
+    }
+    #[inline]
+    fn get(&self, block: usize) -> bool {
+        self.0[block / 64] & (1 << (block % 64)) != 0
+    }
+    #[inline]
+    fn set(&mut self, block: usize, on: bool) {
+        let (word, bit) = (&mut self.0[block / 64], 1u64 << (block % 64));
+        *word = if on { *word | bit } else { *word & !bit };
+    }
+    fn memory_bytes(&self) -> usize {
+        self.0.capacity() * 8
     }
 }
 

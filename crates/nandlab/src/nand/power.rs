@@ -140,22 +140,17 @@ impl Nand {
         (pages, blocks)
     }
 
-    /// A torn page: data unreadable, OOB as written, program count kept.
+    /// A torn page: as a corrupted one.
     fn tear_page(&mut self, i: usize) {
-        self.journal_page(i);
-        self.free_content(i);
-        let count = (self.slots[i].state >> 4).max(1);
-        self.slots[i] = PageSlot::content(K_GARBAGE | (count << 4), 0, 0);
+        self.corrupt_page(super::PageAddr(i as u64));
     }
 
     /// An interrupted erase: every page undefined (unreadable, not erased).
     fn make_block_undefined(&mut self, b: usize) {
         let ppb = self.pages_per_block as usize;
         for i in b * ppb..(b + 1) * ppb {
-            self.journal_page(i);
-            self.free_content(i);
             // Program count at its maximum: any program is an in-place write.
-            self.slots[i] = PageSlot::content(K_UNDEFINED | (15 << 4), 0, 0);
+            self.replace_slot(i, PageSlot::content(K_UNDEFINED | (15 << 4), 0, 0));
         }
     }
 

@@ -165,6 +165,20 @@ fn erase_resets_pages_and_counts_wear() {
 }
 
 #[test]
+fn erase_clears_damage_the_write_pointer_does_not_show() {
+    // Block 1 was never programmed (write pointer 0), yet page 5 was
+    // corrupted: the erase must still reset it, though it skips the pages
+    // of blocks that are already erased.
+    let mut r = Rig::new(1);
+    let page = 8 + 5;
+    r.nand.corrupt_page(PageAddr(page));
+    assert_eq!(r.read(page), Err(FlashError::Uncorrectable));
+    r.op(|n, ck| n.erase(ck, BlockAddr(1))).unwrap();
+    assert_eq!(r.read(page).unwrap(), vec![Run::filler(RunKind::Erased, 4)]);
+    assert!(!r.nand.is_programmed(PageAddr(page)));
+}
+
+#[test]
 fn copyback_copies_content_within_a_plane_only() {
     let mut r = Rig::new(1);
     let mixed = vec![Run::data(0, 1, 1), Run::data(9, 2, 3)];
