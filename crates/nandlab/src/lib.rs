@@ -62,6 +62,7 @@ pub mod prefetch;
 pub mod report;
 pub mod run;
 pub mod seed;
+pub mod sparse_table;
 pub mod timing;
 pub mod violation;
 pub mod workload;

@@ -3,12 +3,11 @@
 //! The map of a large drive is hundreds of MiB (4 bytes per logical page).
 //! Stored as-is, "unmapped" (`u32::MAX`) would have to be written into every
 //! entry before the first request, making the whole table resident at once.
-//! Entries are stored inverted instead (`!ppn`), so a fresh table is
-//! `calloc`ed memory that becomes resident only where the workload writes
-//! (see [`crate::prefetch::zeroed_vec`]). The inversion is one instruction
-//! per access.
+//! Entries are stored inverted instead (`!ppn`), so a fresh table is all
+//! zero and becomes resident only in the chunks the workload writes (see
+//! [`crate::sparse_table`]). The inversion is one instruction per access.
 
-use crate::prefetch::{prefetch, zeroed_vec};
+use crate::sparse_table::SparseTable;
 
 /// The value [`MapTable::get`] returns for an unmapped entry.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -16,13 +15,13 @@ pub const UNMAPPED: u32 = u32::MAX;
 /// `len` entries of physical page numbers, initially all [`UNMAPPED`].
 #[derive(Default, Clone)]
 pub struct MapTable {
-    inverted: Vec<u32>,
+    inverted: SparseTable,
 }
 
 impl MapTable {
-    /// A map of `len` unmapped entries, on huge pages (it is accessed at random).
+    /// A map of `len` unmapped entries.
     pub fn unmapped(len: usize) -> MapTable {
-        MapTable { inverted: zeroed_vec(len, true) }
+        MapTable { inverted: SparseTable::zeroed(len) }
     }
 
     pub fn len(&self) -> usize {
@@ -35,27 +34,27 @@ impl MapTable {
 
     #[inline(always)]
     pub fn get(&self, index: usize) -> u32 {
-        !self.inverted[index]
+        !self.inverted.get(index)
     }
 
     #[inline(always)]
     pub fn set(&mut self, index: usize, ppn: u32) {
-        self.inverted[index] = !ppn;
+        self.inverted.set(index, !ppn);
     }
 
     /// Hint that entry `index` will be accessed soon.
     #[inline(always)]
     pub fn prefetch(&self, index: usize) {
-        prefetch(&self.inverted, index);
+        self.inverted.prefetch(index);
     }
 
     /// Every entry, in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.inverted.iter().map(|&e| !e)
+        self.inverted.iter().map(|e| !e)
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.inverted.capacity() * 4
+        self.inverted.memory_bytes()
     }
 }
 

@@ -32,10 +32,13 @@
 //! by one request stores one 32-bit version. A unit written in part becomes
 //! an exception holding one version per sector, and collapses back when its
 //! sectors agree again. Checking is per sector either way: never weaker.
+//! Unit entries start as zero ([`NEVER`]) and live in a
+//! [`SparseTable`]: only the chunks of units written become resident.
 
 pub mod crash_checker;
 
 use crate::nand::payload::{Run, RunKind, WriteId};
+use crate::sparse_table::SparseTable;
 use crate::violation::{Checker, Rule};
 
 /// Version of a sector never written.
@@ -60,7 +63,7 @@ pub enum SectorVersion {
 pub struct Oracle {
     unit_shift: u32,
     logical_sectors: u64,
-    units: Vec<u32>,
+    units: SparseTable,
     exceptions: Vec<u32>,
     free_exceptions: Vec<u32>,
 }
@@ -74,8 +77,7 @@ impl Oracle {
         Oracle {
             unit_shift,
             logical_sectors,
-            // NEVER is 0: resident only where written; accessed at random.
-            units: crate::prefetch::zeroed_vec(units, true),
+            units: SparseTable::zeroed(units),
             exceptions: Vec::new(),
             free_exceptions: Vec::new(),
         }
@@ -91,7 +93,7 @@ impl Oracle {
 
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
-        (self.units.capacity() + self.exceptions.capacity() + self.free_exceptions.capacity()) * 4
+        self.units.memory_bytes() + (self.exceptions.capacity() + self.free_exceptions.capacity()) * 4
     }
 
     /// Units currently split into per-sector versions.
@@ -101,7 +103,7 @@ impl Oracle {
 
     #[inline]
     fn raw(&self, lba: u64) -> u32 {
-        let e = self.units[(lba >> self.unit_shift) as usize];
+        let e = self.units.get((lba >> self.unit_shift) as usize);
         if e & EXCEPTION == 0 {
             e
         } else {
@@ -113,7 +115,7 @@ impl Oracle {
     /// Hint that sectors from `lba` will be checked or recorded soon.
     #[inline]
     pub fn prefetch(&self, lba: u64) {
-        crate::prefetch::prefetch(&self.units, (lba >> self.unit_shift) as usize);
+        self.units.prefetch((lba >> self.unit_shift) as usize);
     }
 
     /// The latest version of one sector.
@@ -145,7 +147,7 @@ impl Oracle {
             let n = (unit_start + unit_len).min(end) - s;
             if n == unit_len {
                 self.release_exception(unit);
-                self.units[unit] = value;
+                self.units.set(unit, value);
             } else {
                 self.set_partial(unit, (s - unit_start) as usize, n as usize, value);
             }
@@ -154,7 +156,7 @@ impl Oracle {
     }
 
     fn release_exception(&mut self, unit: usize) {
-        let e = self.units[unit];
+        let e = self.units.get(unit);
         if e & EXCEPTION != 0 {
             self.free_exceptions.push(e & !EXCEPTION);
         }
@@ -162,7 +164,7 @@ impl Oracle {
 
     fn set_partial(&mut self, unit: usize, offset: usize, n: usize, value: u32) {
         let unit_len = 1usize << self.unit_shift;
-        let e = self.units[unit];
+        let e = self.units.get(unit);
         let idx = if e & EXCEPTION != 0 {
             e & !EXCEPTION
         } else {
@@ -177,7 +179,7 @@ impl Oracle {
             };
             let base = (idx as usize) << self.unit_shift;
             self.exceptions[base..base + unit_len].fill(e);
-            self.units[unit] = idx | EXCEPTION;
+            self.units.set(unit, idx | EXCEPTION);
             idx
         };
         let base = (idx as usize) << self.unit_shift;
@@ -185,7 +187,7 @@ impl Oracle {
         slice[offset..offset + n].fill(value);
         if slice.iter().all(|&v| v == value) {
             self.free_exceptions.push(idx);
-            self.units[unit] = value;
+            self.units.set(unit, value);
         }
     }
 
@@ -275,7 +277,7 @@ impl Oracle {
         let (mut s, end) = (lba, lba + u64::from(len));
         while s < end {
             let unit = (s >> self.unit_shift) as usize;
-            let e = self.units[unit];
+            let e = self.units.get(unit);
             let unit_end = ((unit as u64 + 1) << self.unit_shift).min(end);
             if e & EXCEPTION == 0 {
                 if bad(e) {
