@@ -113,19 +113,24 @@ impl Timeline {
         }
     }
 
-    /// The first interval that ends after `t`.
-    fn first_ending_after(&self, t: u64) -> Option<Pos> {
+    /// The position of the first interval that ends after `t` (past the
+    /// last interval if none does).
+    fn first_ending_after(&self, t: u64) -> Pos {
         let pos = self.insert_pos(t);
-        if let Some(p) = self.prev_of(pos) {
-            if self.at(p).end > t {
-                return Some(p);
-            }
+        match self.prev_of(pos) {
+            Some(p) if self.at(p).end > t => p,
+            _ => pos,
         }
-        self.next_from(pos)
     }
 
-    fn step(&self, (slot, i): Pos) -> Option<Pos> {
-        self.next_from((slot, i + 1))
+    /// The intervals from position `(slot, i)` on, in order: a slice walk
+    /// per slot (the walks of [`Timeline::fit`] and
+    /// [`Timeline::gc_ns_between`] cover dozens of intervals on a die
+    /// queued deep with GC work).
+    fn iter_from(&self, (slot, i): Pos) -> impl Iterator<Item = &Busy> + '_ {
+        let first = self.slots.get(slot).map_or(&[][..], |v| &v[i.min(v.len())..]);
+        let rest = self.slots.range((slot + 1).min(self.slots.len())..);
+        first.iter().chain(rest.flat_map(|v| v.iter()))
     }
 
     /// The earliest start at or after `t` where `duration` ns are free.
@@ -139,14 +144,11 @@ impl Timeline {
             return fit; // after everything reserved: the common case
         }
         // Intervals are disjoint and sorted, so their ends are sorted too.
-        let mut p = self.first_ending_after(t);
-        while let Some(pos) = p {
-            let b = self.at(pos);
+        for b in self.iter_from(self.first_ending_after(t)) {
             if b.start >= fit.start.saturating_add(duration) {
                 break;
             }
             fit.start = fit.start.max(b.end);
-            p = self.step(pos);
         }
         fit
     }
@@ -160,9 +162,7 @@ impl Timeline {
             return 0;
         }
         let mut ns = 0;
-        let mut p = self.first_ending_after(from);
-        while let Some(pos) = p {
-            let b = self.at(pos);
+        for b in self.iter_from(self.first_ending_after(from)) {
             if b.start >= to {
                 break;
             }
@@ -172,7 +172,6 @@ impl Timeline {
                     return cap_ns;
                 }
             }
-            p = self.step(pos);
         }
         ns
     }
