@@ -113,6 +113,15 @@ impl Timeline {
         }
     }
 
+    /// The interval that starts at `t`, if any (found in `t`'s slot, without
+    /// walking past the empty slots before it).
+    fn starting_at(&self, t: u64) -> Option<Pos> {
+        let slot = self.slot_of(t);
+        let v = self.slots.get(slot)?;
+        let i = v.partition_point(|b| b.start < t);
+        (v.get(i)?.start == t).then_some((slot, i))
+    }
+
     /// The position of the first interval that ends after `t` (past the
     /// last interval if none does).
     fn first_ending_after(&self, t: u64) -> Pos {
@@ -123,33 +132,59 @@ impl Timeline {
         }
     }
 
-    /// The intervals from position `(slot, i)` on, in order: a slice walk
-    /// per slot (the walks of [`Timeline::fit`] and
-    /// [`Timeline::gc_ns_between`] cover dozens of intervals on a die
-    /// queued deep with GC work).
-    fn iter_from(&self, (slot, i): Pos) -> impl Iterator<Item = &Busy> + '_ {
-        let first = self.slots.get(slot).map_or(&[][..], |v| &v[i.min(v.len())..]);
-        let rest = self.slots.range((slot + 1).min(self.slots.len())..);
-        first.iter().chain(rest.flat_map(|v| v.iter()))
+    /// Visit the intervals from position `(slot, i)` on, in order, while
+    /// `visit` returns true, skipping no interval but stopping at the first
+    /// slot that starts at or after `until_ns`. Plain slice loops per slot:
+    /// the walks of [`Timeline::fit`] and [`Timeline::gc_ns_between`] cover
+    /// dozens of intervals (and empty slots) on a die queued deep with GC work.
+    #[inline(always)]
+    fn walk_from(&self, (slot, i): Pos, until_ns: u64, mut visit: impl FnMut(&Busy) -> bool) {
+        let mut first = i;
+        let mut slot_start = self.base + ((slot as u64) << SLOT_SHIFT);
+        for v in self.slots.range(slot.min(self.slots.len())..) {
+            if slot_start >= until_ns {
+                return;
+            }
+            for b in &v[first.min(v.len())..] {
+                if !visit(b) {
+                    return;
+                }
+            }
+            first = 0;
+            slot_start += 1 << SLOT_SHIFT;
+        }
     }
 
     /// The earliest start at or after `t` where `duration` ns are free.
+    ///
+    /// The quick answers are inlined into the caller; the walk is not
+    /// (likewise for [`Timeline::gc_ns_between`], [`Timeline::reserve`] and
+    /// [`Timeline::prune`]: called several times per flash operation, they
+    /// mostly return at once).
+    #[inline]
     pub fn fit(&self, t: u64, duration: u64) -> Fit {
-        let mut fit = Fit { start: t };
         if duration == 0 {
-            return fit; // takes no time, needs nothing
+            return Fit { start: t }; // takes no time, needs nothing
         }
         debug_assert!(t >= self.pruned_to, "fit at {t} before the prune horizon {}", self.pruned_to);
         if self.last_end <= t || self.count == 0 {
-            return fit; // after everything reserved: the common case
+            return Fit { start: t }; // after everything reserved: the common case
         }
+        self.fit_among(t, duration)
+    }
+
+    /// [`Timeline::fit`] where reservations may be in the way.
+    #[inline(never)]
+    fn fit_among(&self, t: u64, duration: u64) -> Fit {
+        let mut fit = Fit { start: t };
         // Intervals are disjoint and sorted, so their ends are sorted too.
-        for b in self.iter_from(self.first_ending_after(t)) {
+        self.walk_from(self.first_ending_after(t), u64::MAX, |b| {
             if b.start >= fit.start.saturating_add(duration) {
-                break;
+                return false;
             }
             fit.start = fit.start.max(b.end);
-        }
+            true
+        });
         fit
     }
 
@@ -157,23 +192,27 @@ impl Timeline {
     /// (the GC share of a wait over that span), up to `cap_ns`: the walk
     /// stops there, as a wait's GC share never exceeds the wait (a wait
     /// behind a long queue would otherwise walk all of it).
+    #[inline]
     pub fn gc_ns_between(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
         if to <= from || cap_ns == 0 || self.count == 0 || self.last_end <= from {
             return 0;
         }
+        self.gc_ns_walk(from, to, cap_ns)
+    }
+
+    #[inline(never)]
+    fn gc_ns_walk(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
         let mut ns = 0;
-        for b in self.iter_from(self.first_ending_after(from)) {
+        self.walk_from(self.first_ending_after(from), to, |b| {
             if b.start >= to {
-                break;
+                return false;
             }
             if b.gc {
                 ns += b.end.min(to) - b.start.max(from);
-                if ns >= cap_ns {
-                    return cap_ns;
-                }
             }
-        }
-        ns
+            ns < cap_ns
+        });
+        ns.min(cap_ns)
     }
 
     /// The slot vector for `slot`, to insert into: creating empty slots
@@ -226,11 +265,10 @@ impl Timeline {
         self.last_end = self.last_end.max(end);
         let pos = self.insert_pos(start);
         let prev = self.prev_of(pos);
-        let next = self.next_from(pos);
         debug_assert!(prev.map_or(true, |p| self.at(p).end <= start), "overlap before");
-        debug_assert!(next.map_or(true, |n| self.at(n).start >= end), "overlap after");
+        debug_assert!(self.next_from(pos).map_or(true, |n| self.at(n).start >= end), "overlap after");
         let merge_prev = prev.filter(|&p| self.at(p).end == start && self.at(p).gc == gc);
-        let merge_next = next.filter(|&n| self.at(n).start == end && self.at(n).gc == gc);
+        let merge_next = self.starting_at(end).filter(|&n| self.at(n).gc == gc);
         match (merge_prev, merge_next) {
             (Some(p), Some(n)) => {
                 let next_end = self.at(n).end;
@@ -255,10 +293,15 @@ impl Timeline {
 
     /// Forget reservations that end at or before `now`: nothing scheduled
     /// from now on can start before `now`.
+    #[inline]
     pub fn prune(&mut self, now: u64) {
-        if now <= self.pruned_to {
-            return; // pruned to here already; what was reserved since ends later
-        }
+        if now > self.pruned_to {
+            self.prune_to(now);
+        } // else pruned to here already; what was reserved since ends later
+    }
+
+    #[inline(never)]
+    fn prune_to(&mut self, now: u64) {
         self.pruned_to = now;
         if self.count == 0 {
             self.recycle_all();
