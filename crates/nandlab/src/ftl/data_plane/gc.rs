@@ -154,7 +154,7 @@ impl DataPlane {
         };
         self.policy.remove(group, &self.table);
         self.counters.wl_relocations += 1;
-        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.missing_pages(group));
+        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.fixed_pages(group));
         self.in_gc = true;
         let result = self.move_valid_pages(flash, m, unit, group, Cause::WearLeveling);
         self.in_gc = false;
@@ -244,8 +244,10 @@ impl DataPlane {
         for &(src, index, kind, stream) in batch.iter() {
             let dst = self.alloc_page(flash, m, unit, stream)?;
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
+            self.summary_entry(flash, dst, &oob)?;
             self.copy_page(flash, cause, kind, src, dst, &oob)?;
             self.page_moved(m, victim, kind, index, src, dst);
+            self.write_due_summary(flash)?;
         }
         Ok(())
     }
