@@ -23,6 +23,10 @@ pub enum CrashBug {
     RecoveryNotCrashSafe,
     /// `page`: a flush does not make trims durable (no trim records).
     ForgetsTrimsOnFlush,
+    /// `page`: a group's summary page is programmed as soon as its last
+    /// entry is known, before that last data page itself: a cut between
+    /// the two leaves a summary that vouches for a page never written.
+    SummaryBeforeLastPage,
     /// `optr`: a flush drops the dirty pages of the write cache instead of
     /// writing them.
     LosesCacheOnFlush,
