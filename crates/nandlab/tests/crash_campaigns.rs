@@ -423,11 +423,14 @@ fn the_summary_labels_whole_run_and_testing_only_rates() {
 
 // ----- what a test keeps -----
 
+/// What [`MountHooks`] runs on the flash before a mount.
+type BeforeMount = Box<dyn Fn(&mut dyn Flash)>;
+
 /// An FTL whose every mount runs `before` (on the flash) and `after` (on
 /// the mounted FTL) around its own.
 struct MountHooks<F> {
     inner: F,
-    before: Box<dyn Fn(&mut dyn Flash)>,
+    before: BeforeMount,
     after: Box<dyn Fn(&F)>,
 }
 
