@@ -201,9 +201,13 @@ impl PageFtl {
         let (summary, data) = oobs.split_last().expect("a summary's own OOB");
         found.max_seq = found.max_seq.max(decode_oob(summary).2);
         prefetch_entries(data, found);
-        for (slot, oob) in data.iter().enumerate() {
-            let ppn = self.dp.group_slot_ppn(group, slot as u32);
-            self.absorb_page(flash, ppn, oob, found);
+        // Slots run row by row, member by member (no division per slot).
+        let members = self.dp.group_members(group).len();
+        for (row, oobs) in data.chunks_exact(members).enumerate() {
+            for (i, oob) in oobs.iter().enumerate() {
+                let ppn = self.dp.group_members(group)[i] * ppb + row as u32;
+                self.absorb_page(flash, ppn, oob, found);
+            }
         }
     }
 
