@@ -597,11 +597,16 @@ fn a_mount_after_a_clean_shutdown_reads_full_groups_from_their_summaries() {
         assert_eq!(stat(ftl, "mount_summaries") > 20, on, "summaries {on}: {:?}", ftl.stats());
         assert_eq!(stat(ftl, "mount_summaries_rejected"), 0);
         scanned.push(stat(ftl, "mount_scanned_pages"));
+        eprintln!(
+            "summary_pages {on}: mount read {} summaries, scanned {} pages",
+            stat(ftl, "mount_summaries"),
+            stat(ftl, "mount_scanned_pages")
+        );
         assert_eq!(session.verify_all(64).unwrap(), config.logical_sectors);
         assert!(!session.ftl_failed() && session.flash.log().is_clean(), "{:?}", session.flash.log().first_error());
     }
     // Open groups, checkpoint and trim-log groups are still scanned.
-    assert!(scanned[0] * 4 < scanned[1], "pages scanned with summaries {}, without {}", scanned[0], scanned[1]);
+    assert!(scanned[0] * 20 < scanned[1], "pages scanned with summaries {}, without {}", scanned[0], scanned[1]);
 }
 
 /// Mount counters summed over every mount of every `page` a factory builds.
