@@ -63,7 +63,9 @@
 //! GC reads a valid page's index from its OOB (no reverse map in DRAM);
 //! pages of kind [`OOB_DATA`] are remapped through [`Mapper::relocate`],
 //! any other kind (the FTL's metadata) is moved as metadata bytes and
-//! reported the same way.
+//! reported the same way. An FTL may also have every full group end with
+//! a *summary page* listing its data pages' OOBs, so its mount reads one
+//! page per group instead of each page's OOB (see `summary.rs`).
 
 mod gc;
 mod layout;
