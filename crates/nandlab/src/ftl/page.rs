@@ -86,7 +86,7 @@ fn build_page(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String
     Ok(Box::new(PageFtl::new(env, opts)?))
 }
 
-/// Options of the `page` FTL (see [`OPTIONS`] for their meaning): its own
+/// Options of the `page` FTL (see `OPTIONS` for their meaning): its own
 /// and the data plane's.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(try_from = "FtlOptions")]
