@@ -361,16 +361,10 @@ impl DftlFtl {
         self.dp.reset(flash)
     }
 
-    /// A host request is done: evict down to the capacity, write the
-    /// erase-count record when it is due.
+    /// A host request is done: no entry is held; evict down to the capacity.
     fn end_request(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let (m, dp) = (&mut self.map, &mut self.dp);
-        m.pinned = NONE;
-        m.trim_cache(dp, flash)?;
-        if m.erase_record.due(dp) {
-            m.write_erase_counts(dp, flash)?;
-        }
-        Ok(())
+        self.map.pinned = NONE;
+        self.map.trim_cache(&mut self.dp, flash)
     }
 }
 
