@@ -35,10 +35,19 @@
 //!   otherwise as a new dirty entry, written back later in a batch with its
 //!   translation page's other updates (see [`cmt`] for why not at once).
 //!   Valid translation pages are copied and the GTD updated. GC never
-//!   writes translation pages itself (it would recurse into GC); the CMT
-//!   may briefly exceed its capacity by what one GC cycle adds, a reserve
-//!   of `2 × pages_per_block` entries charged to DRAM, and is trimmed back
-//!   at the end of the request.
+//!   writes translation pages itself (it would recurse into GC). Before
+//!   each GC step the CMT is evicted down to its capacity, so the step can
+//!   add at most a group's pages. Those evictions write translation pages
+//!   back, whose allocation may itself need GC (the translation stream's
+//!   group is full and the unit is short of free groups): before those
+//!   nested steps only clean entries are dropped (writing back again would
+//!   allocate again, without end). A reserve of `2 × pages per group`
+//!   entries, charged to DRAM, holds one nested step; the CMT is trimmed
+//!   back before the next outer step and at the end of the request. When
+//!   the nested GC takes several steps and the cache is nearly all dirty
+//!   (a cache of a few hundred entries), the CMT grows past its reserve:
+//!   `cmt_overflow_entries` counts that excess, which a firmware would
+//!   have to provision (or avoid by keeping a translation group in reserve).
 //! - **Whole-table cache.** With `cmt_bytes` at least the whole table,
 //!   nothing is evicted and no translation page is written during a run:
 //!   the FTL then behaves exactly like `page` (same allocation, same GC,
@@ -240,6 +249,9 @@ struct TranslationMap {
     /// The cache slot a host request holds while it allocates a page (GC
     /// may run then); evictions pass it over.
     pinned: u32,
+    /// Whether a write-back is allocating its page (a GC step it needs
+    /// must not write back: see the module docs).
+    allocating_writeback: bool,
     /// Trims not yet in a translation page on flash.
     trims: PendingTrims,
     /// Where the erase-count record is.
@@ -295,10 +307,11 @@ impl DftlFtl {
             per_tpage,
             tpages,
             cmt_capacity,
-            cmt_reserve: dp.group_capacity_max(),
+            cmt_reserve: 2 * dp.group_capacity_max(),
             gtd: Vec::new(),
             cmt: Cmt::new(0, 1, 0, opts.cmt.cmt_replacement, 0.0, per_tpage),
             pinned: NONE,
+            allocating_writeback: false,
             trims: PendingTrims::default(),
             erase_record: persist::EraseCountRecord::new(persist::EraseCountRecord::pages(&g, groups)),
             fixes: persist::MountFixes::default(),
@@ -355,6 +368,7 @@ impl DftlFtl {
             m.per_tpage,
         );
         m.pinned = NONE;
+        m.allocating_writeback = false;
         m.trims = PendingTrims::new(m.tpages, self.dp.table.erase_count.len() as u32);
         m.erase_record.reset();
         m.fixes = persist::MountFixes::default();
@@ -425,8 +439,13 @@ impl Mapper for TranslationMap {
         Ok(())
     }
 
-    /// Room for every page the step may move (see the module docs).
+    /// Room for every page the step may move, unless the step is one a
+    /// write-back's allocation needs (see the module docs).
     fn before_gc_step(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        if self.allocating_writeback {
+            self.drop_clean_entries();
+            return Ok(());
+        }
         self.trim_cache(dp, flash)
     }
 }
@@ -514,6 +533,18 @@ impl TranslationMap {
         Ok(())
     }
 
+    /// Before a GC step a write-back's allocation needs: leave room for the
+    /// step in the reserve by dropping clean entries only (a write-back
+    /// would allocate again). Should every entry over that room be dirty,
+    /// the CMT grows past its reserve (see [`Cmt::insert`]).
+    fn drop_clean_entries(&mut self) {
+        let room = self.cmt.capacity() + self.cmt_reserve / 2;
+        while self.cmt.len() > room && !self.cmt.is_resident() {
+            let Some(victim) = self.cmt.clean_victim_except(self.pinned) else { return };
+            self.cmt.remove(victim);
+        }
+    }
+
     /// Evict the least recently used entry, or — when it is dirty — write
     /// its translation page back, which cleans it (the caller asks again:
     /// GC that the write-back ran may have changed the order). Returns
@@ -535,7 +566,10 @@ impl TranslationMap {
     fn write_back(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, tvpn: u32) -> Result<(), FtlError> {
         // Allocate first: GC during allocation may move pages of this
         // translation page (updating cached entries) or the page itself.
-        let dst = dp.alloc_meta_page(flash, self)?;
+        self.allocating_writeback = true;
+        let dst = dp.alloc_meta_page(flash, self);
+        self.allocating_writeback = false;
+        let dst = dst?;
         let old = self.gtd[tvpn as usize];
         let mut page = std::mem::take(&mut self.tpage);
         let result = self.compose_tpage(flash, tvpn, old, &mut page).and_then(|batched| {
@@ -728,6 +762,7 @@ impl Ftl for DftlFtl {
             ("cmt_reserve_entries", u64::from(charged - m.cmt_capacity)),
             ("cmt_charged_entries", u64::from(charged)),
             ("cmt_peak_entries", u64::from(m.cmt.peak())),
+            ("cmt_overflow_entries", u64::from(m.cmt.overflow())),
             ("translation_pages", u64::from(m.tpages)),
             ("translation_reads", c.translation_reads),
             ("translation_programs", c.translation_programs),
