@@ -313,7 +313,8 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
                 failed = true;
                 break;
             };
-            let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+            // A rate too short to measure is null: NaN, never a made-up 0.
+            let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
             let row = [
                 f("points_per_test_wall_second"),
                 f("points_per_test_cpu_second"),

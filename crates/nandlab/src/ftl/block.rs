@@ -83,10 +83,12 @@
 use super::{
     check_range,
     flash_ops::{self, BlockPages},
-    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
-    IdleOutcome, IoRequest, OptionDoc,
+    parse_options,
+    whole_page_io::{self, WholePageStore},
+    Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest,
+    OptionDoc,
 };
-use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -489,18 +491,6 @@ impl BlockFtl {
         Ok(())
     }
 
-    /// Load logical page `lpn` into `buf` (zeros if never written).
-    fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
-        match self.location(lpn) {
-            NONE => flash.buf_zero(buf, 0, self.spp)?,
-            ppn => {
-                self.counters.page_rmw_reads += 1;
-                flash.read(Cause::Host, self.page_addr(ppn), 0, self.spp, buf, 0, &mut [])?;
-            }
-        }
-        Ok(())
-    }
-
     /// Trim a whole logical block: erase what holds it.
     fn trim_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
         if let Some(r) = self.replacing.filter(|r| r.lbn == lbn) {
@@ -615,6 +605,36 @@ impl BlockFtl {
     }
 }
 
+impl WholePageStore for BlockFtl {
+    fn sectors_per_page(&self) -> u32 {
+        self.spp
+    }
+
+    #[inline]
+    fn location(&self, lpn: u32) -> Option<PageAddr> {
+        match BlockFtl::location(self, lpn) {
+            NONE => None,
+            ppn => Some(self.page_addr(ppn)),
+        }
+    }
+
+    fn write_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
+        BlockFtl::write_page(self, flash, lpn, buf, sector)
+    }
+
+    fn scratch_buf(&self) -> BufId {
+        self.tmp_buf.expect("buffers allocated at power-on")
+    }
+
+    fn count_rmw_read(&mut self) {
+        self.counters.page_rmw_reads += 1;
+    }
+
+    fn count_trim_zero_page(&mut self) {
+        self.counters.trim_zero_pages += 1;
+    }
+}
+
 impl Ftl for BlockFtl {
     fn info(&self) -> FtlInfo {
         FtlInfo { name: "block", guarantee: Guarantee::Baseline, oob_bytes: OOB_BYTES as u32 }
@@ -622,22 +642,12 @@ impl Ftl for BlockFtl {
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.reset_state(flash)?;
-        let mut good = 0;
-        for block in 0..self.geometry.blocks() {
-            let addr = BlockAddr(u64::from(block));
-            if flash.is_factory_bad(addr) {
-                continue;
+        let (plane_div, free) = (self.plane_div, &mut self.free);
+        let good = whole_page_io::format_blocks(flash, &self.geometry, |block, good| {
+            if good {
+                free[plane_div.quotient(block) as usize].push_back(block);
             }
-            match flash.erase(Cause::Format, addr) {
-                Ok(()) => {
-                    let plane = self.plane_of(block) as usize;
-                    self.free[plane].push_back(block);
-                    good += 1;
-                }
-                Err(FlashError::EraseFailed | FlashError::BadBlock) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        })?;
         self.check_spare(good)
     }
 
@@ -648,41 +658,12 @@ impl Ftl for BlockFtl {
 
     fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
-        let spp = u64::from(self.spp);
-        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
-        while lba < end {
-            let lpn = (lba / spp) as u32;
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            let at = (lba - req.lba) as u32;
-            match self.location(lpn) {
-                NONE => flash.buf_zero(req.buf, at, n)?,
-                ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
-            }
-            lba += u64::from(n);
-        }
-        Ok(())
+        whole_page_io::read(self, flash, req)
     }
 
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
-        let spp = u64::from(self.spp);
-        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
-        while lba < end {
-            let lpn = (lba / spp) as u32;
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            let at = (lba - req.lba) as u32;
-            if n == self.spp {
-                self.write_page(flash, lpn, req.buf, at)?;
-            } else {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                self.load_page(flash, lpn, tmp)?;
-                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
-                self.write_page(flash, lpn, tmp, 0)?;
-            }
-            lba += u64::from(n);
-        }
+        whole_page_io::write(self, flash, req)?;
         Ok(Durability::Durable)
     }
 
@@ -692,31 +673,18 @@ impl Ftl for BlockFtl {
         let block_sectors = spp * u64::from(self.ppb);
         let (mut lba, end) = (lba, lba + sectors);
         while lba < end {
-            let lpn = (lba / spp) as u32;
-            let lbn = lpn / self.ppb;
-            let lbn_end = (u64::from(lbn) * block_sectors + u64::from(self.lbn_pages(lbn)) * spp).min(end);
-            if lba % block_sectors == 0
-                && lbn_end == u64::from(lbn) * block_sectors + u64::from(self.lbn_pages(lbn)) * spp
-            {
-                self.trim_block(flash, lbn)?;
-                lba = lbn_end;
-                continue;
-            }
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            // Never-written pages already read as zeros.
-            if self.location(lpn) != NONE {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                if n == self.spp {
-                    flash.buf_zero(tmp, 0, self.spp)?;
-                } else {
-                    self.load_page(flash, lpn, tmp)?;
-                    flash.buf_zero(tmp, in_page, n)?;
+            let lbn = (lba / block_sectors) as u32;
+            let lbn_start = u64::from(lbn) * block_sectors;
+            let lbn_end = lbn_start + u64::from(self.lbn_pages(lbn)) * spp;
+            let piece_end = lbn_end.min(end);
+            if lba == lbn_start && piece_end == lbn_end {
+                self.trim_block(flash, lbn)?; // cheaper than zeroing page by page
+            } else {
+                for span in whole_page_io::page_spans(lba, piece_end - lba, self.spp) {
+                    whole_page_io::trim_span(self, flash, span)?;
                 }
-                self.write_page(flash, lpn, tmp, 0)?;
-                self.counters.trim_zero_pages += 1;
             }
-            lba += u64::from(n);
+            lba = piece_end;
         }
         Ok(())
     }

@@ -84,10 +84,12 @@
 use super::{
     check_range,
     flash_ops::{self, OOB_ERASED},
-    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
-    IdleOutcome, IoRequest, OptionDoc,
+    parse_options,
+    whole_page_io::{self, WholePageStore},
+    Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest,
+    OptionDoc,
 };
-use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -717,19 +719,37 @@ impl HybridFtl {
         Ok(())
     }
 
-    /// Load the current version of `lpn` into `buf` (zeros if never written).
-    fn load_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
-        match self.location(lpn) {
-            NONE => flash.buf_zero(buf, 0, self.spp)?,
-            ppn => {
-                self.counters.rmw_reads += 1;
-                flash.read(Cause::Host, self.page_addr(ppn), 0, self.spp, buf, 0, &mut [])?;
-            }
-        }
-        Ok(())
+    // ----- mount: see hybrid_recovery.rs -----
+}
+
+impl WholePageStore for HybridFtl {
+    fn sectors_per_page(&self) -> u32 {
+        self.spp
     }
 
-    // ----- mount: see hybrid_recovery.rs -----
+    #[inline]
+    fn location(&self, lpn: u32) -> Option<PageAddr> {
+        match HybridFtl::location(self, lpn) {
+            NONE => None,
+            ppn => Some(self.page_addr(ppn)),
+        }
+    }
+
+    fn write_page(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, sector: u32) -> Result<(), FtlError> {
+        HybridFtl::write_page(self, flash, lpn, buf, sector)
+    }
+
+    fn scratch_buf(&self) -> BufId {
+        self.tmp_buf.expect("buffers allocated at power-on")
+    }
+
+    fn count_rmw_read(&mut self) {
+        self.counters.rmw_reads += 1;
+    }
+
+    fn count_trim_zero_page(&mut self) {
+        self.counters.trim_zero_pages += 1;
+    }
 }
 
 impl Ftl for HybridFtl {
@@ -739,22 +759,14 @@ impl Ftl for HybridFtl {
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.reset_state(flash)?;
-        let mut good = 0;
-        for block in 0..self.geometry.blocks() {
-            let addr = BlockAddr(u64::from(block));
-            if flash.is_factory_bad(addr) {
+        let geometry = self.geometry.clone();
+        let good = whole_page_io::format_blocks(flash, &geometry, |block, good| {
+            if good {
+                self.push_free(block);
+            } else {
                 self.role[block as usize] = Role::Bad;
-                continue;
             }
-            match flash.erase(Cause::Format, addr) {
-                Ok(()) => {
-                    self.push_free(block);
-                    good += 1;
-                }
-                Err(FlashError::EraseFailed | FlashError::BadBlock) => self.role[block as usize] = Role::Bad,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        })?;
         self.settle_log_blocks(good)
     }
 
@@ -765,65 +777,19 @@ impl Ftl for HybridFtl {
 
     fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
-        let spp = u64::from(self.spp);
-        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
-        while lba < end {
-            let lpn = (lba / spp) as u32;
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            let at = (lba - req.lba) as u32;
-            match self.location(lpn) {
-                NONE => flash.buf_zero(req.buf, at, n)?,
-                ppn => flash.read(Cause::Host, self.page_addr(ppn), in_page, n, req.buf, at, &mut [])?,
-            }
-            lba += u64::from(n);
-        }
-        Ok(())
+        whole_page_io::read(self, flash, req)
     }
 
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
-        let spp = u64::from(self.spp);
-        let (mut lba, end) = (req.lba, req.lba + u64::from(req.sectors));
-        while lba < end {
-            let lpn = (lba / spp) as u32;
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            let at = (lba - req.lba) as u32;
-            if n == self.spp {
-                self.write_page(flash, lpn, req.buf, at)?;
-            } else {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                self.load_page(flash, lpn, tmp)?;
-                flash.buf_copy(tmp, in_page, req.buf, at, n)?;
-                self.write_page(flash, lpn, tmp, 0)?;
-            }
-            lba += u64::from(n);
-        }
+        whole_page_io::write(self, flash, req)?;
         Ok(Durability::Durable)
     }
 
     fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
         check_range(lba, sectors, self.logical_sectors)?;
-        let spp = u64::from(self.spp);
-        let (mut lba, end) = (lba, lba + sectors);
-        while lba < end {
-            let lpn = (lba / spp) as u32;
-            let in_page = (lba % spp) as u32;
-            let n = (spp - u64::from(in_page)).min(end - lba) as u32;
-            // Never-written pages already read as zeros.
-            if self.location(lpn) != NONE {
-                let tmp = self.tmp_buf.expect("buffers allocated at power-on");
-                if n == self.spp {
-                    flash.buf_zero(tmp, 0, self.spp)?;
-                } else {
-                    self.load_page(flash, lpn, tmp)?;
-                    flash.buf_zero(tmp, in_page, n)?;
-                }
-                self.write_page(flash, lpn, tmp, 0)?;
-                self.counters.trim_zero_pages += 1;
-            }
-            lba += u64::from(n);
+        for span in whole_page_io::page_spans(lba, sectors, self.spp) {
+            whole_page_io::trim_span(self, flash, span)?;
         }
         Ok(())
     }

@@ -66,6 +66,7 @@ pub mod map_table;
 pub mod optr;
 pub mod page;
 pub mod policy;
+pub mod whole_page_io;
 
 use crate::flash::{BufId, Flash, FlashError};
 use crate::nand::Geometry;

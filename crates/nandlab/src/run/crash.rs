@@ -323,11 +323,11 @@ pub struct CrashReport {
     pub shrink_wall_seconds: f64,
     pub shrink_cpu_seconds: f64,
     /// Points tested per second of the campaign (whole run).
-    pub points_per_run_wall_second: f64,
-    pub points_per_run_cpu_second: f64,
+    pub points_per_run_wall_second: Option<f64>,
+    pub points_per_run_cpu_second: Option<f64>,
     /// Points tested per second spent testing them (testing only).
-    pub points_per_test_wall_second: f64,
-    pub points_per_test_cpu_second: f64,
+    pub points_per_test_wall_second: Option<f64>,
+    pub points_per_test_cpu_second: Option<f64>,
     pub peak_rss_bytes: u64,
 }
 
@@ -348,10 +348,10 @@ impl CrashReport {
             test_wall_seconds: 0.0,
             shrink_wall_seconds: 0.0,
             shrink_cpu_seconds: 0.0,
-            points_per_run_wall_second: 0.0,
-            points_per_run_cpu_second: 0.0,
-            points_per_test_wall_second: 0.0,
-            points_per_test_cpu_second: 0.0,
+            points_per_run_wall_second: None,
+            points_per_run_cpu_second: None,
+            points_per_test_wall_second: None,
+            points_per_test_cpu_second: None,
             peak_rss_bytes: 0,
             threads: 0,
             ..self.clone()
@@ -449,25 +449,26 @@ impl CrashReport {
     }
 
     fn write_speed(&self, s: &mut String) {
+        let rate_text = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"));
         use std::fmt::Write as _;
         let _ = writeln!(
             s,
             "  speed      whole run (counting pass, base runs with warm-up, testing; {} threads): {:.2} s wall, \
-             {:.2} s CPU: {:.2} points/s, {:.2} points per CPU-second",
+             {:.2} s CPU: {} points/s, {} points per CPU-second",
             self.threads,
             self.run_wall_seconds,
             self.run_cpu_seconds,
-            self.points_per_run_wall_second,
-            self.points_per_run_cpu_second
+            rate_text(self.points_per_run_wall_second),
+            rate_text(self.points_per_run_cpu_second)
         );
         let _ = writeln!(
             s,
-            "             testing points only: {:.2} s wall (slowest thread), {:.2} s CPU: {:.2} points/s, \
-             {:.2} points per CPU-second",
+            "             testing points only: {:.2} s wall (slowest thread), {:.2} s CPU: {} points/s, \
+             {} points per CPU-second",
             self.test_wall_seconds,
             self.test_cpu_seconds,
-            self.points_per_test_wall_second,
-            self.points_per_test_cpu_second
+            rate_text(self.points_per_test_wall_second),
+            rate_text(self.points_per_test_cpu_second)
         );
         if self.shrunk.is_some() {
             let _ = writeln!(
@@ -572,7 +573,8 @@ pub fn run_with_factory(
     }
     report.wall_seconds = started.elapsed().as_secs_f64();
     report.cpu_seconds = resources::cpu_seconds() - cpu_start;
-    let rate = |seconds: f64| report.points_tested as f64 / seconds.max(1e-9);
+    // No rate when the time is too short to measure (null in JSON, n/a in text).
+    let rate = |seconds: f64| crate::report::perf::per_cpu_second(report.points_tested as f64, seconds);
     report.points_per_run_wall_second = rate(report.run_wall_seconds);
     report.points_per_run_cpu_second = rate(report.run_cpu_seconds);
     report.points_per_test_wall_second = rate(report.test_wall_seconds);
@@ -898,10 +900,10 @@ fn assemble(
         test_wall_seconds: test_wall,
         shrink_wall_seconds: 0.0,
         shrink_cpu_seconds: 0.0,
-        points_per_run_wall_second: 0.0,
-        points_per_run_cpu_second: 0.0,
-        points_per_test_wall_second: 0.0,
-        points_per_test_cpu_second: 0.0,
+        points_per_run_wall_second: None,
+        points_per_run_cpu_second: None,
+        points_per_test_wall_second: None,
+        points_per_test_cpu_second: None,
         peak_rss_bytes: 0,
     }
 }
