@@ -49,9 +49,10 @@
 //!   `cmt_overflow_entries` counts that excess, which a firmware would
 //!   have to provision (or avoid by keeping a translation group in reserve).
 //! - **Whole-table cache.** With `cmt_bytes` at least the whole table,
-//!   nothing is evicted and no translation page is written during a run:
-//!   the FTL then behaves exactly like `page` (same allocation, same GC,
-//!   same write amplification).
+//!   nothing is evicted, and translation pages are written only to make
+//!   trims durable: without trims the FTL behaves exactly like `page`
+//!   (same allocation, same GC, same write amplification); with them the
+//!   two differ by how they persist trims (`page` appends trim records).
 //!
 //! # Persistence and crash guarantee
 //!
@@ -65,7 +66,10 @@
 //! longer holds that lpn's data (its block was collected) is dropped; the
 //! corrections enter the CMT as dirty entries. Writes are durable when they
 //! complete ([`Guarantee::Baseline`]); as with `page`, a trim is durable
-//! once its entry has been written back (at the latest, at shutdown).
+//! once a flush completes after it: a flush writes back every translation
+//! page holding a trimmed entry not yet on flash (and so does erasing a
+//! block that may hold the trimmed page's newest copy, which would let an
+//! older copy come back at a mount).
 
 pub mod cmt;
 mod persist;
