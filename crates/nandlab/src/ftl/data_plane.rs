@@ -838,6 +838,7 @@ impl DataPlane {
         loop {
             if !self.in_gc && self.units[unit].free.len() as u32 <= self.fg_threshold {
                 self.foreground_gc(flash, m, unit)?;
+                self.collected_on(flash, unit);
             }
             // GC may have opened a frontier group with room (shared stream).
             if !self.frontier_has_room(unit, stream) {
@@ -1018,7 +1019,7 @@ impl DataPlane {
             return self.stage_lpn(flash, m, lpn, buf, sector);
         }
         let e = m.lookup(self, flash, lpn)?;
-        let unit = self.next_plane_unit();
+        let unit = self.next_plane_unit(flash);
         let stream = self.host_stream(lpn, e.ppn);
         // The entry stays valid through allocation: GC may move the old
         // copy (the map is read again when remapping) but never evicts it.
@@ -1053,7 +1054,7 @@ impl DataPlane {
     ) -> Result<(), FtlError> {
         let e = self.lookup(flash, m, lpn)?;
         let stream = self.host_stream(lpn, e.ppn);
-        let unit = self.next_host_unit(stream);
+        let unit = self.next_host_unit(flash, stream);
         self.stage_host_page(flash, m, unit, stream, lpn, e.tag, buf, sector)
     }
 

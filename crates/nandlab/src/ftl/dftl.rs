@@ -786,6 +786,7 @@ impl Ftl for DftlFtl {
             ("wl_pages_moved", d.wl_pages_moved),
             ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
+            ("busy_die_skips", self.dp.busy_die_skips()),
             ("host_multi_plane_programs", d.host_multi_plane_programs),
             ("host_single_plane_programs", d.host_single_plane_programs),
             ("gc_multi_plane_ops", d.gc_multi_plane_ops),

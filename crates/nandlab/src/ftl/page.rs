@@ -407,6 +407,7 @@ impl Ftl for PageFtl {
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
+            ("busy_die_skips", self.dp.busy_die_skips()),
             ("host_multi_plane_programs", d.host_multi_plane_programs),
             ("host_single_plane_programs", d.host_single_plane_programs),
             ("gc_multi_plane_ops", d.gc_multi_plane_ops),

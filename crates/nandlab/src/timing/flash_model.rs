@@ -338,7 +338,7 @@ impl FlashTiming {
     /// rest `die_wait` (see the module docs).
     fn wait(&self, path: &mut Breakdown, die: usize, from: u64, to: u64) {
         if to > from {
-            let gc = self.dies[die].gc_ns_between(from, to).min(to - from);
+            let gc = self.dies[die].gc_ns_between(from, to, to - from);
             path.add(Component::GcWait, gc);
             path.add(Component::DieWait, to - from - gc);
         }
@@ -437,7 +437,7 @@ impl FlashTiming {
         // the die: split by GC's share of the die over that span (the
         // command and channel wait are accounted above).
         let rest = f.start - ready - cmd - (cs - c0);
-        let gc_ns = self.dies[die].gc_ns_between(ready, f.start).min(rest);
+        let gc_ns = self.dies[die].gc_ns_between(ready, f.start, rest);
         path.add(Component::GcWait, gc_ns);
         path.add(Component::DieWait, rest - gc_ns);
         path.add(Component::Cell, cell_ns);

@@ -152,9 +152,11 @@ impl Timeline {
     }
 
     /// Time garbage collection holds this resource within `[from, to)`, ns
-    /// (the GC share of a wait over that span).
-    pub fn gc_ns_between(&self, from: u64, to: u64) -> u64 {
-        if to <= from || self.count == 0 || self.last_end <= from {
+    /// (the GC share of a wait over that span), up to `cap_ns`: the walk
+    /// stops there, as a wait's GC share never exceeds the wait (a wait
+    /// behind a long queue would otherwise walk all of it).
+    pub fn gc_ns_between(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
+        if to <= from || cap_ns == 0 || self.count == 0 || self.last_end <= from {
             return 0;
         }
         let mut ns = 0;
@@ -166,6 +168,9 @@ impl Timeline {
             }
             if b.gc {
                 ns += b.end.min(to) - b.start.max(from);
+                if ns >= cap_ns {
+                    return cap_ns;
+                }
             }
             p = self.step(pos);
         }
@@ -384,9 +389,10 @@ mod tests {
         assert_eq!(f.start, 50, "behind all three");
         // Of the 45 ns waited, GC held the resource 30: the last
         // reservation ahead was not GC's, yet most of the wait was.
-        assert_eq!(t.gc_ns_between(5, f.start), 30);
-        assert_eq!(t.gc_ns_between(20, 45), 20, "clipped to the span");
-        assert_eq!(t.gc_ns_between(0, 10), 0);
+        assert_eq!(t.gc_ns_between(5, f.start, u64::MAX), 30);
+        assert_eq!(t.gc_ns_between(5, f.start, 12), 12, "capped");
+        assert_eq!(t.gc_ns_between(20, 45, u64::MAX), 20, "clipped to the span");
+        assert_eq!(t.gc_ns_between(0, 10, u64::MAX), 0);
         assert_eq!(t.fit(5, 0).start, 5, "zero-length work never waits");
     }
 
@@ -444,7 +450,7 @@ mod tests {
             assert_eq!(t.fit(ready, len).start, start, "fit {i}");
             let gc_ref: u64 =
                 reference.iter().filter(|r| r.2).map(|&(s, e, _)| e.min(start).saturating_sub(s.max(ready))).sum();
-            assert_eq!(t.gc_ns_between(ready, start), gc_ref, "GC's share of the wait {i}");
+            assert_eq!(t.gc_ns_between(ready, start, u64::MAX), gc_ref, "GC's share of the wait {i}");
             t.reserve(start, len, i % 3 == 0);
             reference.push((start, start + len, i % 3 == 0));
             reference.sort_unstable();

@@ -17,6 +17,11 @@
 //!   written to the FTL, and a line is reusable when that write's flash
 //!   work completes. A full cache therefore makes writes wait for flash:
 //!   they complete at DRAM speed until the cache fills, then at flash speed.
+//!   A write that needs a line takes the free line whose flush ends first,
+//!   not the one freed first: a line freed early whose program waits
+//!   behind a long garbage collection on its die would otherwise hold up
+//!   writes that lines flushed to other dies could take (with
+//!   first-freed order, a GC-bound run left its dies 80 % idle).
 //!   A flush writes every dirty line back, keeps it cached and clean (as a
 //!   real write-back cache does: a later read still hits it), and completes
 //!   when all flash work of every write-back so far has completed.
@@ -27,7 +32,8 @@
 //!   (they are newer). Reads do not allocate lines.
 
 use crate::flash::BufId;
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
@@ -86,7 +92,9 @@ pub struct WriteCache {
     map: PageMap,
     head: u32,
     tail: u32,
-    free: VecDeque<u32>,
+    /// Free lines by when they become usable (then by id): a write takes
+    /// the line whose flush ends first, not the one freed first.
+    free: BinaryHeap<Reverse<(u64, u32)>>,
     dirty_lines: u32,
     high_watermark: u32,
     pub counters: CacheCounters,
@@ -119,7 +127,7 @@ impl WriteCache {
             map: PageMap::with_capacity_and_hasher(n, Default::default()),
             head: NIL,
             tail: NIL,
-            free: (0..n as u32).collect(),
+            free: (0..n as u32).map(|id| Reverse((0, id))).collect(),
             dirty_lines: 0,
             high_watermark: ((n as f64 * watermark).floor() as u32).clamp(1, n.max(1) as u32),
             counters: CacheCounters::default(),
@@ -258,10 +266,10 @@ impl WriteCache {
     }
 
     /// A line for `lpn` from the free lines, if any (the caller evicts
-    /// first when there is none). The line may still be busy flushing: see
-    /// its `busy_until_ns`.
+    /// first when there is none): the one usable first. The line may still
+    /// be busy flushing: see its `busy_until_ns`.
     pub fn take_free(&mut self, lpn: u64) -> Option<u32> {
-        let id = self.free.pop_front()?;
+        let Reverse((_, id)) = self.free.pop()?;
         let words = self.words;
         self.present[id as usize * words..(id as usize + 1) * words].fill(0);
         let l = &mut self.lines[id as usize];
@@ -307,7 +315,7 @@ impl WriteCache {
         }
         l.busy_until_ns = l.busy_until_ns.max(busy_until_ns);
         self.flushed_until_ns = self.flushed_until_ns.max(busy_until_ns);
-        self.free.push_back(id);
+        self.free.push(Reverse((l.busy_until_ns, id)));
     }
 
     /// The data just copied into `lines` is in DRAM from `ready_ns` on.
@@ -357,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_cycle_through_lru_and_free_fifo() {
+    fn lines_cycle_through_lru_and_the_free_lines() {
         let mut c = cache(3);
         let a = c.take_free(10).unwrap();
         let b = c.take_free(11).unwrap();
@@ -372,6 +380,20 @@ mod tests {
         assert_eq!(again, b);
         assert_eq!(c.line(again).busy_until_ns, 500, "reusable once its flush is done");
         assert_eq!(c.flushed_until_ns, 500);
+    }
+
+    #[test]
+    fn a_write_takes_the_free_line_whose_flush_ends_first() {
+        let mut c = cache(3);
+        let (a, b, d) = (c.take_free(1).unwrap(), c.take_free(2).unwrap(), c.take_free(3).unwrap());
+        // `a` is freed first, but its program waits behind a collection.
+        c.release(a, 90_000);
+        c.release(b, 2_000);
+        c.release(d, 5_000);
+        assert_eq!(c.take_free(4), Some(b));
+        assert_eq!(c.take_free(5), Some(d));
+        assert_eq!(c.take_free(6), Some(a));
+        assert_eq!(c.line(a).busy_until_ns, 90_000);
     }
 
     #[test]
