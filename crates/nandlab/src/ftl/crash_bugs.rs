@@ -12,11 +12,13 @@ pub enum CrashBug {
     /// Correct.
     #[default]
     None,
-    /// `page`: recovery maps a page on its OOB alone, without checking
-    /// that its data survived (a torn program's page is trusted).
+    /// `page`, `dftl`: recovery maps a page on its OOB alone, without
+    /// checking that its data survived (a torn program's page is trusted).
     TrustsTornPage,
     /// `page`: recovery ignores program sequence numbers: the first copy of
-    /// a logical page found in the scan wins, old or new.
+    /// a logical page found in the scan wins, old or new. `dftl`: recovery
+    /// ignores the sequence number a translation page was composed at: its
+    /// entry wins over data pages written after it.
     IgnoresSequenceNumbers,
     /// `page`: recovery erases the blocks of the checkpoint it loaded before
     /// it has written a new one, so a cut during recovery loses the map.

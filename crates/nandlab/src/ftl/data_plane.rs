@@ -324,6 +324,14 @@ pub trait Mapper {
     fn before_erase(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash, _group: u32) -> Result<(), FtlError> {
         Ok(())
     }
+    /// A GC or wear-leveling step is about to choose a group and move its
+    /// valid pages (at most [`DataPlane::group_capacity_max`]), remapping
+    /// each through [`Mapper::relocate`], which cannot write. A map that
+    /// caches entries (`dftl`) makes room for them here, where it still may
+    /// write (and so start GC steps of its own: no group is held yet).
+    fn before_gc_step(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash) -> Result<(), FtlError> {
+        Ok(())
+    }
 }
 
 /// The shared data plane. See the module docs.

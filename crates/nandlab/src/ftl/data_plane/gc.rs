@@ -16,6 +16,10 @@ impl DataPlane {
     pub fn foreground_gc<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
         let mut stalls = 0;
         while self.units[unit].free.len() as u32 <= self.fg_threshold {
+            m.before_gc_step(self, flash)?;
+            if self.units[unit].free.len() as u32 > self.fg_threshold {
+                break; // GC the map ran while making room freed enough
+            }
             let before = self.units[unit].free.len();
             if !self.collect(flash, m, unit, false)? {
                 break;
@@ -36,6 +40,7 @@ impl DataPlane {
         if self.bg_threshold == 0 {
             return Ok(IdleOutcome::Nothing);
         }
+        m.before_gc_step(self, flash)?;
         let mut neediest = None::<(usize, usize)>;
         for (unit, u) in self.units.iter().enumerate() {
             if neediest.map_or(true, |(_, free)| u.free.len() < free) {
@@ -65,6 +70,7 @@ impl DataPlane {
         let mut idle_rounds = 0;
         let mut unit = 0;
         while self.total_free_groups() < needed {
+            m.before_gc_step(self, flash)?;
             let was_in_gc = std::mem::replace(&mut self.in_gc, true);
             let worked = self.collect(flash, m, unit, false);
             self.in_gc = was_in_gc;
@@ -145,6 +151,10 @@ impl DataPlane {
     fn maybe_level_wear<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
         if !self.wear.relocates() || self.in_gc || self.units[unit].free.len() as u32 <= self.fg_threshold {
             return Ok(());
+        }
+        m.before_gc_step(self, flash)?;
+        if self.units[unit].free.len() as u32 <= self.fg_threshold {
+            return Ok(()); // making room used the groups to spare
         }
         let groups = self.layout.groups_of_unit(unit as u32);
         let state = &self.state;
