@@ -5,10 +5,14 @@
 //! - FIFO (Eq. 4): WAF = α / (α + W0(−α·e^(−α))), α = physical / logical pages;
 //! - greedy (Eq. 12): WAF ≈ WAF_FIFO(k·α) / k, k = 1 + 1/(2b), b pages per block.
 //!
-//! The drive has 1024 blocks of b = 32 pages, one page per request (4 KiB
+//! The drive has 1024 blocks of 32 pages, one page per request (4 KiB
 //! pages and sectors), one write frontier shared by host and GC copies (the
-//! model's), and a GC reserve of one free block kept outside α. At α = 1.10
-//! the models give 5.68 (FIFO) and 4.87 (greedy; a reference simulation
+//! model's), and a GC reserve of one free block kept outside α. `page`
+//! writes a summary page into the last slot of every block it fills, so a
+//! block holds b = 31 data pages: α counts data pages, and the measured
+//! WAF, which counts the summary programs too, is the model's times 32/31
+//! (one summary per 31 data programs, host or GC). At α = 1.10 the models
+//! give 5.68 (FIFO) and 4.87 (greedy at b = 32; a reference simulation
 //! gives 5.679 and 4.902, so the greedy approximation itself is within
 //! 0.7 % of simulation): clearly apart.
 
@@ -24,11 +28,16 @@ use support::*;
 
 const BLOCKS: u64 = 1024;
 const PAGES_PER_BLOCK: u64 = 32;
+/// Pages of a block data can use: `page` writes a summary page into the
+/// last slot of every block it fills (see `ftl/data_plane/summary.rs`).
+const DATA_PAGES_PER_BLOCK: u64 = PAGES_PER_BLOCK - 1;
+/// Programs per data page program: one summary per block of data pages.
+const SUMMARY_FACTOR: f64 = PAGES_PER_BLOCK as f64 / DATA_PAGES_PER_BLOCK as f64;
 const RESERVE_BLOCKS: u64 = 1;
 const ALPHA: f64 = 1.10;
 
 fn device(policy: &str) -> Config {
-    let logical_pages = ((BLOCKS - RESERVE_BLOCKS) * PAGES_PER_BLOCK) as f64 / ALPHA;
+    let logical_pages = ((BLOCKS - RESERVE_BLOCKS) * DATA_PAGES_PER_BLOCK) as f64 / ALPHA;
     let text = format!(
         r#"
 name = "desnoyers"
@@ -95,14 +104,14 @@ fn the_model_itself_gives_the_published_values() {
 
 #[test]
 fn fifo_matches_desnoyers_eq_4_within_2_percent() {
-    let (got, want) = (measured_waf("fifo"), waf_fifo(ALPHA));
+    let (got, want) = (measured_waf("fifo"), waf_fifo(ALPHA) * SUMMARY_FACTOR);
     eprintln!("FIFO: measured {got:.3}, model {want:.3}");
     assert!((got / want - 1.0).abs() < 0.02, "FIFO WAF {got:.3}, model {want:.3}");
 }
 
 #[test]
 fn greedy_matches_desnoyers_eq_12_within_2_percent() {
-    let (got, want) = (measured_waf("greedy"), waf_greedy(ALPHA, PAGES_PER_BLOCK as f64));
+    let (got, want) = (measured_waf("greedy"), waf_greedy(ALPHA, DATA_PAGES_PER_BLOCK as f64) * SUMMARY_FACTOR);
     eprintln!("greedy: measured {got:.3}, model {want:.3}");
     assert!((got / want - 1.0).abs() < 0.02, "greedy WAF {got:.3}, model {want:.3}");
 }

@@ -14,11 +14,12 @@ use nandlab::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, Guarantee, Idle
 use nandlab::nand::PageAddr;
 use nandlab::run::crash::SharedFactory;
 use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointResult, PointSelection, Stage};
-use nandlab::run::RunError;
+use nandlab::run::{FtlFactory, RunError, Session};
 use nandlab::violation::Rule;
 use nandlab::workload::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
-use std::sync::atomic::{AtomicU32, Ordering};
+use nandlab::workload::Workload;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use support::*;
 
@@ -422,16 +423,18 @@ fn the_summary_labels_whole_run_and_testing_only_rates() {
 
 // ----- what a test keeps -----
 
-/// `optr`, but the mount numbered `breaking_mount` (counting every mount of
-/// every instance the factory builds, from 1) also reads a page beyond the
-/// device: a NAND rule break the FTL shrugs off.
-struct BreaksRuleOnMount {
-    inner: OptrFtl,
-    mounts: Arc<AtomicU32>,
-    breaking_mount: u32,
+/// What [`MountHooks`] runs on the flash before a mount.
+type BeforeMount = Box<dyn Fn(&mut dyn Flash)>;
+
+/// An FTL whose every mount runs `before` (on the flash) and `after` (on
+/// the mounted FTL) around its own.
+struct MountHooks<F> {
+    inner: F,
+    before: BeforeMount,
+    after: Box<dyn Fn(&F)>,
 }
 
-impl Ftl for BreaksRuleOnMount {
+impl<F: Ftl> Ftl for MountHooks<F> {
     fn info(&self) -> FtlInfo {
         self.inner.info()
     }
@@ -439,11 +442,10 @@ impl Ftl for BreaksRuleOnMount {
         self.inner.format(flash)
     }
     fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.mounts.fetch_add(1, Ordering::SeqCst) + 1 == self.breaking_mount {
-            let beyond = PageAddr(flash.geometry().pages() + 1);
-            let _ = flash.read_oob(Cause::Recovery, beyond, &mut [0u8; 17]);
-        }
-        self.inner.mount(flash)
+        (self.before)(flash);
+        let mounted = self.inner.mount(flash);
+        (self.after)(&self.inner);
+        mounted
     }
     fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
         self.inner.read(flash, req)
@@ -477,10 +479,20 @@ fn a_rule_broken_by_either_first_recovery_counts_even_when_the_last_one_is_clean
     o.post_requests = 0;
     o.nested_at = Some(NestedCut { nth: 3, during: true });
     for (breaking_mount, fails) in [(0, false), (1, true), (2, true), (3, true)] {
+        // `optr`, but the mount numbered `breaking_mount` (counting every
+        // mount of every instance the factory builds, from 1) also reads a
+        // page beyond the device: a NAND rule break the FTL shrugs off.
         let mounts = Arc::new(AtomicU32::new(0));
         let factory: SharedFactory = Arc::new(move |env| {
             let inner = OptrFtl::new(env, OptrOptions::default())?;
-            Ok(Box::new(BreaksRuleOnMount { inner, mounts: mounts.clone(), breaking_mount }) as Box<dyn Ftl>)
+            let mounts = mounts.clone();
+            let before = Box::new(move |flash: &mut dyn Flash| {
+                if mounts.fetch_add(1, Ordering::SeqCst) + 1 == breaking_mount {
+                    let beyond = PageAddr(flash.geometry().pages() + 1);
+                    let _ = flash.read_oob(Cause::Recovery, beyond, &mut [0u8; 17]);
+                }
+            });
+            Ok(Box::new(MountHooks { inner, before, after: Box::new(|_: &OptrFtl| {}) }) as Box<dyn Ftl>)
         });
         let r = campaign_of(&config, factory, &mixed(), &o);
         assert_eq!(r.failed > 0, fails, "mount {breaking_mount}:\n{}", r.summary());
@@ -556,4 +568,137 @@ fn shrinking_keeps_the_recovery_cut_a_finding_needs_and_the_campaign_phase() {
     let again = campaign_of(&config, page_with(CrashBug::RecoveryNotCrashSafe), &mixed(), &alone);
     assert_eq!(again.failed, 1, "{}", again.summary());
     assert_eq!(again.points[0].signature(), first.signature());
+}
+
+// ----- page: summary pages (ftl/data_plane/summary.rs) -----
+
+fn stat(ftl: &dyn Ftl, key: &str) -> u64 {
+    ftl.stats().extra[key].as_u64().unwrap_or_else(|| panic!("no stat {key}"))
+}
+
+fn with_summaries(on: bool) -> Config {
+    let mut config = tiny();
+    config.ftl_options.insert("summary_pages".into(), toml::Value::Boolean(on));
+    config
+}
+
+#[test]
+fn a_mount_after_a_clean_shutdown_reads_full_groups_from_their_summaries() {
+    let mut scanned = Vec::new();
+    for on in [true, false] {
+        let config = with_summaries(on);
+        let mut w = workload(&config, &mixed(), 1);
+        let mut session = Session::new(&config, 1, w.alignment_sectors(), 10).unwrap();
+        for r in drain(&mut w) {
+            session.submit(&r).unwrap();
+        }
+        session.power_cycle(true).unwrap();
+        let ftl = &*session.ftl;
+        assert_eq!(stat(ftl, "mount_summaries") > 20, on, "summaries {on}: {:?}", ftl.stats());
+        assert_eq!(stat(ftl, "mount_summaries_rejected"), 0);
+        scanned.push(stat(ftl, "mount_scanned_pages"));
+        eprintln!(
+            "summary_pages {on}: mount read {} summaries, scanned {} pages",
+            stat(ftl, "mount_summaries"),
+            stat(ftl, "mount_scanned_pages")
+        );
+        assert_eq!(session.verify_all(64).unwrap(), config.logical_sectors);
+        assert!(!session.ftl_failed() && session.flash.log().is_clean(), "{:?}", session.flash.log().first_error());
+    }
+    // Open groups, checkpoint and trim-log groups are still scanned.
+    assert!(scanned[0] * 20 < scanned[1], "pages scanned with summaries {}, without {}", scanned[0], scanned[1]);
+}
+
+/// Mount counters summed over every mount of every `page` a factory builds.
+#[derive(Default)]
+struct MountTotals {
+    summaries: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// `page` with `bug`, its mounts counted in `totals`.
+fn page_counted(bug: CrashBug, totals: Arc<MountTotals>) -> SharedFactory {
+    Arc::new(move |env| {
+        let inner = PageFtl::new(env, PageOptions::default())?.with_crash_bug(bug);
+        let totals = totals.clone();
+        let after = Box::new(move |ftl: &PageFtl| {
+            totals.summaries.fetch_add(stat(ftl, "mount_summaries"), Ordering::SeqCst);
+            totals.rejected.fetch_add(stat(ftl, "mount_summaries_rejected"), Ordering::SeqCst);
+        });
+        Ok(Box::new(MountHooks { inner, before: Box::new(|_: &mut dyn Flash| {}), after }) as Box<dyn Ftl>)
+    })
+}
+
+/// Cuts during every operation of the first `requests` host requests of
+/// `spec` that programmed a summary page (each is also the last operation
+/// of its group's data), found by a run of the same drive and seed.
+fn cuts_during_summary_requests(config: &Config, spec: &SyntheticSpec, seed: u64, requests: usize) -> Vec<PowerCut> {
+    let mut w = workload(config, spec, seed);
+    let shared = page_with(CrashBug::None);
+    let factory: FtlFactory = Box::new(move |env| shared(env));
+    let mut session = Session::with_factory(config, factory, seed, w.alignment_sectors(), 20).unwrap();
+    let (mut cuts, mut found) = (Vec::new(), 0);
+    while let Some(req) = w.next_request().unwrap() {
+        let (ops, summaries) = (session.flash.op_index(), stat(&*session.ftl, "summary_pages"));
+        session.submit(&req).unwrap();
+        // Requests that ran GC too would make many points: skip them.
+        if stat(&*session.ftl, "summary_pages") > summaries && session.flash.op_index() - ops <= 16 {
+            cuts.extend((ops..session.flash.op_index()).map(|op_index| PowerCut { op_index, during: true }));
+            found += 1;
+            if found == requests {
+                return cuts;
+            }
+        }
+    }
+    panic!("only {found} requests programmed a summary");
+}
+
+#[test]
+fn cuts_read_summaries_and_a_torn_summary_falls_back_to_the_scan() {
+    let config = tiny();
+    let mut o = options(5, 0);
+    o.points = PointSelection::At(cuts_during_summary_requests(&config, &mixed(), 5, 3));
+    let totals = Arc::new(MountTotals::default());
+    let r = campaign_of(&config, page_counted(CrashBug::None, totals.clone()), &mixed(), &o);
+    assert_passes(&r);
+    assert!(totals.summaries.load(Ordering::SeqCst) > 0, "recoveries read summaries");
+    assert!(totals.rejected.load(Ordering::SeqCst) > 0, "a cut during a summary's program left it torn and rejected");
+}
+
+#[test]
+fn a_summary_programmed_before_its_groups_last_data_page_is_caught() {
+    let config = tiny();
+    let mut o = options(5, 0);
+    o.points = PointSelection::At(cuts_during_summary_requests(&config, &mixed(), 5, 3));
+    let (bad, good) = (page_with(CrashBug::SummaryBeforeLastPage), page_with(CrashBug::None));
+    let r = caught_with_control(&config, bad, good, &mixed(), &o, &[Rule::FtlError]);
+    eprintln!("{}", r.summary());
+}
+
+#[test]
+fn summary_pages_are_on_where_one_fits_a_page_and_required_ones_that_do_not_fit_are_an_error() {
+    // 512-byte pages: a summary of a 2 x 32-page group (62 entries of 10 bytes) does not fit.
+    let text = include_str!("../../../presets/tiny.toml").replace("page_size_bytes = 4096", "page_size_bytes = 512");
+    let small = Config::parse(&text, "small-pages.toml").unwrap();
+    for (config, required, outcome) in [
+        (tiny(), None, Ok(true)),
+        (tiny(), Some(false), Ok(false)),
+        (small.clone(), None, Ok(false)),
+        (small, Some(true), Err("page option `summary_pages`: a summary of 62 pages takes 632 bytes")),
+    ] {
+        let env = nandlab::ftl::FtlEnv {
+            geometry: config.geometry.clone(),
+            logical_sectors: config.logical_sectors,
+            dram_budget_bytes: config.dram_budget_bytes,
+            seed: 1,
+        };
+        let opts = PageOptions { summary_pages: required, ..PageOptions::default() };
+        match (PageFtl::new(&env, opts), outcome) {
+            (Ok(ftl), Ok(on)) => assert_eq!(ftl.stats().extra["summary_pages_on"], on, "{required:?}"),
+            (Err(e), Err(want)) => assert!(e.contains(want), "{e}"),
+            (got, want) => {
+                panic!("{required:?}: {:?} vs {want:?}", got.map(|f| f.stats().extra["summary_pages_on"].clone()))
+            }
+        }
+    }
 }

@@ -22,8 +22,13 @@ fn device(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str)
     device_with(ch, chips, planes, page, timing, host, "")
 }
 
-/// [`device`] with extra `[ftl]` options.
+/// [`device`] with extra `[ftl]` options. `page`'s summary pages are off
+/// unless `ftl` sets them: these tests check the timing model's physics,
+/// whose exact figures a summary program per block filled (1/32 of the
+/// programs here) would blur; `summary_pages_take_one_program_per_block`
+/// measures what they cost.
 fn device_with(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str, ftl: &str) -> Config {
+    let summaries = if ftl.contains("summary_pages") { "" } else { "summary_pages = false" };
     let text = format!(
         r#"
 name = "physics"
@@ -44,6 +49,7 @@ spare_percent = 20
 dram_bytes = "64m"
 [ftl]
 name = "page"
+{summaries}
 {ftl}
 [timing]
 {timing}
@@ -200,6 +206,17 @@ fn sequential_writes_run_at_dies_times_planes_times_page_over_tprog() {
     let single = device_with(2, 2, 2, 16384, SEQ_TIMING, FAST_HOST, "multi_plane = false");
     let mbps = sequential_write_mbps_on(&single);
     let expected = 4.0 * 16384.0 / 500e-6 / 1e6;
+    assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
+}
+
+#[test]
+fn summary_pages_take_one_program_per_block() {
+    // Each group of 2 planes x 32 pages holds 31 whole rows of data and
+    // its summary row (one single-plane program): a die moves 31 rows of
+    // 2 x 16 KiB in 32 tPROG.
+    let config = device_with(2, 2, 2, 16384, SEQ_TIMING, FAST_HOST, "summary_pages = true");
+    let mbps = sequential_write_mbps_on(&config);
+    let expected = 4.0 * 2.0 * 16384.0 / 500e-6 / 1e6 * 31.0 / 32.0;
     assert!(within(mbps, expected, 0.02), "{mbps} vs {expected}");
 }
 

@@ -1,17 +1,22 @@
-//! Crash campaigns for the zoo's block-mapped FTLs: `hybrid` (FAST) and
-//! `block` keep the baseline guarantee they declare when the power is cut
+//! Crash campaigns for the zoo's block-mapped FTLs, `hybrid` (FAST) and
+//! `block`, and for `dftl` (with a cache of a few translation pages, and
+//! with one holding the whole table): they keep the baseline guarantee they declare when the power is cut
 //! between flash operations, during them (torn programs, torn erases), and
 //! again during the recovery that follows (nested cuts); their recoveries
 //! are idempotent (cut four times in a row, they read back the disk one
 //! uncut recovery reads); and recoveries that trust a torn page, or erase
 //! blocks before the merge holding their newer copies is finished, are
-//! caught, so these tests can fail.
+//! caught, as is a `dftl` recovery that trusts a torn page or lets a
+//! translation page win over the data pages written after it, so these
+//! tests can fail.
 
 mod support;
 
 use nandlab::config::Config;
 use nandlab::flash::PowerCut;
 use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
+use nandlab::ftl::crash_bugs::CrashBug;
+use nandlab::ftl::dftl::{DftlFtl, DftlOptions};
 use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
 use nandlab::ftl::{Ftl, FtlEnv, Guarantee, IoRequest};
 use nandlab::nand::payload::Run;
@@ -83,12 +88,11 @@ fn assert_passes(r: &CrashReport) {
 
 /// Campaigns of `ftl` over both workloads and `seeds`, each passing;
 /// returns their reports.
-fn campaigns(ftl: &str, seeds: &[u64], points: u64, phase: Phase, nested: bool) -> Vec<CrashReport> {
-    let config = config(ftl);
+fn campaigns(config: &Config, seeds: &[u64], points: u64, phase: Phase, nested: bool) -> Vec<CrashReport> {
     let mut reports = Vec::new();
     for (i, &seed) in seeds.iter().enumerate() {
         let workload = if i % 2 == 0 { random_mix() } else { runs_mix() };
-        let r = crash::run(&config, &workload, &options(seed, points, phase, nested)).expect("campaign runs");
+        let r = crash::run(config, &workload, &options(seed, points, phase, nested)).expect("campaign runs");
         assert_eq!(r.guarantee, Guarantee::Baseline);
         assert!(r.effects.torn_programs && r.effects.torn_erases, "torn programs and erases are on");
         assert_passes(&r);
@@ -102,37 +106,40 @@ fn torn(reports: &[CrashReport]) -> (u32, u32) {
     points.fold((0, 0), |(p, b), x| (p + x.torn_pages, b + x.torn_blocks))
 }
 
-fn passes_cuts_between_operations(ftl: &str) {
-    let reports = campaigns(ftl, &[1, 2, 3], 70, Phase::Between, false);
+fn passes_cuts_between_operations(config: &Config) {
+    let reports = campaigns(config, &[1, 2, 3], 70, Phase::Between, false);
     assert_eq!(torn(&reports), (0, 0), "a cut between operations tears nothing");
 }
 
-fn passes_cuts_during_operations(ftl: &str) {
-    let reports = campaigns(ftl, &[4, 5, 6], 70, Phase::During, false);
+/// `points` per campaign: enough that some cut falls during an erase
+/// (`dftl` erases about a block per 30 of its flash operations, `hybrid`
+/// and `block` far more often).
+fn passes_cuts_during_operations(config: &Config, points: u64) {
+    let reports = campaigns(config, &[4, 5, 6], points, Phase::During, false);
     let (pages, blocks) = torn(&reports);
     assert!(pages > 0, "some cut tore a program");
     assert!(blocks > 0, "some cut tore an erase");
 }
 
-fn passes_nested_cuts_during_recovery(ftl: &str) {
-    let reports = campaigns(ftl, &[7, 8, 9], 70, Phase::Both, true);
+fn passes_nested_cuts_during_recovery(config: &Config) {
+    let reports = campaigns(config, &[7, 8, 9], 70, Phase::Both, true);
     let recoveries_cut = reports.iter().flat_map(|r| &r.points).filter(|p| p.recovery_cut.is_some()).count();
     assert!(recoveries_cut > 100, "recoveries were cut too ({recoveries_cut})");
 }
 
 #[test]
 fn hybrid_passes_baseline_with_cuts_between_operations() {
-    passes_cuts_between_operations("hybrid");
+    passes_cuts_between_operations(&config("hybrid"));
 }
 
 #[test]
 fn hybrid_passes_baseline_with_torn_programs_and_erases() {
-    passes_cuts_during_operations("hybrid");
+    passes_cuts_during_operations(&config("hybrid"), 70);
 }
 
 #[test]
 fn hybrid_passes_baseline_when_recovery_is_cut_too() {
-    passes_nested_cuts_during_recovery("hybrid");
+    passes_nested_cuts_during_recovery(&config("hybrid"));
 }
 
 /// The reproducer of a durable write hybrid lost when a program of its own
@@ -176,17 +183,101 @@ fn hybrid_recovery_that_erases_stale_blocks_before_finishing_merges_loses_a_writ
 
 #[test]
 fn block_passes_baseline_with_cuts_between_operations() {
-    passes_cuts_between_operations("block");
+    passes_cuts_between_operations(&config("block"));
 }
 
 #[test]
 fn block_passes_baseline_with_torn_programs_and_erases() {
-    passes_cuts_during_operations("block");
+    passes_cuts_during_operations(&config("block"), 70);
 }
 
 #[test]
 fn block_passes_baseline_when_recovery_is_cut_too() {
-    passes_nested_cuts_during_recovery("block");
+    passes_nested_cuts_during_recovery(&config("block"));
+}
+
+// ----- dftl: a small cache (evictions write translation pages back) and a whole-table one -----
+
+/// `dftl` on `tiny` with `cmt_bytes = cache`: "5%" holds about 700 of the
+/// 13 900 entries (evictions and write-backs all the time, GC records the
+/// pages it moves as dirty entries); "100%" never evicts (translation
+/// pages are written only to make trims durable and at shutdown, so a
+/// mount rebuilds almost everything from data pages).
+fn dftl_config(cache: &str) -> Config {
+    let mut c = config("dftl");
+    c.ftl_options.insert("cmt_bytes".into(), cache.into());
+    c
+}
+
+const SMALL_CACHE: &str = "5%";
+const WHOLE_TABLE: &str = "100%";
+
+#[test]
+fn dftl_with_a_small_cache_passes_baseline_with_cuts_between_operations() {
+    passes_cuts_between_operations(&dftl_config(SMALL_CACHE));
+}
+
+#[test]
+fn dftl_with_a_small_cache_passes_baseline_with_torn_programs_and_erases() {
+    passes_cuts_during_operations(&dftl_config(SMALL_CACHE), 300);
+}
+
+#[test]
+fn dftl_with_a_small_cache_passes_baseline_when_recovery_is_cut_too() {
+    passes_nested_cuts_during_recovery(&dftl_config(SMALL_CACHE));
+}
+
+#[test]
+fn dftl_with_a_whole_table_cache_passes_baseline_with_cuts_between_operations() {
+    passes_cuts_between_operations(&dftl_config(WHOLE_TABLE));
+}
+
+#[test]
+fn dftl_with_a_whole_table_cache_passes_baseline_with_torn_programs_and_erases() {
+    passes_cuts_during_operations(&dftl_config(WHOLE_TABLE), 300);
+}
+
+#[test]
+fn dftl_with_a_whole_table_cache_passes_baseline_when_recovery_is_cut_too() {
+    passes_nested_cuts_during_recovery(&dftl_config(WHOLE_TABLE));
+}
+
+/// A factory for `dftl` with `cmt_bytes = cache` and a deliberate crash
+/// bug (`None`: correct).
+fn dftl_with(cache: &str, bug: CrashBug) -> SharedFactory {
+    let opts = DftlOptions::parse("dftl", &dftl_config(cache).ftl_options).expect("options");
+    Arc::new(move |env| Ok(Box::new(DftlFtl::new(env, opts.clone())?.with_crash_bug(bug)) as Box<dyn Ftl>))
+}
+
+/// The campaign of `options(seed, 70, phase, false)` on `random_mix`:
+/// the correct `dftl` passes it, the one with `bug` fails it, each failure
+/// by one of `rules`. Returns the broken one's report.
+fn dftl_bug_caught(cache: &str, bug: CrashBug, seed: u64, phase: Phase, rules: &[Rule]) -> CrashReport {
+    let (config, o) = (dftl_config(cache), options(seed, 70, phase, false));
+    let control = crash::run_with_factory(&config, dftl_with(cache, CrashBug::None), &random_mix(), &o).unwrap();
+    assert_passes(&control);
+    let r = crash::run_with_factory(&config, dftl_with(cache, bug), &random_mix(), &o).expect("campaign runs");
+    eprintln!("{cache}, {bug:?}: {}", r.summary());
+    assert!(r.failed > 0, "the bug was not caught:\n{}", r.summary());
+    assert!(r.failed_by_kind.keys().all(|k| rules.contains(k)), "caught, but not only by {rules:?}:\n{}", r.summary());
+    r
+}
+
+#[test]
+fn dftl_recovery_that_trusts_a_torn_page_is_caught() {
+    for cache in [SMALL_CACHE, WHOLE_TABLE] {
+        let rules = [Rule::FtlError, Rule::CorruptRead, Rule::RecoveryFailed];
+        dftl_bug_caught(cache, CrashBug::TrustsTornPage, 10, Phase::During, &rules);
+    }
+}
+
+/// The broken mount keeps a translation page's entry even when a data page
+/// of that logical page was written after the page was composed: with a
+/// small cache, entries are written back all the time and the newer data
+/// pages go back to their old copies.
+#[test]
+fn dftl_recovery_that_lets_a_stale_translation_page_win_loses_writes() {
+    dftl_bug_caught(SMALL_CACHE, CrashBug::IgnoresSequenceNumbers, 11, Phase::Between, &[Rule::LostDurableWrite]);
 }
 
 // ----- the campaigns can fail: recoveries that trust a torn page -----
@@ -400,6 +491,20 @@ fn hybrid_recovery_cut_again_and_again_reads_back_the_same_disk() {
 fn block_recovery_cut_again_and_again_reads_back_the_same_disk() {
     let mut failures = cut_recoveries_repeatedly("block", block_ftl, &random_mix(), 23, 40);
     failures.extend(cut_recoveries_repeatedly("block", block_ftl, &runs_mix(), 24, 30));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `dftl` with a small cache: its mount writes back every translation
+/// page it corrected, so cut recoveries change the flash.
+fn dftl_small_cache_ftl(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
+    let opts = DftlOptions::parse("dftl", &dftl_config(SMALL_CACHE).ftl_options)?;
+    Ok(Box::new(DftlFtl::new(env, opts)?))
+}
+
+#[test]
+fn dftl_recovery_cut_again_and_again_reads_back_the_same_disk() {
+    let mut failures = cut_recoveries_repeatedly("dftl", dftl_small_cache_ftl, &random_mix(), 25, 40);
+    failures.extend(cut_recoveries_repeatedly("dftl", dftl_small_cache_ftl, &runs_mix(), 26, 30));
     assert!(failures.is_empty(), "{failures:#?}");
 }
 

@@ -12,17 +12,23 @@ pub enum CrashBug {
     /// Correct.
     #[default]
     None,
-    /// `page`: recovery maps a page on its OOB alone, without checking
-    /// that its data survived (a torn program's page is trusted).
+    /// `page`, `dftl`: recovery maps a page on its OOB alone, without
+    /// checking that its data survived (a torn program's page is trusted).
     TrustsTornPage,
     /// `page`: recovery ignores program sequence numbers: the first copy of
-    /// a logical page found in the scan wins, old or new.
+    /// a logical page found in the scan wins, old or new. `dftl`: recovery
+    /// ignores the sequence number a translation page was composed at: its
+    /// entry wins over data pages written after it.
     IgnoresSequenceNumbers,
     /// `page`: recovery erases the blocks of the checkpoint it loaded before
     /// it has written a new one, so a cut during recovery loses the map.
     RecoveryNotCrashSafe,
     /// `page`: a flush does not make trims durable (no trim records).
     ForgetsTrimsOnFlush,
+    /// `page`: a group's summary page is programmed as soon as its last
+    /// entry is known, before that last data page itself: a cut between
+    /// the two leaves a summary that vouches for a page never written.
+    SummaryBeforeLastPage,
     /// `optr`: a flush drops the dirty pages of the write cache instead of
     /// writing them.
     LosesCacheOnFlush,

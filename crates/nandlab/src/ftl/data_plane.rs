@@ -63,14 +63,18 @@
 //! GC reads a valid page's index from its OOB (no reverse map in DRAM);
 //! pages of kind [`OOB_DATA`] are remapped through [`Mapper::relocate`],
 //! any other kind (the FTL's metadata) is moved as metadata bytes and
-//! reported the same way.
+//! reported the same way. An FTL may also have every full group end with
+//! a *summary page* listing its data pages' OOBs, so its mount reads one
+//! page per group instead of each page's OOB (see `summary.rs`).
 
 mod gc;
 mod layout;
 mod multi_plane;
 mod placement;
+mod summary;
 
 pub(crate) use layout::unit_order;
+pub use summary::{SummaryRead, OOB_SUMMARY};
 
 use super::policy::hot_cold::{HotColdKind, HotColdSeparator};
 use super::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
@@ -243,9 +247,12 @@ struct Frontier {
     width: u32,
     /// The first page of the member's block.
     block_ppn: u32,
+    /// Rows data may fill: all, or all but the last with summaries (the
+    /// frontier is full when it reaches the summary's row).
+    rows: u32,
 }
 
-const NO_FRONTIER: Frontier = Frontier { group: NONE, row: 0, member: 0, width: 1, block_ppn: 0 };
+const NO_FRONTIER: Frontier = Frontier { group: NONE, row: 0, member: 0, width: 1, block_ppn: 0, rows: 0 };
 /// Most planes a group spans (multi-plane operations of wider dies are not used).
 pub const MAX_PLANES_PER_GROUP: usize = 16;
 
@@ -276,6 +283,10 @@ pub struct DataPlaneCounters {
     pub host_single_plane_programs: u64,
     /// Multi-plane: multi-plane copybacks and programs GC issued.
     pub gc_multi_plane_ops: u64,
+    /// Pages programmed for host requests (data, read-modify-write).
+    pub host_pages: u64,
+    /// Summary pages programmed (see `summary.rs`).
+    pub summary_pages: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -311,6 +322,14 @@ pub trait Mapper {
     }
     /// GC or wear leveling emptied `group` and is about to erase it.
     fn before_erase(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash, _group: u32) -> Result<(), FtlError> {
+        Ok(())
+    }
+    /// A GC or wear-leveling step is about to choose a group and move its
+    /// valid pages (at most [`DataPlane::group_capacity_max`]), remapping
+    /// each through [`Mapper::relocate`], which cannot write. A map that
+    /// caches entries (`dftl`) makes room for them here, where it still may
+    /// write (and so start GC steps of its own: no group is held yet).
+    fn before_gc_step(&mut self, _dp: &mut DataPlane, _flash: &mut dyn Flash) -> Result<(), FtlError> {
         Ok(())
     }
 }
@@ -363,6 +382,8 @@ pub struct DataPlane {
     host_budget: u32,
     /// A page of metadata bytes, for moving metadata without copyback.
     meta_page: Vec<u8>,
+    /// Summary pages, if the FTL enabled them (see `summary.rs`).
+    summaries: Option<summary::Summaries>,
     seed: u64,
     /// Deliberate bug (checker tests): see [`super::page::PageBug::GcErasesActiveBlock`].
     bug_candidate_open_groups: bool,
@@ -460,6 +481,7 @@ impl DataPlane {
             host_unit: 0,
             host_budget: 0,
             meta_page: Vec::new(),
+            summaries: None,
             seed,
             bug_candidate_open_groups: false,
             counters: DataPlaneCounters::default(),
@@ -534,6 +556,7 @@ impl DataPlane {
         self.in_gc = false;
         self.host_budget = 0;
         self.staged = Default::default();
+        self.reset_summaries();
         if self.tmp_buf.is_none() {
             let per_group = self.spp * self.layout.planes_per_group;
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -584,16 +607,22 @@ impl DataPlane {
         self.count_missing_blocks();
     }
 
-    /// Count the pages of each group's missing blocks as valid (see `table`).
+    /// Count each group's fixed pages as valid (see `table`).
     fn count_missing_blocks(&mut self) {
         for group in 0..self.layout.groups() {
-            self.table.valid[group as usize] = self.missing_pages(group);
+            self.table.valid[group as usize] = self.fixed_pages(group);
         }
     }
 
-    /// Pages of `group`'s bad blocks.
-    fn missing_pages(&self, group: u32) -> u32 {
-        self.table.pages_per_block - self.layout.capacity(group)
+    /// Pages of `group` that never hold data: those of its bad blocks and
+    /// its summary row. Policies see them as valid pages that never move.
+    fn fixed_pages(&self, group: u32) -> u32 {
+        self.table.pages_per_block - self.data_capacity(group)
+    }
+
+    /// Pages of `group` data can go to (all but its summary row).
+    fn data_capacity(&self, group: u32) -> u32 {
+        self.layout.capacity(group) - self.summary_rows(group) * self.layout.width(group)
     }
 
     /// Whether a mount scan should skip `block` (factory bad).
@@ -645,6 +674,16 @@ impl DataPlane {
     /// Pages `group` holds.
     pub fn group_capacity(&self, group: u32) -> u32 {
         self.layout.capacity(group)
+    }
+
+    /// Groups (used or not; see [`DataPlane::group_members`]).
+    pub fn groups(&self) -> u32 {
+        self.layout.groups()
+    }
+
+    /// The usable blocks of `group` (none: a group of bad blocks).
+    pub fn group_members(&self, group: u32) -> &[u32] {
+        self.layout.members(group)
     }
 
     /// Pages a group without bad blocks holds.
@@ -845,7 +884,7 @@ impl DataPlane {
     #[inline]
     fn frontier_has_room(&self, unit: usize, stream: u8) -> bool {
         let f = &self.units[unit].frontier[stream as usize];
-        f.group != NONE && f.row < self.ppb
+        f.group != NONE && f.row < f.rows
     }
 
     /// The frontier's next page, if it has one.
@@ -853,7 +892,7 @@ impl DataPlane {
     fn take_slot(&mut self, unit: usize, stream: u8) -> Option<u32> {
         let ppb = self.ppb;
         let f = &mut self.units[unit].frontier[stream as usize];
-        if f.group == NONE || f.row >= ppb {
+        if f.group == NONE || f.row >= f.rows {
             return None;
         }
         let ppn = f.block_ppn + f.row;
@@ -883,7 +922,8 @@ impl DataPlane {
         self.state[group as usize] = GroupState::Open;
         self.group_stream[group as usize] = stream;
         let (width, block_ppn) = (self.layout.width(group), self.layout.member(group, 0) * self.ppb);
-        self.units[unit].frontier[stream as usize] = Frontier { group, row: 0, member: 0, width, block_ppn };
+        let rows = self.ppb - self.summary_rows(group);
+        self.units[unit].frontier[stream as usize] = Frontier { group, row: 0, member: 0, width, block_ppn, rows };
         if self.bug_candidate_open_groups && stream >= 1 && !self.hot_cold.is_none() {
             // BUG (deliberate): a hot region's open group becomes a GC candidate.
             self.policy.insert(group, &self.table);
@@ -1017,9 +1057,10 @@ impl DataPlane {
         // copy (the map is read again when remapping) but never evicts it.
         let ppn = self.alloc_page(flash, m, unit, stream)?;
         let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
+        self.summary_entry(flash, ppn, &oob)?;
         flash.program(Cause::Host, PageAddr(u64::from(ppn)), buf, sector, &oob)?;
         self.host_page_programmed(m, unit, lpn, e.tag, ppn);
-        Ok(())
+        self.write_due_summary(flash)
     }
 
     /// Host page `lpn` (looked up as `tag`) was programmed at `ppn` on
@@ -1031,6 +1072,7 @@ impl DataPlane {
             self.invalidate(old);
         }
         self.balance.unit_valid[unit] += 1;
+        self.counters.host_pages += 1;
         self.commit_page(ppn);
     }
 

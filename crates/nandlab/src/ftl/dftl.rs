@@ -35,14 +35,24 @@
 //!   otherwise as a new dirty entry, written back later in a batch with its
 //!   translation page's other updates (see [`cmt`] for why not at once).
 //!   Valid translation pages are copied and the GTD updated. GC never
-//!   writes translation pages itself (it would recurse into GC); the CMT
-//!   may briefly exceed its capacity by what one GC cycle adds, a reserve
-//!   of `2 × pages_per_block` entries charged to DRAM, and is trimmed back
-//!   at the end of the request.
+//!   writes translation pages itself (it would recurse into GC). Before
+//!   each GC step the CMT is evicted down to its capacity, so the step can
+//!   add at most a group's pages. Those evictions write translation pages
+//!   back, whose allocation may itself need GC (the translation stream's
+//!   group is full and the unit is short of free groups): before those
+//!   nested steps only clean entries are dropped (writing back again would
+//!   allocate again, without end). A reserve of `2 × pages per group`
+//!   entries, charged to DRAM, holds one nested step; the CMT is trimmed
+//!   back before the next outer step and at the end of the request. When
+//!   the nested GC takes several steps and the cache is nearly all dirty
+//!   (a cache of a few hundred entries), the CMT grows past its reserve:
+//!   `cmt_overflow_entries` counts that excess, which a firmware would
+//!   have to provision (or avoid by keeping a translation group in reserve).
 //! - **Whole-table cache.** With `cmt_bytes` at least the whole table,
-//!   nothing is evicted and no translation page is written during a run:
-//!   the FTL then behaves exactly like `page` (same allocation, same GC,
-//!   same write amplification).
+//!   nothing is evicted, and translation pages are written only to make
+//!   trims durable: without trims the FTL behaves exactly like `page`
+//!   (same allocation, same GC, same write amplification); with them the
+//!   two differ by how they persist trims (`page` appends trim records).
 //!
 //! # Persistence and crash guarantee
 //!
@@ -56,14 +66,17 @@
 //! longer holds that lpn's data (its block was collected) is dropped; the
 //! corrections enter the CMT as dirty entries. Writes are durable when they
 //! complete ([`Guarantee::Baseline`]); as with `page`, a trim is durable
-//! once its entry has been written back (at the latest, at shutdown).
+//! once a flush completes after it: a flush writes back every translation
+//! page holding a trimmed entry not yet on flash (and so does erasing a
+//! block that may hold the trimmed page's newest copy, which would let an
+//! older copy come back at a mount).
 
 pub mod cmt;
+mod persist;
+mod recovery;
 
-use super::data_plane::{
-    self, decode_oob, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, OOB_ERASED,
-    OOB_KIND_MASK, UNMAPPED,
-};
+use super::crash_bugs::CrashBug;
+use super::data_plane::{self, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED};
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -73,6 +86,7 @@ use crate::nand::{Geometry, PageAddr};
 use crate::prefetch::prefetch;
 use crate::workload::size::SizeSpec;
 use cmt::{Cmt, Replacement};
+use persist::PendingTrims;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -188,21 +202,29 @@ const ENTRY_BYTES: u32 = 4;
 /// Device DRAM per cached entry (lpn and ppn), as the paper counts it.
 const CMT_ENTRY_BYTES: u64 = 8;
 
-/// OOB kind of a translation page (index = translation page number); the
-/// layout is the data plane's.
+/// OOB kinds of `dftl`'s metadata pages (the layout is the data plane's):
+/// a translation page (index = translation page number) and a page of
+/// the erase-count record (index = its chunk).
 const OOB_TRANSLATION: u8 = 3;
+const OOB_ERASE_COUNTS: u8 = 4;
 
 #[derive(Default, Clone, Debug)]
 struct Counters {
     cmt_hits: u64,
     cmt_misses: u64,
+    cmt_cold_misses: u64,
     translation_reads: u64,
     translation_programs: u64,
     translation_gc_moves: u64,
     writebacks: u64,
     writeback_entries: u64,
+    trim_writebacks: u64,
+    erase_count_pages: u64,
     mount_scanned_pages: u64,
     mount_corrections: u64,
+    mount_writebacks: u64,
+    mount_torn_pages: u64,
+    mount_undefined_blocks: u64,
 }
 
 /// The DFTL. See the module docs.
@@ -211,8 +233,8 @@ pub struct DftlFtl {
     map: TranslationMap,
 }
 
-/// Everything of `dftl` but the data plane: the GTD, the CMT and the
-/// translation pages.
+/// Everything of `dftl` but the data plane: the GTD, the CMT, the
+/// translation pages and the erase-count record.
 struct TranslationMap {
     opts: CmtOptions,
     geometry: Geometry,
@@ -224,14 +246,28 @@ struct TranslationMap {
     per_tpage: u32,
     tpages: u32,
     cmt_capacity: u32,
+    /// Entries one GC step may add beyond the capacity (see the module docs).
     cmt_reserve: u32,
     gtd: Vec<u32>,
     cmt: Cmt,
-    /// One translation page of bytes, reused by write-back and mount.
+    /// The cache slot a host request holds while it allocates a page (GC
+    /// may run then); evictions pass it over.
+    pinned: u32,
+    /// Whether a write-back is allocating its page (a GC step it needs
+    /// must not write back: see the module docs).
+    allocating_writeback: bool,
+    /// Trims not yet in a translation page on flash.
+    trims: PendingTrims,
+    /// Where the erase-count record is.
+    erase_record: persist::EraseCountRecord,
+    /// Mount only: entries the scan corrected, not yet written back.
+    fixes: persist::MountFixes,
+    /// One page of bytes, reused by write-back, records and mount.
     tpage: Vec<u8>,
     /// The logical pages of the last prefetch hint.
     hinted: (u32, u32),
     bug: DftlBug,
+    crash_bug: CrashBug,
     counters: Counters,
 }
 
@@ -244,76 +280,84 @@ impl DftlFtl {
     pub fn with_bug(env: &FtlEnv, opts: DftlOptions, bug: DftlBug) -> Result<DftlFtl, String> {
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
-        let ppb = g.pages_per_block();
         let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
         if lpns_u64 >= u64::from(UNMAPPED) {
             return Err(format!("dftl: {lpns_u64} logical pages do not fit a 32-bit map"));
         }
         let lpns = lpns_u64 as u32;
-        let per_tpage = g.page_size_bytes() / ENTRY_BYTES;
+        let per_tpage = persist::entries_per_page(&g);
         let tpages = lpns.div_ceil(per_tpage);
-        // Translation pages take flash space of their own.
-        if lpns_u64 + u64::from(tpages) >= g.pages() {
+        // Translation pages and the erase-count record (a block per group
+        // at most) take flash space of their own.
+        let record_pages_max = persist::EraseCountRecord::pages(&g, g.blocks());
+        if lpns_u64 + u64::from(tpages + record_pages_max) >= g.pages() {
             return Err(format!(
                 "dftl: logical capacity ({lpns} pages) plus its {tpages} translation pages must be smaller \
                  than the physical capacity ({} pages)",
                 g.pages()
             ));
         }
-        let table_bytes = u64::from(lpns) * CMT_ENTRY_BYTES;
-        let cmt_bytes = match opts.cmt.cmt_bytes {
-            SizeSpec::Bytes(b) => b,
-            SizeSpec::PercentOfCapacity(p) => (table_bytes as f64 * p / 100.0) as u64,
-            SizeSpec::TimesCapacity(_) => {
-                return Err("dftl option `cmt_bytes`: give a size (2MiB) or a share of the table (25%)".into())
-            }
-        };
-        let cmt_capacity = (cmt_bytes / CMT_ENTRY_BYTES).min(u64::from(lpns)) as u32;
-        if cmt_capacity == 0 {
-            return Err(format!("dftl option `cmt_bytes`: {cmt_bytes} bytes hold no {CMT_ENTRY_BYTES}-byte map entry"));
-        }
+        let cmt_capacity = Self::cmt_capacity(&opts.cmt, lpns)?;
         if !(0.0..100.0).contains(&opts.cmt.cmt_protected_percent) {
             return Err("dftl option `cmt_protected_percent`: must be within 0..100".into());
         }
-        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, Some(tpages), env.seed)?;
-        let cmt_reserve = 2 * ppb;
-        let dram = Self::dram_needed(&g, cmt_capacity, cmt_reserve, tpages) + dp.hot_cold_dram_bytes();
+        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, Some(tpages + record_pages_max), env.seed)?;
+        let groups = dp.table.erase_count.len() as u32;
+        let map = TranslationMap {
+            spp,
+            ppb: g.pages_per_block(),
+            logical_sectors: env.logical_sectors,
+            lpns,
+            per_tpage,
+            tpages,
+            cmt_capacity,
+            cmt_reserve: 2 * dp.group_capacity_max(),
+            gtd: Vec::new(),
+            cmt: Cmt::new(0, 1, 0, opts.cmt.cmt_replacement, 0.0, per_tpage),
+            pinned: NONE,
+            allocating_writeback: false,
+            trims: PendingTrims::default(),
+            erase_record: persist::EraseCountRecord::new(persist::EraseCountRecord::pages(&g, groups)),
+            fixes: persist::MountFixes::default(),
+            tpage: vec![0xff; g.page_size_bytes() as usize],
+            hinted: (0, 0),
+            bug,
+            crash_bug: CrashBug::None,
+            counters: Counters::default(),
+            geometry: g,
+            opts: opts.cmt,
+        };
+        let dram = map.dram_bytes(groups) + dp.hot_cold_dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!(
                 "dftl option `cmt_bytes`: the cache and tables need {}",
                 super::dram_shortfall(dram, env.dram_budget_bytes)
             ));
         }
-        let cmt = Cmt::new(0, 1, 0, opts.cmt.cmt_replacement, 0.0, per_tpage);
-        let map = TranslationMap {
-            spp,
-            ppb,
-            logical_sectors: env.logical_sectors,
-            lpns,
-            per_tpage,
-            tpages,
-            cmt_capacity,
-            cmt_reserve,
-            gtd: Vec::new(),
-            cmt,
-            tpage: vec![0xff; g.page_size_bytes() as usize],
-            hinted: (0, 0),
-            bug,
-            counters: Counters::default(),
-            geometry: g,
-            opts: opts.cmt,
-        };
         Ok(DftlFtl { dp, map })
     }
 
-    /// Device DRAM: cached entries (with the GC reserve), the GTD, the valid
-    /// bitmap, the block table and one translation page buffer.
-    fn dram_needed(g: &Geometry, cmt_capacity: u32, reserve: u32, tpages: u32) -> u64 {
-        u64::from(cmt_capacity + reserve) * CMT_ENTRY_BYTES
-            + u64::from(tpages) * 4
-            + g.pages().div_ceil(8)
-            + u64::from(g.blocks()) * 32
-            + u64::from(g.page_size_bytes())
+    /// A deliberately broken recovery for crash-checker tests (see [`CrashBug`]).
+    pub fn with_crash_bug(mut self, bug: CrashBug) -> DftlFtl {
+        self.map.crash_bug = bug;
+        self
+    }
+
+    /// Entries `cmt_bytes` holds (at most the whole table).
+    fn cmt_capacity(opts: &CmtOptions, lpns: u32) -> Result<u32, String> {
+        let table_bytes = u64::from(lpns) * CMT_ENTRY_BYTES;
+        let cmt_bytes = match opts.cmt_bytes {
+            SizeSpec::Bytes(b) => b,
+            SizeSpec::PercentOfCapacity(p) => (table_bytes as f64 * p / 100.0) as u64,
+            SizeSpec::TimesCapacity(_) => {
+                return Err("dftl option `cmt_bytes`: give a size (2MiB) or a share of the table (25%)".into())
+            }
+        };
+        let capacity = (cmt_bytes / CMT_ENTRY_BYTES).min(u64::from(lpns)) as u32;
+        if capacity == 0 {
+            return Err(format!("dftl option `cmt_bytes`: {cmt_bytes} bytes hold no {CMT_ENTRY_BYTES}-byte map entry"));
+        }
+        Ok(capacity)
     }
 
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
@@ -327,7 +371,18 @@ impl DftlFtl {
             m.opts.cmt_protected_percent / 100.0,
             m.per_tpage,
         );
+        m.pinned = NONE;
+        m.allocating_writeback = false;
+        m.trims = PendingTrims::new(m.tpages, self.dp.table.erase_count.len() as u32);
+        m.erase_record.reset();
+        m.fixes = persist::MountFixes::default();
         self.dp.reset(flash)
+    }
+
+    /// A host request is done: no entry is held; evict down to the capacity.
+    fn end_request(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.map.pinned = NONE;
+        self.map.trim_cache(&mut self.dp, flash)
     }
 }
 
@@ -339,11 +394,13 @@ impl Mapper for TranslationMap {
     #[inline]
     fn lookup(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, lpn: u32) -> Result<Entry, FtlError> {
         let slot = self.entry(dp, flash, lpn)?;
+        self.pinned = slot;
         Ok(Entry { ppn: self.cmt.ppn(slot), tag: slot })
     }
 
     /// A host write or trim: `tag` is the entry's slot, which stays valid
-    /// through allocation (GC updates and adds entries but never evicts).
+    /// through allocation (GC updates and adds entries, and evictions pass
+    /// over the pinned slot).
     #[inline]
     fn remap(&mut self, _lpn: u32, slot: u32, ppn: u32) -> u32 {
         let old = self.cmt.ppn(slot);
@@ -352,13 +409,19 @@ impl Mapper for TranslationMap {
     }
 
     fn relocate(&mut self, kind: u8, index: u32, src: u32, dst: u32) {
-        if kind == OOB_DATA {
-            self.remap_moved(index, dst);
-        } else {
-            debug_assert_eq!(self.gtd[index as usize], src, "valid translation page {src} is not current");
-            self.counters.translation_gc_moves += 1;
-            self.gtd[index as usize] = dst;
+        match kind {
+            OOB_DATA => self.remap_moved(index, dst),
+            OOB_TRANSLATION => {
+                debug_assert_eq!(self.gtd[index as usize], src, "valid translation page {src} is not current");
+                self.counters.translation_gc_moves += 1;
+                self.gtd[index as usize] = dst;
+            }
+            _ => self.erase_record.moved(index, src, dst),
         }
+    }
+
+    fn trimmed(&mut self, dp: &DataPlane, lpn: u32, old: u32) {
+        self.trims.add(lpn / self.per_tpage, dp.group_of_ppn(old));
     }
 
     fn prefetch_entry(&self, index: u32) {
@@ -370,9 +433,55 @@ impl Mapper for TranslationMap {
     fn lookup_keeps_entries(&self, lpn: u32) -> bool {
         self.cmt.get(lpn).is_some() || !self.cmt.is_full()
     }
+
+    /// The group may hold the newest copy of a trimmed page whose trim is
+    /// only in DRAM: an older copy elsewhere would come back at a mount.
+    fn before_erase(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, group: u32) -> Result<(), FtlError> {
+        if self.trims.in_group(group) {
+            self.persist_trims(dp, flash)?;
+        }
+        Ok(())
+    }
+
+    /// Room for every page the step may move, unless the step is one a
+    /// write-back's allocation needs (see the module docs).
+    fn before_gc_step(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        if self.allocating_writeback {
+            self.drop_clean_entries();
+            return Ok(());
+        }
+        self.trim_cache(dp, flash)
+    }
 }
 
 impl TranslationMap {
+    /// Entries the CMT may hold: its capacity and the GC reserve (none
+    /// when the whole table fits: nothing is evicted, GC updates entries
+    /// in place).
+    fn cmt_charged_entries(&self) -> u32 {
+        if self.cmt_capacity >= self.lpns {
+            self.cmt_capacity
+        } else {
+            self.cmt_capacity + self.cmt_reserve
+        }
+    }
+
+    /// Device DRAM: the CMT's charged entries, the GTD, the erase-count
+    /// record's page addresses, the pending-trim bitmaps (a bit per
+    /// translation page and per group of `groups`), the valid bitmap, the
+    /// block table and one page buffer.
+    fn dram_bytes(&self, groups: u32) -> u64 {
+        let g = &self.geometry;
+        u64::from(self.cmt_charged_entries()) * CMT_ENTRY_BYTES
+            + u64::from(self.tpages) * 4
+            + u64::from(self.erase_record.len()) * 4
+            + u64::from(self.tpages).div_ceil(8)
+            + u64::from(groups).div_ceil(8)
+            + g.pages().div_ceil(8)
+            + u64::from(g.blocks()) * 32
+            + u64::from(g.page_size_bytes())
+    }
+
     // ----- the cached mapping table -----
 
     /// The CMT slot of `lpn`, loading its entry from flash on a miss.
@@ -382,11 +491,13 @@ impl TranslationMap {
             self.cmt.touch(slot);
             return Ok(slot);
         }
-        self.counters.cmt_misses += 1;
+        // A new lookup: the entry held before is no longer in use.
+        self.pinned = NONE;
         self.make_room(dp, flash)?;
         // Making room may have run GC, which caches the entries of the
         // pages it moves: this one may be cached now.
         if let Some(slot) = self.cmt.get(lpn) {
+            self.counters.cmt_cold_misses += 1;
             self.cmt.touch(slot);
             return Ok(slot);
         }
@@ -394,77 +505,116 @@ impl TranslationMap {
         Ok(self.cmt.insert(lpn, ppn, false))
     }
 
-    /// Read the entry of `lpn` from its translation page on flash.
+    /// Read the entry of `lpn` from its translation page on flash (a cold
+    /// miss when the page was never written: every entry is unmapped).
     fn read_entry(&mut self, flash: &mut dyn Flash, lpn: u32) -> Result<u32, FtlError> {
         let tppn = self.gtd[(lpn / self.per_tpage) as usize];
         if tppn == NONE {
-            return Ok(UNMAPPED); // never written back: all unmapped
+            self.counters.cmt_cold_misses += 1;
+            return Ok(UNMAPPED);
         }
+        self.counters.cmt_misses += 1;
         self.counters.translation_reads += 1;
         let mut bytes = [0u8; ENTRY_BYTES as usize];
-        let offset = (lpn % self.per_tpage) * ENTRY_BYTES;
-        flash.read_meta_at(Cause::Metadata, page_addr(tppn), offset, &mut bytes)?;
+        flash.read_meta_at(Cause::Metadata, page_addr(tppn), self.entry_offset(lpn), &mut bytes)?;
         Ok(u32::from_le_bytes(bytes))
+    }
+
+    /// Byte offset of `lpn`'s entry in its translation page.
+    fn entry_offset(&self, lpn: u32) -> u32 {
+        persist::HEADER_BYTES + (lpn % self.per_tpage) * ENTRY_BYTES
     }
 
     /// Evict until one more entry fits.
     fn make_room(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        while self.cmt.is_full() {
-            self.evict_one(dp, flash)?;
-        }
+        while self.cmt.is_full() && self.evict_one(dp, flash)? {}
         Ok(())
     }
 
-    /// Evict down to the capacity (after GC added entries).
+    /// Evict down to the capacity (after GC added entries, before a GC step).
     fn trim_cache(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        while self.cmt.len() > self.cmt.capacity() && !self.cmt.is_resident() {
-            self.evict_one(dp, flash)?;
-        }
+        while self.cmt.len() > self.cmt.capacity() && !self.cmt.is_resident() && self.evict_one(dp, flash)? {}
         Ok(())
     }
 
-    fn evict_one(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let Some(victim) = self.cmt.victim() else { return Ok(()) };
+    /// Before a GC step a write-back's allocation needs: leave room for the
+    /// step in the reserve by dropping clean entries only (a write-back
+    /// would allocate again). Should every entry over that room be dirty,
+    /// the CMT grows past its reserve (see [`Cmt::insert`]).
+    fn drop_clean_entries(&mut self) {
+        let room = self.cmt.capacity() + self.cmt_reserve / 2;
+        while self.cmt.len() > room && !self.cmt.is_resident() {
+            let Some(victim) = self.cmt.clean_victim_except(self.pinned) else { return };
+            self.cmt.remove(victim);
+        }
+    }
+
+    /// Evict the least recently used entry, or — when it is dirty — write
+    /// its translation page back, which cleans it (the caller asks again:
+    /// GC that the write-back ran may have changed the order). Returns
+    /// false if only the pinned entry is left.
+    fn evict_one(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<bool, FtlError> {
+        let Some(victim) = self.cmt.victim_except(self.pinned) else { return Ok(false) };
         if self.cmt.is_dirty(victim) && self.bug != DftlBug::EvictsDirtyWithoutWriteBack {
             let tvpn = self.cmt.lpn(victim) / self.per_tpage;
             self.write_back(dp, flash, tvpn)?;
+            return Ok(true);
         }
         self.cmt.remove(victim);
         self.cmt.prefetch_victim();
-        Ok(())
+        Ok(true)
     }
 
-    /// Write translation page `tvpn` back with every dirty cached entry of it.
+    /// Write translation page `tvpn` back with every dirty cached entry of
+    /// it (and, during a mount, the entries the scan corrected).
     fn write_back(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, tvpn: u32) -> Result<(), FtlError> {
         // Allocate first: GC during allocation may move pages of this
         // translation page (updating cached entries) or the page itself.
-        let dst = dp.alloc_meta_page(flash, self)?;
+        self.allocating_writeback = true;
+        let dst = dp.alloc_meta_page(flash, self);
+        self.allocating_writeback = false;
+        let dst = dst?;
         let old = self.gtd[tvpn as usize];
         let mut page = std::mem::take(&mut self.tpage);
-        if old == NONE {
-            page.fill(0xff);
-        } else {
-            self.counters.translation_reads += 1;
-            flash.read_meta(Cause::Metadata, page_addr(old), &mut page, &mut [])?;
-        }
-        let first = tvpn * self.per_tpage;
-        let batched = self.cmt.drain_dirty(tvpn, |lpn, ppn| {
-            let at = ((lpn - first) * ENTRY_BYTES) as usize;
-            page[at..at + 4].copy_from_slice(&ppn.to_le_bytes());
+        let result = self.compose_tpage(flash, tvpn, old, &mut page).and_then(|batched| {
+            // Every data page numbered below this is in the page (or newer
+            // than what the page says about its logical page).
+            let seq = dp.next_seq();
+            persist::seal(&mut page, persist::TPAGE_MAGIC, tvpn, seq);
+            let oob = encode_oob(OOB_TRANSLATION | dp.meta_stream() << 4, tvpn, seq);
+            flash.program_meta(Cause::Metadata, page_addr(dst), &page, &oob)?;
+            Ok(batched)
         });
-        let oob = encode_oob(OOB_TRANSLATION | dp.meta_stream() << 4, tvpn, dp.next_seq());
-        let result = flash.program_meta(Cause::Metadata, page_addr(dst), &page, &oob);
         self.tpage = page;
-        result?;
+        let batched = result?;
         self.counters.translation_programs += 1;
         self.counters.writebacks += 1;
         self.counters.writeback_entries += u64::from(batched);
+        self.trims.written_back(tvpn);
         if old != NONE {
             dp.invalidate(old);
         }
         self.gtd[tvpn as usize] = dst;
         dp.commit_meta_page(dst);
         Ok(())
+    }
+
+    /// The bytes of translation page `tvpn` now: its copy at `old`, the
+    /// mount's corrections, every dirty cached entry (which become clean).
+    /// Returns how many cached entries it took.
+    fn compose_tpage(&mut self, flash: &mut dyn Flash, tvpn: u32, old: u32, page: &mut [u8]) -> Result<u32, FtlError> {
+        if old == NONE {
+            page.fill(0xff);
+        } else {
+            self.counters.translation_reads += 1;
+            flash.read_meta(Cause::Metadata, page_addr(old), page, &mut [])?;
+        }
+        let first = tvpn * self.per_tpage;
+        let at = |lpn: u32| (persist::HEADER_BYTES + (lpn - first) * ENTRY_BYTES) as usize;
+        for (lpn, ppn) in self.fixes.take(tvpn) {
+            page[at(lpn)..at(lpn) + 4].copy_from_slice(&ppn.to_le_bytes());
+        }
+        Ok(self.cmt.drain_dirty(tvpn, |lpn, ppn| page[at(lpn)..at(lpn) + 4].copy_from_slice(&ppn.to_le_bytes())))
     }
 
     /// Record that `lpn` now lives at `ppn` (GC, mount): in place when
@@ -494,104 +644,21 @@ impl TranslationMap {
             }
         }
     }
-}
 
-impl DftlFtl {
-    // ----- mount -----
-
-    /// Scan every written page's OOB; rebuild the GTD, the valid bitmap and
-    /// the blocks; correct translation entries that data written after them
-    /// (or GC) made stale.
-    fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let (m, dp) = (&mut self.map, &mut self.dp);
-        let g = m.geometry.clone();
-        let lpns = m.lpns as usize;
-        let mut data_seq = vec![0u64; lpns];
-        let mut data_ppn = vec![UNMAPPED; lpns];
-        let mut t_seq = vec![0u64; m.tpages as usize];
-        // The lpn of every data page (to recognise stale translation entries).
-        let mut owner = vec![UNMAPPED; g.pages() as usize];
-        let mut written_pages = vec![0u32; g.blocks() as usize];
-        let mut max_seq = 0;
-        let mut oob = [0u8; OOB_BYTES];
-        dp.begin_mount(flash);
-        for block in 0..g.blocks() {
-            if dp.is_bad_block(block) {
-                continue;
-            }
-            for page in 0..m.ppb {
-                let ppn = block * m.ppb + page;
-                flash.read_oob(Cause::Recovery, page_addr(ppn), &mut oob)?;
-                m.counters.mount_scanned_pages += 1;
-                let (kind, index, seq) = decode_oob(&oob);
-                if kind == OOB_ERASED {
-                    break;
-                }
-                written_pages[block as usize] = page + 1;
-                max_seq = max_seq.max(seq);
-                dp.set_block_stream(block, kind >> 4);
-                match kind & OOB_KIND_MASK {
-                    OOB_DATA if index < m.lpns => {
-                        owner[ppn as usize] = index;
-                        if seq > data_seq[index as usize] {
-                            data_seq[index as usize] = seq;
-                            data_ppn[index as usize] = ppn;
-                        }
-                    }
-                    OOB_TRANSLATION if index < m.tpages => {
-                        if seq > t_seq[index as usize] {
-                            t_seq[index as usize] = seq;
-                            m.gtd[index as usize] = ppn;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+    /// Make every trim so far durable: write back each translation page
+    /// holding a trimmed entry not yet on flash.
+    fn persist_trims(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        if self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
+            self.trims.clear();
+            return Ok(());
         }
-        dp.set_seq_after(max_seq);
-        // The current mapping, one translation page at a time.
-        let mut corrections = Vec::new();
-        let mut page = std::mem::take(&mut m.tpage);
-        for t in 0..m.tpages {
-            let tppn = m.gtd[t as usize];
-            if tppn == NONE {
-                page.fill(0xff);
-            } else {
-                dp.mark_valid(tppn);
-                flash.read_meta(Cause::Recovery, page_addr(tppn), &mut page, &mut [])?;
-            }
-            let first = t * m.per_tpage;
-            for lpn in first..(first + m.per_tpage).min(m.lpns) {
-                let at = ((lpn - first) * ENTRY_BYTES) as usize;
-                let stored = u32::from_le_bytes(page[at..at + 4].try_into().unwrap());
-                let current = if data_seq[lpn as usize] > t_seq[t as usize] {
-                    data_ppn[lpn as usize] // written after the entry was
-                } else if stored != UNMAPPED && owner.get(stored as usize) != Some(&lpn) {
-                    UNMAPPED // the page was collected since: the data was trimmed
-                } else {
-                    stored
-                };
-                if current != UNMAPPED {
-                    dp.mark_valid(current);
-                    if !dp.hot_cold_is_none() {
-                        dp.restore_stream(lpn, current);
-                    }
-                }
-                if current != stored {
-                    corrections.push((lpn, current));
-                }
-            }
+        // A write-back may run GC, whose erases persist trims too: ask
+        // for the next pending page each time.
+        while let Some(tvpn) = self.trims.next_page() {
+            self.counters.trim_writebacks += 1;
+            self.write_back(dp, flash, tvpn)?;
         }
-        m.tpage = page;
-        dp.finish_mount(&written_pages, |_| false);
-        // Corrections are dirty entries; evictions write them back.
-        m.counters.mount_corrections = corrections.len() as u64;
-        for (lpn, ppn) in corrections {
-            if m.cmt.get(lpn).is_none() {
-                m.make_room(dp, flash)?;
-                m.cmt.insert(lpn, ppn, true);
-            }
-        }
+        self.trims.clear();
         Ok(())
     }
 }
@@ -614,36 +681,40 @@ impl Ftl for DftlFtl {
     fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.map.logical_sectors)?;
         self.dp.read(flash, &mut self.map, req)?;
-        self.map.trim_cache(&mut self.dp, flash)
+        self.end_request(flash)
     }
 
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.map.logical_sectors)?;
         self.dp.write(flash, &mut self.map, req)?;
-        self.map.trim_cache(&mut self.dp, flash)?;
+        self.end_request(flash)?;
         Ok(Durability::Durable)
     }
 
     fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
         check_range(lba, sectors, self.map.logical_sectors)?;
         self.dp.trim(flash, &mut self.map, lba, sectors)?;
-        self.map.trim_cache(&mut self.dp, flash)
+        self.end_request(flash)
     }
 
-    fn flush(&mut self, _flash: &mut dyn Flash) -> Result<(), FtlError> {
-        Ok(()) // no write cache; the map is recoverable from the OOB of data pages
+    /// Completed writes are durable already (their pages carry their
+    /// logical page and sequence number); trims become durable here.
+    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.map.persist_trims(&mut self.dp, flash)?;
+        self.end_request(flash)
     }
 
     fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
         let outcome = self.dp.idle_step(flash, &mut self.map)?;
         if outcome == IdleOutcome::Worked {
-            self.map.trim_cache(&mut self.dp, flash)?;
+            self.end_request(flash)?;
         }
         Ok(outcome)
     }
 
     fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.map.write_back_all(&mut self.dp, flash)
+        self.map.write_back_all(&mut self.dp, flash)?;
+        self.map.write_erase_counts(&mut self.dp, flash)
     }
 
     fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
@@ -664,7 +735,7 @@ impl Ftl for DftlFtl {
                 None => {
                     let tppn = m.gtd[(lpn / m.per_tpage) as usize];
                     if tppn != NONE {
-                        flash.prefetch_meta(page_addr(tppn), (lpn % m.per_tpage) * ENTRY_BYTES);
+                        flash.prefetch_meta(page_addr(tppn), m.entry_offset(lpn));
                     }
                 }
             }
@@ -684,23 +755,33 @@ impl Ftl for DftlFtl {
         let (m, d) = (&self.map, &self.dp.counters);
         let c = &m.counters;
         let mut extra = BTreeMap::new();
+        let charged = m.cmt_charged_entries();
         for (k, v) in [
             ("gc_background_runs", d.gc_background_runs),
             ("gc_translation_victims", d.gc_meta_victims),
             ("cmt_hits", c.cmt_hits),
             ("cmt_misses", c.cmt_misses),
+            ("cmt_cold_misses", c.cmt_cold_misses),
             ("cmt_entries", u64::from(m.cmt_capacity)),
+            ("cmt_reserve_entries", u64::from(charged - m.cmt_capacity)),
+            ("cmt_charged_entries", u64::from(charged)),
             ("cmt_peak_entries", u64::from(m.cmt.peak())),
+            ("cmt_overflow_entries", u64::from(m.cmt.overflow())),
             ("translation_pages", u64::from(m.tpages)),
             ("translation_reads", c.translation_reads),
             ("translation_programs", c.translation_programs),
             ("translation_gc_moves", c.translation_gc_moves),
             ("writebacks", c.writebacks),
             ("writeback_entries", c.writeback_entries),
+            ("trim_writebacks", c.trim_writebacks),
+            ("erase_count_pages", c.erase_count_pages),
             ("rmw_reads", d.rmw_reads),
             ("trimmed_pages", d.trimmed_pages),
             ("mount_scanned_pages", c.mount_scanned_pages),
             ("mount_corrections", c.mount_corrections),
+            ("mount_writebacks", c.mount_writebacks),
+            ("mount_torn_pages", c.mount_torn_pages),
+            ("mount_undefined_blocks", c.mount_undefined_blocks),
             ("wl_relocations", d.wl_relocations),
             ("wl_pages_moved", d.wl_pages_moved),
             ("free_blocks", self.dp.free_blocks()),
@@ -724,8 +805,7 @@ impl Ftl for DftlFtl {
         extra.insert("wear_leveling".into(), serde_json::json!(o.wear_leveling.to_string()));
         extra.insert("multi_plane".into(), serde_json::json!(self.dp.multi_plane()));
         extra.insert("stream_pages".into(), serde_json::json!(d.stream_pages[..=self.dp.meta_stream() as usize]));
-        let dram =
-            Self::dram_needed(&m.geometry, m.cmt_capacity, m.cmt_reserve, m.tpages) + self.dp.hot_cold_dram_bytes();
+        let dram = m.dram_bytes(self.dp.table.erase_count.len() as u32) + self.dp.hot_cold_dram_bytes();
         FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, extra }
     }
 }
@@ -736,6 +816,7 @@ mod tests {
 
     #[test]
     fn oob_round_trips() {
+        use crate::ftl::data_plane::decode_oob;
         let o = encode_oob(OOB_TRANSLATION | 3 << 4, 77, (1 << 40) - 1);
         assert_eq!(decode_oob(&o), (OOB_TRANSLATION | 3 << 4, 77, (1 << 40) - 1));
     }

@@ -21,11 +21,17 @@
 //!   page and a 40-bit program sequence number; the high nibble of `kind`
 //!   is the page's stream. A clean shutdown writes a checkpoint of the
 //!   whole map and the erase counts (metadata pages in dedicated blocks,
-//!   superseding the previous one). Mount scans the OOB of every written
-//!   page, takes the newest complete checkpoint, and replays data pages
-//!   newer than it (newest sequence number wins), so a mount after a clean
-//!   shutdown restores trims too, and a mount without one still finds every
-//!   programmed page.
+//!   superseding the previous one). Every full group ends with a *summary
+//!   page* listing its data pages' OOBs (option `summary_pages`, on where
+//!   one fits a page; see [`super::data_plane`]'s `summary.rs`), as
+//!   OpenSSD Jasmine's FTLs and OPTR do. Mount reads each group's summary,
+//!   or, where it has no valid one (an open group, a torn summary, a
+//!   member erased since), the OOB of every written page; takes the newest
+//!   complete checkpoint, and replays data pages newer than it (newest
+//!   sequence number wins), so a mount after a clean shutdown restores
+//!   trims too, and a mount without one still finds every programmed page.
+//!   Stats `mount_summaries`, `mount_summaries_rejected` and
+//!   `mount_scanned_pages` say which way each group was read.
 //!
 //! # Crash guarantee
 //!
@@ -43,11 +49,12 @@ use super::data_plane::{
 use super::map_table::MapTable;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
-    Guarantee, IdleOutcome, IoRequest,
+    Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{Cause, Flash};
 use crate::nand::{Geometry, PageAddr};
 use crate::prefetch::large_vec;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 #[path = "page_recovery.rs"]
@@ -58,17 +65,66 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     summary:
         "page-level mapping, striping over planes (multi-plane rows per die), per-unit GC, hot/cold streams, wear leveling, \
          checkpoint on shutdown",
-    options: &data_plane::OPTION_DOCS,
+    options: &OPTIONS,
     build: build_page,
 };
 
+/// `page`'s own option, then the data plane's.
+const OPTIONS: [OptionDoc; 1 + data_plane::OPTION_DOCS.len()] = super::concat_option_docs(
+    [OptionDoc {
+        name: "summary_pages",
+        default: "true where a summary fits a page",
+        help: "write a summary page (what every data page holds) into the last row of each block group, so a \
+               mount reads one page per full group instead of every page's OOB; costs one program and one \
+               page per block of each group",
+    }],
+    data_plane::OPTION_DOCS,
+);
+
 fn build_page(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
-    let opts: PageOptions = parse_options("page", options)?;
+    let opts = PageOptions::parse("page", options)?;
     Ok(Box::new(PageFtl::new(env, opts)?))
 }
 
-/// Options of the `page` FTL: those of the data plane.
-pub type PageOptions = DataPlaneOptions;
+/// Options of the `page` FTL (see `OPTIONS` for their meaning): its own
+/// and the data plane's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(try_from = "FtlOptions")]
+pub struct PageOptions {
+    /// Summary pages: `None` where one fits a page.
+    pub summary_pages: Option<bool>,
+    pub data: DataPlaneOptions,
+}
+
+/// `page`'s own options.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnOptions {
+    #[serde(default)]
+    summary_pages: Option<bool>,
+}
+
+impl PageOptions {
+    /// Parse `page`'s options, naming the bad one.
+    pub fn parse(ftl: &str, options: &FtlOptions) -> Result<PageOptions, String> {
+        let (own, data) = super::split_options(options, &["summary_pages"]);
+        let own: OwnOptions = parse_options(ftl, &own)?;
+        Ok(PageOptions { summary_pages: own.summary_pages, data: parse_options(ftl, &data)? })
+    }
+}
+
+impl TryFrom<FtlOptions> for PageOptions {
+    type Error = String;
+    fn try_from(options: FtlOptions) -> Result<Self, String> {
+        PageOptions::parse("page", &options)
+    }
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        PageOptions::parse("page", &FtlOptions::new()).expect("defaults parse")
+    }
+}
 
 const OOB_CHECKPOINT: u8 = 2;
 const CHECKPOINT_MAGIC: u32 = 0x4b43_4c4e; // "NLCK"
@@ -90,7 +146,12 @@ pub enum PageBug {
 #[derive(Default, Clone, Debug)]
 struct Counters {
     checkpoint_pages: u64,
+    /// OOBs the mount read page by page (groups without a valid summary).
     mount_scanned_pages: u64,
+    /// Groups the mount read from their summary page instead.
+    mount_summaries: u64,
+    /// Groups whose summary slot held a summary the mount could not trust.
+    mount_summaries_rejected: u64,
 }
 
 /// The page-mapped FTL. See the module docs.
@@ -145,11 +206,12 @@ impl PageFtl {
                 g.pages()
             ));
         }
-        let mut dp = DataPlane::new("page", &g, lpns, &opts, None, env.seed)?;
+        let mut dp = DataPlane::new("page", &g, lpns, &opts.data, None, env.seed)?;
         if bug == PageBug::GcErasesActiveBlock {
             dp = dp.with_candidate_open_groups_bug();
         }
-        let dram = Self::dram_needed(&g, lpns) + dp.hot_cold_dram_bytes();
+        dp.enable_summaries("page", opts.summary_pages)?;
+        let dram = Self::dram_needed(&g, lpns) + dp.hot_cold_dram_bytes() + dp.summary_dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!("page: the map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
@@ -176,6 +238,9 @@ impl PageFtl {
     /// A deliberately broken variant for crash-checker tests (see [`super::crash_bugs`]).
     pub fn with_crash_bug(mut self, bug: super::crash_bugs::CrashBug) -> PageFtl {
         self.map.crash_bug = bug;
+        if bug == super::crash_bugs::CrashBug::SummaryBeforeLastPage {
+            self.dp.with_summary_before_last_page_bug();
+        }
         self
     }
 
@@ -404,7 +469,11 @@ impl Ftl for PageFtl {
             ("rmw_reads", d.rmw_reads),
             ("trimmed_pages", d.trimmed_pages),
             ("checkpoint_pages", c.checkpoint_pages),
+            ("host_pages", d.host_pages),
+            ("summary_pages", d.summary_pages),
             ("mount_scanned_pages", c.mount_scanned_pages),
+            ("mount_summaries", c.mount_summaries),
+            ("mount_summaries_rejected", c.mount_summaries_rejected),
             ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
             ("busy_die_skips", self.dp.busy_die_skips()),
@@ -421,9 +490,14 @@ impl Ftl for PageFtl {
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));
         extra.insert("wear_leveling".into(), serde_json::json!(o.wear_leveling.to_string()));
         extra.insert("multi_plane".into(), serde_json::json!(self.dp.multi_plane()));
+        extra.insert("summary_pages_on".into(), serde_json::json!(self.dp.summaries_enabled()));
+        let summary_percent = d.summary_pages as f64 * 100.0 / d.host_pages.max(1) as f64;
+        extra.insert("overhead_summary_percent".into(), serde_json::json!(summary_percent));
         let streams = usize::from(self.dp.wl_stream()) + usize::from(self.dp.wear_relocates());
         extra.insert("stream_pages".into(), serde_json::json!(d.stream_pages[..streams]));
-        let dram = Self::dram_needed(&self.map.geometry, self.map.lpns) + self.dp.hot_cold_dram_bytes();
+        let dram = Self::dram_needed(&self.map.geometry, self.map.lpns)
+            + self.dp.hot_cold_dram_bytes()
+            + self.dp.summary_dram_bytes();
         FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, extra }
     }
 }

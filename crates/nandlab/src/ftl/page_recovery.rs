@@ -21,6 +21,13 @@
 //!   before it erases a victim: the victim may hold the newest copy of a
 //!   trimmed page, and without the record an older copy elsewhere would
 //!   come back after a cut.
+//! - **Summary pages.** A group whose summary the data plane accepts
+//!   (`DataPlane::read_summary`: readable, its own, older entries, no
+//!   member erased since) is read from it: its data pages were all
+//!   programmed before the summary, so none is torn. Any other group is
+//!   scanned page by page as below; a torn summary (a cut during its
+//!   program) is such a group, and the scan checks the pages the cut may
+//!   have torn with it (paired lower pages).
 //! - **Checkpoints** (a clean shutdown, or a long trim log) hold the whole
 //!   map. Entries are trusted only where the scan finds that logical page
 //!   still at that physical page: an unflushed trim may have let GC reuse
@@ -29,7 +36,7 @@
 use super::*;
 use crate::flash::FlashError;
 use crate::ftl::crash_bugs::CrashBug;
-use crate::ftl::data_plane::{decode_oob, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
+use crate::ftl::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
 
 const OOB_TRIM: u8 = 3;
 const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"
@@ -127,76 +134,136 @@ impl PageMap {
     }
 }
 
+/// What a mount learns from the groups' summaries and OOBs.
+struct MountScan {
+    /// Per logical page: the newest copy's sequence number and page.
+    best_seq: Vec<u64>,
+    data_l2p: Vec<u32>,
+    /// The logical page each physical page holds, to validate checkpoint entries.
+    lpn_of: Vec<u32>,
+    /// checkpoint seq → (pages expected, pages found: (index, ppn))
+    checkpoints: BTreeMap<u64, (u32, Vec<(u32, u32)>)>,
+    trim_pages: Vec<(u64, u32)>,
+    written_pages: Vec<u32>,
+    undefined: Vec<u32>,
+    max_seq: u64,
+}
+
 impl PageFtl {
-    /// Scan every block; rebuild the map from the newest complete checkpoint,
-    /// the data pages programmed after it and the trim records.
+    /// Read every group's summary, or scan its blocks' OOBs where it has
+    /// none; rebuild the map from the newest complete checkpoint, the data
+    /// pages programmed after it and the trim records.
     pub(super) fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let g = self.map.geometry.clone();
-        let ppb = self.map.ppb;
         let lpns = self.map.lpns as usize;
-        let mut best_seq = vec![0u64; lpns];
-        let mut data_l2p = vec![UNMAPPED; lpns];
-        // The logical page each physical page holds, to validate checkpoint entries.
-        let mut lpn_of = large_vec(g.pages() as usize, UNMAPPED);
-        // checkpoint seq → (pages expected, pages found: (index, ppn))
-        let mut checkpoints: BTreeMap<u64, (u32, Vec<(u32, u32)>)> = BTreeMap::new();
-        let mut trim_pages: Vec<(u64, u32)> = Vec::new();
-        let mut written_pages = vec![0u32; g.blocks() as usize];
-        let mut undefined = Vec::new();
-        let mut max_seq = 0;
-        let mut meta = vec![0u8; CHECKPOINT_HEADER_BYTES];
+        let mut found = MountScan {
+            best_seq: vec![0u64; lpns],
+            data_l2p: vec![UNMAPPED; lpns],
+            lpn_of: large_vec(g.pages() as usize, UNMAPPED),
+            checkpoints: BTreeMap::new(),
+            trim_pages: Vec::new(),
+            written_pages: vec![0u32; g.blocks() as usize],
+            undefined: Vec::new(),
+            max_seq: 0,
+        };
         let mut scan = BlockScan::default();
+        let mut summary = Vec::new();
         self.dp.begin_mount(flash);
-        for block in 0..g.blocks() {
-            if self.dp.is_bad_block(block) {
-                continue;
-            }
-            self.map.scan_block(&self.dp, flash, block, &mut scan)?;
-            if scan.undefined {
-                undefined.push(block);
-                continue;
-            }
-            written_pages[block as usize] = scan.oobs.len() as u32;
-            // The block's logical pages are scattered over the maps: load
-            // their entries together rather than one miss at a time.
-            for oob in &scan.oobs {
-                let lpn = u32::from_le_bytes(oob[1..5].try_into().unwrap()) as usize;
-                crate::prefetch::prefetch(&best_seq, lpn);
-                crate::prefetch::prefetch(&data_l2p, lpn);
-            }
-            for (page, oob) in scan.oobs.iter().enumerate() {
-                let (kind, index, seq) = decode_oob(oob);
-                max_seq = max_seq.max(seq);
-                if scan.torn.contains(&(page as u32)) {
-                    continue;
+        for group in 0..self.dp.groups() {
+            match self.dp.read_summary(flash, group, &mut summary)? {
+                SummaryRead::Valid => {
+                    self.map.counters.mount_summaries += 1;
+                    self.absorb_summary(flash, group, &summary, &mut found);
                 }
-                let ppn = block * ppb + page as u32;
-                match kind & OOB_KIND_MASK {
-                    OOB_DATA if index < self.map.lpns => {
-                        self.dp.set_block_stream(block, kind >> 4);
-                        lpn_of[ppn as usize] = index;
-                        let newer = match self.map.crash_bug {
-                            CrashBug::IgnoresSequenceNumbers => data_l2p[index as usize] == UNMAPPED,
-                            _ => seq > best_seq[index as usize],
-                        };
-                        if newer {
-                            best_seq[index as usize] = seq;
-                            data_l2p[index as usize] = ppn;
-                        }
+                read => {
+                    if read == SummaryRead::Rejected {
+                        self.map.counters.mount_summaries_rejected += 1;
                     }
-                    OOB_CHECKPOINT => {
-                        if flash.read_meta(Cause::Recovery, page_addr(ppn), &mut meta, &mut []).is_ok()
-                            && u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC
-                        {
-                            let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
-                            checkpoints.entry(seq).or_insert((total, Vec::new())).1.push((index, ppn));
-                        }
+                    for i in 0..self.dp.group_members(group).len() {
+                        let block = self.dp.group_members(group)[i];
+                        self.map.scan_block(&self.dp, flash, block, &mut scan)?;
+                        self.absorb_block(flash, block, &scan, &mut found);
                     }
-                    OOB_TRIM => trim_pages.push((seq, ppn)),
-                    _ => {} // unknown content: treated as garbage, collected later
                 }
             }
         }
+        self.rebuild(flash, found)
+    }
+
+    /// A group's valid summary: every data page of it, none torn, then
+    /// the summary's own OOB. The group is full (its members' unwritten
+    /// last pages are the summary row's).
+    fn absorb_summary(&mut self, flash: &mut dyn Flash, group: u32, oobs: &[[u8; OOB_BYTES]], found: &mut MountScan) {
+        let ppb = self.map.ppb;
+        for &block in self.dp.group_members(group) {
+            found.written_pages[block as usize] = ppb;
+        }
+        let (summary, data) = oobs.split_last().expect("a summary's own OOB");
+        found.max_seq = found.max_seq.max(decode_oob(summary).2);
+        prefetch_entries(data, found);
+        // Slots run row by row, member by member (no division per slot).
+        let members = self.dp.group_members(group).len();
+        for (row, oobs) in data.chunks_exact(members).enumerate() {
+            for (i, oob) in oobs.iter().enumerate() {
+                let ppn = self.dp.group_members(group)[i] * ppb + row as u32;
+                self.absorb_page(flash, ppn, oob, found);
+            }
+        }
+    }
+
+    /// A block scanned page by page.
+    fn absorb_block(&mut self, flash: &mut dyn Flash, block: u32, scan: &BlockScan, found: &mut MountScan) {
+        if scan.undefined {
+            found.undefined.push(block);
+            return;
+        }
+        found.written_pages[block as usize] = scan.oobs.len() as u32;
+        prefetch_entries(&scan.oobs, found);
+        for (page, oob) in scan.oobs.iter().enumerate() {
+            if scan.torn.contains(&(page as u32)) {
+                found.max_seq = found.max_seq.max(decode_oob(oob).2);
+                continue;
+            }
+            self.absorb_page(flash, block * self.map.ppb + page as u32, oob, found);
+        }
+    }
+
+    /// What one readable page tells: data, a checkpoint page, a trim record.
+    fn absorb_page(&mut self, flash: &mut dyn Flash, ppn: u32, oob: &[u8; OOB_BYTES], found: &mut MountScan) {
+        let (kind, index, seq) = decode_oob(oob);
+        found.max_seq = found.max_seq.max(seq);
+        match kind & OOB_KIND_MASK {
+            OOB_DATA if index < self.map.lpns => {
+                self.dp.set_block_stream(ppn / self.map.ppb, kind >> 4);
+                found.lpn_of[ppn as usize] = index;
+                let newer = match self.map.crash_bug {
+                    CrashBug::IgnoresSequenceNumbers => found.data_l2p[index as usize] == UNMAPPED,
+                    _ => seq > found.best_seq[index as usize],
+                };
+                if newer {
+                    found.best_seq[index as usize] = seq;
+                    found.data_l2p[index as usize] = ppn;
+                }
+            }
+            OOB_CHECKPOINT => {
+                let mut meta = [0u8; CHECKPOINT_HEADER_BYTES];
+                if flash.read_meta(Cause::Recovery, page_addr(ppn), &mut meta, &mut []).is_ok()
+                    && u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC
+                {
+                    let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
+                    found.checkpoints.entry(seq).or_insert((total, Vec::new())).1.push((index, ppn));
+                }
+            }
+            OOB_TRIM => found.trim_pages.push((seq, ppn)),
+            _ => {} // summaries (already read), unknown content: garbage, collected later
+        }
+    }
+
+    /// The map from what the mount found.
+    fn rebuild(&mut self, flash: &mut dyn Flash, found: MountScan) -> Result<(), FtlError> {
+        let lpns = self.map.lpns as usize;
+        let MountScan { best_seq, data_l2p, lpn_of, checkpoints, trim_pages, written_pages, undefined, max_seq } =
+            found;
         self.dp.set_seq_after(max_seq);
         let complete = checkpoints
             .iter()
@@ -250,6 +317,16 @@ impl PageFtl {
             self.compact_open_blocks_unsafely(flash, &written_pages)?;
         }
         Ok(())
+    }
+}
+
+/// The pages' logical pages are scattered over the maps: load their
+/// entries together rather than one miss at a time.
+fn prefetch_entries(oobs: &[[u8; OOB_BYTES]], found: &MountScan) {
+    for oob in oobs {
+        let lpn = u32::from_le_bytes(oob[1..5].try_into().unwrap()) as usize;
+        crate::prefetch::prefetch(&found.best_seq, lpn);
+        crate::prefetch::prefetch(&found.data_l2p, lpn);
     }
 }
 

@@ -16,6 +16,10 @@ impl DataPlane {
     pub fn foreground_gc<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
         let mut stalls = 0;
         while self.units[unit].free.len() as u32 <= self.fg_threshold {
+            m.before_gc_step(self, flash)?;
+            if self.units[unit].free.len() as u32 > self.fg_threshold {
+                break; // GC the map ran while making room freed enough
+            }
             let before = self.units[unit].free.len();
             if !self.collect(flash, m, unit, false)? {
                 break;
@@ -36,6 +40,7 @@ impl DataPlane {
         if self.bg_threshold == 0 {
             return Ok(IdleOutcome::Nothing);
         }
+        m.before_gc_step(self, flash)?;
         let mut neediest = None::<(usize, usize)>;
         for (unit, u) in self.units.iter().enumerate() {
             if neediest.map_or(true, |(_, free)| u.free.len() < free) {
@@ -65,6 +70,7 @@ impl DataPlane {
         let mut idle_rounds = 0;
         let mut unit = 0;
         while self.total_free_groups() < needed {
+            m.before_gc_step(self, flash)?;
             let was_in_gc = std::mem::replace(&mut self.in_gc, true);
             let worked = self.collect(flash, m, unit, false);
             self.in_gc = was_in_gc;
@@ -146,6 +152,10 @@ impl DataPlane {
         if !self.wear.relocates() || self.in_gc || self.units[unit].free.len() as u32 <= self.fg_threshold {
             return Ok(());
         }
+        m.before_gc_step(self, flash)?;
+        if self.units[unit].free.len() as u32 <= self.fg_threshold {
+            return Ok(()); // making room used the groups to spare
+        }
         let groups = self.layout.groups_of_unit(unit as u32);
         let state = &self.state;
         let movable = |g: u32| state[g as usize] == GroupState::Sealed;
@@ -154,7 +164,7 @@ impl DataPlane {
         };
         self.policy.remove(group, &self.table);
         self.counters.wl_relocations += 1;
-        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.missing_pages(group));
+        self.counters.wl_pages_moved += u64::from(self.table.valid[group as usize] - self.fixed_pages(group));
         self.in_gc = true;
         let result = self.move_valid_pages(flash, m, unit, group, Cause::WearLeveling);
         self.in_gc = false;
@@ -244,8 +254,10 @@ impl DataPlane {
         for &(src, index, kind, stream) in batch.iter() {
             let dst = self.alloc_page(flash, m, unit, stream)?;
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
+            self.summary_entry(flash, dst, &oob)?;
             self.copy_page(flash, cause, kind, src, dst, &oob)?;
             self.page_moved(m, victim, kind, index, src, dst);
+            self.write_due_summary(flash)?;
         }
         Ok(())
     }

@@ -139,6 +139,12 @@ impl Layout {
         self.members[(group * self.planes_per_group + i) as usize]
     }
 
+    /// Which member of `group` block `block` is (its index among the usable ones).
+    #[inline]
+    pub fn member_index(&self, group: u32, block: u32) -> u32 {
+        self.members(group).iter().position(|&b| b == block).expect("a member of the group") as u32
+    }
+
     /// The usable blocks of `group`.
     pub fn members(&self, group: u32) -> &[u32] {
         let base = (group * self.planes_per_group) as usize;

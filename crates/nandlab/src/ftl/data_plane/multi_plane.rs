@@ -175,6 +175,7 @@ impl DataPlane {
         let mut oobs = [[0u8; OOB_BYTES]; MAX_PLANES_PER_GROUP];
         for (oob, p) in oobs.iter_mut().zip(&pages[..n]) {
             *oob = encode_oob(OOB_DATA | stream << 4, p.lpn, self.next_seq());
+            self.summary_entry(flash, p.ppn, oob)?;
         }
         if n == 1 {
             let p = &pages[0];
@@ -192,7 +193,7 @@ impl DataPlane {
         for p in &pages[..n] {
             self.host_page_programmed(m, unit, p.lpn, p.tag, p.ppn);
         }
-        Ok(())
+        self.write_due_summary(flash)
     }
 
     // ----- garbage collection -----
@@ -260,6 +261,7 @@ impl DataPlane {
             }
             let dst = self.take_slot(unit, stream).expect("the frontier has room");
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
+            self.summary_entry(flash, dst, &oob)?;
             row.copies[row.n] = RowCopy { src, dst, index, kind, oob };
             row.n += 1;
             if self.units[unit].frontier[stream as usize].member == 0 || !self.frontier_has_room(unit, stream) {
@@ -339,6 +341,6 @@ impl DataPlane {
             self.page_moved(m, victim, c.kind, c.index, c.src, c.dst);
         }
         row.n = 0;
-        Ok(())
+        self.write_due_summary(flash)
     }
 }

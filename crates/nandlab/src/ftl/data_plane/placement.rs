@@ -117,7 +117,7 @@ impl DataPlane {
     /// Host pages a visit to `unit` takes for `stream` (see [`DataPlane::next_host_unit`]).
     fn row_budget(&self, unit: usize, stream: u8) -> u32 {
         let f = &self.units[unit].frontier[stream as usize];
-        if f.group == super::NONE || f.row >= self.ppb {
+        if f.group == super::NONE || f.row >= f.rows {
             return self.layout.planes_per_group;
         }
         match f.member {

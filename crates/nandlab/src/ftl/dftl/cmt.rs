@@ -27,6 +27,12 @@
 //! firmware would use. It changes no result, only the simulator's speed;
 //! device DRAM is charged per cached entry, as in the paper (8 bytes).
 //!
+//! The table holds `capacity + reserve` entries: `capacity` is what
+//! evictions keep it to, `reserve` the room garbage collection may fill
+//! between two evictions (dftl's module docs say when that bound can
+//! break). Slots are allocated once; past them the table grows, and
+//! counts the entries it held beyond its slots ([`Cmt::overflow`]).
+//!
 //! When every entry fits (`capacity >= logical pages`) nothing is ever
 //! evicted, so the replacement order would never be consulted: the lists
 //! are not maintained at all, which makes a whole-table DFTL as fast to
@@ -90,6 +96,7 @@ pub struct Cmt {
     per_tpage: u32,
     live: u32,
     peak: u32,
+    overflow: u32,
 }
 
 impl Cmt {
@@ -127,6 +134,7 @@ impl Cmt {
             per_tpage,
             live: 0,
             peak: 0,
+            overflow: 0,
         }
     }
 
@@ -143,6 +151,11 @@ impl Cmt {
     /// The most entries ever cached at once.
     pub fn peak(&self) -> u32 {
         self.peak
+    }
+
+    /// Slots added past `capacity + reserve` (each once).
+    pub fn overflow(&self) -> u32 {
+        self.overflow
     }
     pub fn is_resident(&self) -> bool {
         self.resident
@@ -211,7 +224,9 @@ impl Cmt {
             match self.free.pop() {
                 Some(s) => s,
                 None => {
-                    // GC added more entries than the reserve: grow (rare).
+                    // More than capacity + reserve entries (see dftl's
+                    // module docs): grow rather than lose an entry.
+                    self.overflow += 1;
                     self.entries.push(EMPTY);
                     self.flags.push(0);
                     (self.entries.len() - 1) as u32
@@ -292,6 +307,35 @@ impl Cmt {
     /// else the least recently used protected one.
     pub fn victim(&self) -> Option<u32> {
         [self.tail[PROBATIONARY], self.tail[PROTECTED]].into_iter().find(|&s| s != NONE)
+    }
+
+    /// [`Cmt::victim`], passing over slot `pinned` (an entry a request
+    /// holds while GC runs).
+    pub fn victim_except(&self, pinned: u32) -> Option<u32> {
+        for seg in [PROBATIONARY, PROTECTED] {
+            let tail = self.tail[seg];
+            let v = if tail == pinned && tail != NONE { self.entries[tail as usize].prev } else { tail };
+            if v != NONE {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// The least recently used *clean* entry but `pinned`, in the order of
+    /// [`Cmt::victim`] (a walk past dirty entries: for the rare eviction
+    /// that may not write).
+    pub fn clean_victim_except(&self, pinned: u32) -> Option<u32> {
+        for seg in [PROBATIONARY, PROTECTED] {
+            let mut s = self.tail[seg];
+            while s != NONE {
+                if s != pinned && !self.is_dirty(s) {
+                    return Some(s);
+                }
+                s = self.entries[s as usize].prev;
+            }
+        }
+        None
     }
 
     /// Warm the cache line of the next victim (a simulator speed hint: the
@@ -428,6 +472,19 @@ mod tests {
         assert!(!c.is_dirty(c.get(3).unwrap()));
         c.update(c.get(3).unwrap(), 1);
         assert_eq!(c.drain_dirty(0, |_, _| {}), 1, "re-dirtied after the drain");
+    }
+
+    #[test]
+    fn a_pinned_entry_is_passed_over() {
+        let mut c = Cmt::new(100, 4, 0, Replacement::SegmentedLru, 0.5, 10);
+        let pinned = c.insert(1, 1, false);
+        c.insert(2, 2, false);
+        let protected = c.insert(3, 3, false);
+        c.touch(protected);
+        assert_eq!(c.victim_except(pinned).map(|v| c.lpn(v)), Some(2), "the next probationary entry");
+        c.remove(c.get(2).unwrap());
+        assert_eq!(c.victim_except(pinned).map(|v| c.lpn(v)), Some(3), "then the protected segment");
+        assert_eq!(c.victim_except(u32::MAX).map(|v| c.lpn(v)), Some(1));
     }
 
     #[test]
