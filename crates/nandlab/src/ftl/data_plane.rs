@@ -442,6 +442,7 @@ impl DataPlane {
         let groups = layout.groups() as usize;
         let table = BlockTable {
             valid: vec![0; groups],
+            fixed: vec![0; groups],
             sealed_at: vec![0; groups],
             unit: (0..groups as u32).map(|gr| layout.unit_of_group(gr)).collect(),
             erase_count: vec![0; groups],
@@ -610,7 +611,9 @@ impl DataPlane {
     /// Count each group's fixed pages as valid (see `table`).
     fn count_missing_blocks(&mut self) {
         for group in 0..self.layout.groups() {
-            self.table.valid[group as usize] = self.fixed_pages(group);
+            let fixed = self.fixed_pages(group);
+            self.table.fixed[group as usize] = fixed;
+            self.table.valid[group as usize] = fixed;
         }
     }
 

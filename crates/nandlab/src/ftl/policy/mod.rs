@@ -43,8 +43,12 @@ use std::fmt;
 /// What a policy may look at about blocks: shared with the FTL.
 #[derive(Clone, Debug)]
 pub struct BlockTable {
-    /// Valid pages per block.
+    /// Valid pages per block, counting its `fixed` pages.
     pub valid: Vec<u32>,
+    /// Pages of each block that never hold data (a bad member's pages, a
+    /// summary row): counted as valid pages that never move, so a block
+    /// with no data left has `valid == fixed`.
+    pub fixed: Vec<u32>,
     /// When each block was sealed, in the FTL's program sequence numbers.
     pub sealed_at: Vec<u64>,
     /// The parallel unit (write-allocation unit) of each block.
@@ -234,6 +238,7 @@ impl VictimSelector {
 pub(crate) fn table_for_tests(valid: &[u32], sealed_at: &[u64]) -> BlockTable {
     BlockTable {
         valid: valid.to_vec(),
+        fixed: vec![0; valid.len()],
         sealed_at: sealed_at.to_vec(),
         unit: vec![0; valid.len()],
         erase_count: vec![0; valid.len()],
