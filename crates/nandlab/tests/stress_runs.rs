@@ -72,6 +72,10 @@ fn page_passes_every_workload_on_tiny_and_mounts_cleanly() {
         let m = r.remount.as_ref().expect("remount ran");
         assert!(m.error.is_none(), "{name}: {:?}", m.error);
         assert_eq!(m.verified_sectors, config.logical_sectors, "{name}: every sector read back");
+        // The report carries the fresh instance's mount counters, not the old one's.
+        let summaries = m.mount_stats.get("mount_summaries").and_then(|v| v.as_u64());
+        assert!(summaries > Some(0), "{name}: the mount read summary pages: {:?}", m.mount_stats);
+        assert_eq!(r.ftl_stats.extra.get("mount_summaries").and_then(|v| v.as_u64()), Some(0), "{name}");
         assert!(r.gc.runs > 0, "{name}: GC ran");
     }
 }

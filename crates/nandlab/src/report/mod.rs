@@ -154,11 +154,33 @@ fn show(v: &serde_json::Value) -> String {
 }
 
 /// Result of the clean power cycle at the end of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RemountSummary {
     pub mounted: bool,
     pub verified_sectors: u64,
     pub error: Option<String>,
+    /// The fresh FTL instance's `mount_*` metrics, right after its mount.
+    pub mount_stats: BTreeMap<String, serde_json::Value>,
+}
+
+impl RemountSummary {
+    /// The summary's `remount` line.
+    pub fn write_line(&self, s: &mut String) {
+        let _ = match &self.error {
+            None if self.mount_stats.is_empty() => writeln!(
+                s,
+                "  remount    clean power cycle, fresh FTL mounted, {} sectors verified",
+                self.verified_sectors
+            ),
+            None => writeln!(
+                s,
+                "  remount    clean power cycle, fresh FTL mounted ({}), {} sectors verified",
+                self.mount_stats.iter().map(|(k, v)| format!("{k} {}", show(v))).collect::<Vec<_>>().join(", "),
+                self.verified_sectors
+            ),
+            Some(e) => writeln!(s, "  remount    FAILED: {e}"),
+        };
+    }
 }
 
 /// The report of a `stress` run.
@@ -281,18 +303,7 @@ impl StressReport {
         );
         self.write_wear_and_ftl(&mut s);
         if let Some(r) = &self.remount {
-            match &r.error {
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "  remount    clean power cycle, fresh FTL mounted, {} sectors verified",
-                        r.verified_sectors
-                    );
-                }
-                Some(e) => {
-                    let _ = writeln!(s, "  remount    FAILED: {e}");
-                }
-            }
+            r.write_line(&mut s);
         }
         let _ = writeln!(
             s,

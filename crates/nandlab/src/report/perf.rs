@@ -370,14 +370,7 @@ impl PerfReport {
             r.peak_rss_bytes as f64 / f64::from(1u32 << 20)
         );
         if let Some(m) = &r.remount {
-            let _ = match &m.error {
-                None => writeln!(
-                    s,
-                    "  remount    clean power cycle, fresh FTL mounted, {} sectors verified",
-                    m.verified_sectors
-                ),
-                Some(e) => writeln!(s, "  remount    FAILED: {e}"),
-            };
+            m.write_line(&mut s);
         }
         if let Some(why) = &r.stopped_early {
             let _ = writeln!(s, "  stopped    early: {why}");

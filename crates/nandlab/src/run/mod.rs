@@ -278,6 +278,27 @@ impl Session {
         self.power_cycle(true)
     }
 
+    /// The end-of-run check: a clean power cycle, then every sector read
+    /// back and checked. The summary carries the fresh instance's mount
+    /// counters (its `mount_*` metrics: what the mount read to rebuild).
+    pub fn remount_and_verify(&mut self) -> crate::report::RemountSummary {
+        use crate::report::RemountSummary;
+        if let Err(e) = self.remount() {
+            self.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
+            return RemountSummary {
+                mounted: false,
+                verified_sectors: 0,
+                error: Some(e.to_string()),
+                ..Default::default()
+            };
+        }
+        let mount_stats = self.ftl.stats().extra.into_iter().filter(|(k, _)| k.starts_with("mount_")).collect();
+        match self.verify_all(8192) {
+            Ok(sectors) => RemountSummary { mounted: true, verified_sectors: sectors, error: None, mount_stats },
+            Err(e) => RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()), mount_stats },
+        }
+    }
+
     /// Power off (after a clean shutdown if `clean`) and mount a fresh FTL
     /// instance on the same flash. Without a clean shutdown, only what the
     /// FTL already put on flash can be found. Either way the device DRAM is

@@ -10,7 +10,7 @@
 use super::{registry_factory, FtlFactory, RunError, Session};
 use crate::config::Config;
 use crate::flash::Cause;
-use crate::report::{self, resources, FlashSummary, GcSummary, RemountSummary, StressReport, WearSummary};
+use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::workload::{Workload, WorkloadProgress};
 use std::time::Instant;
 
@@ -145,16 +145,7 @@ pub fn run_with_factory(
     let requests = session.requests();
     let workload_wall = started.elapsed().as_secs_f64();
 
-    let remount = (opts.remount_verify && stopped_early.is_none()).then(|| match session.remount() {
-        Ok(()) => match session.verify_all(8192) {
-            Ok(sectors) => RemountSummary { mounted: true, verified_sectors: sectors, error: None },
-            Err(e) => RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()) },
-        },
-        Err(e) => {
-            session.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
-            RemountSummary { mounted: false, verified_sectors: 0, error: Some(e.to_string()) }
-        }
-    });
+    let remount = (opts.remount_verify && stopped_early.is_none()).then(|| session.remount_and_verify());
 
     let wall = started.elapsed().as_secs_f64();
     let host_bytes = session.host.read_bytes + session.host.write_bytes;

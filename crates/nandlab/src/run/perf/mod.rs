@@ -621,17 +621,7 @@ fn build_report(
 fn remount_and_verify(device: &mut TimedDevice) -> crate::report::RemountSummary {
     device.model.borrow_mut().set_enabled(false);
     device.write_back_all();
-    let s = &mut device.session;
-    match s.remount() {
-        Ok(()) => match s.verify_all(8192) {
-            Ok(sectors) => crate::report::RemountSummary { mounted: true, verified_sectors: sectors, error: None },
-            Err(e) => crate::report::RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()) },
-        },
-        Err(e) => {
-            s.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
-            crate::report::RemountSummary { mounted: false, verified_sectors: 0, error: Some(e.to_string()) }
-        }
-    }
+    device.session.remount_and_verify()
 }
 
 /// WAF over the last quarter of the simulated time.
