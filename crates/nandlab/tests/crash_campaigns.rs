@@ -10,7 +10,7 @@ use nandlab::flash::{Cause, Flash, PowerCut};
 use nandlab::ftl::crash_bugs::CrashBug;
 use nandlab::ftl::optr::{OptrFtl, OptrOptions};
 use nandlab::ftl::page::{PageFtl, PageOptions};
-use nandlab::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, Guarantee, IdleOutcome, IoRequest};
+use nandlab::ftl::{Ftl, FtlError, Guarantee};
 use nandlab::nand::PageAddr;
 use nandlab::run::crash::SharedFactory;
 use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointResult, PointSelection, Stage};
@@ -435,38 +435,12 @@ struct MountHooks<F> {
 }
 
 impl<F: Ftl> Ftl for MountHooks<F> {
-    fn info(&self) -> FtlInfo {
-        self.inner.info()
-    }
-    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.format(flash)
-    }
+    forward_ftl_methods!(info, format, read, write, trim, flush, idle, shutdown, stats);
     fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         (self.before)(flash);
         let mounted = self.inner.mount(flash);
         (self.after)(&self.inner);
         mounted
-    }
-    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
-        self.inner.read(flash, req)
-    }
-    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
-        self.inner.write(flash, req)
-    }
-    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
-        self.inner.trim(flash, lba, sectors)
-    }
-    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.flush(flash)
-    }
-    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
-        self.inner.idle(flash)
-    }
-    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.shutdown(flash)
-    }
-    fn stats(&self) -> FtlStats {
-        self.inner.stats()
     }
 }
 

@@ -5,7 +5,7 @@ mod support;
 
 use nandlab::config::{Config, PRESETS};
 use nandlab::flash::{BufId, Flash, FlashError};
-use nandlab::ftl::{self, Durability, Ftl, FtlError, FtlInfo, FtlStats, IdleOutcome, IoRequest};
+use nandlab::ftl::{self, Durability, Ftl, FtlError, IoRequest};
 use nandlab::run::{RunError, Session};
 use nandlab::workload::HostOp;
 use nandlab::workload::HostRequest;
@@ -61,9 +61,7 @@ struct Snoop {
 }
 
 impl Ftl for Snoop {
-    fn info(&self) -> FtlInfo {
-        self.inner.info()
-    }
+    forward_ftl_methods!(info, read, trim, flush, idle, shutdown, stats);
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.mine = Some(flash.buf_alloc(8)?);
         self.inner.format(flash)
@@ -77,9 +75,6 @@ impl Ftl for Snoop {
         }
         self.inner.mount(flash)
     }
-    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
-        self.inner.read(flash, req)
-    }
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         if self.seen.borrow().kept.is_none() && req.sectors >= 8 {
             let mine = self.mine.expect("allocated at format");
@@ -87,21 +82,6 @@ impl Ftl for Snoop {
             self.seen.borrow_mut().kept = Some(mine);
         }
         self.inner.write(flash, req)
-    }
-    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
-        self.inner.trim(flash, lba, sectors)
-    }
-    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.flush(flash)
-    }
-    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
-        self.inner.idle(flash)
-    }
-    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.shutdown(flash)
-    }
-    fn stats(&self) -> FtlStats {
-        self.inner.stats()
     }
 }
 

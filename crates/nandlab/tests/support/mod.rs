@@ -3,6 +3,46 @@
 
 pub mod model;
 
+/// The `Ftl` methods a test wrapper does not intercept, forwarded to its
+/// `inner` FTL: write the ones the test is about, then
+/// `forward_ftl_methods!(info, read, ...)` for the rest.
+#[allow(unused_macros)] // not every test crate wraps an FTL
+macro_rules! forward_ftl_methods {
+    ($($method:ident),* $(,)?) => { $(forward_ftl_methods!(@one $method);)* };
+    (@one info) => { fn info(&self) -> nandlab::ftl::FtlInfo { self.inner.info() } };
+    (@one stats) => { fn stats(&self) -> nandlab::ftl::FtlStats { self.inner.stats() } };
+    (@one format) => { fn format(&mut self, flash: &mut dyn nandlab::flash::Flash) -> Result<(), nandlab::ftl::FtlError> { self.inner.format(flash) } };
+    (@one mount) => { fn mount(&mut self, flash: &mut dyn nandlab::flash::Flash) -> Result<(), nandlab::ftl::FtlError> { self.inner.mount(flash) } };
+    (@one flush) => { fn flush(&mut self, flash: &mut dyn nandlab::flash::Flash) -> Result<(), nandlab::ftl::FtlError> { self.inner.flush(flash) } };
+    (@one shutdown) => { fn shutdown(&mut self, flash: &mut dyn nandlab::flash::Flash) -> Result<(), nandlab::ftl::FtlError> { self.inner.shutdown(flash) } };
+    (@one idle) => {
+        fn idle(&mut self, flash: &mut dyn nandlab::flash::Flash) -> Result<nandlab::ftl::IdleOutcome, nandlab::ftl::FtlError> {
+            self.inner.idle(flash)
+        }
+    };
+    (@one read) => {
+        fn read(&mut self, flash: &mut dyn nandlab::flash::Flash, req: &nandlab::ftl::IoRequest) -> Result<(), nandlab::ftl::FtlError> {
+            self.inner.read(flash, req)
+        }
+    };
+    (@one write) => {
+        fn write(
+            &mut self,
+            flash: &mut dyn nandlab::flash::Flash,
+            req: &nandlab::ftl::IoRequest,
+        ) -> Result<nandlab::ftl::Durability, nandlab::ftl::FtlError> {
+            self.inner.write(flash, req)
+        }
+    };
+    (@one trim) => {
+        fn trim(&mut self, flash: &mut dyn nandlab::flash::Flash, lba: u64, sectors: u64) -> Result<(), nandlab::ftl::FtlError> {
+            self.inner.trim(flash, lba, sectors)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use forward_ftl_methods;
+
 use nandlab::config::Config;
 use nandlab::report::StressReport;
 use nandlab::run::stress::{self, StressOptions};
