@@ -418,7 +418,7 @@ fn the_summary_labels_whole_run_and_testing_only_rates() {
     let s = r.summary();
     assert!(s.contains("whole run (counting pass, base runs with warm-up, testing"), "{s}");
     assert!(s.contains("testing points only"), "{s}");
-    assert!(r.run_wall_seconds >= r.test_wall_seconds, "{s}");
+    assert!(r.measured.run_wall_seconds >= r.measured.test_wall_seconds, "{s}");
 }
 
 // ----- what a test keeps -----

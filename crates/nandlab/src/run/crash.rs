@@ -309,7 +309,15 @@ pub struct CrashReport {
     /// A failure of the base run itself (the FTL failed without a power cut).
     pub base_failure: Option<String>,
     pub threads: usize,
-    // --- measurements (see `summary` for what each covers) ---
+    /// Times, rates and memory (in the JSON beside the other fields).
+    #[serde(flatten)]
+    pub measured: CrashMeasurements,
+}
+
+/// What a campaign measured (see [`CrashReport::summary`] for what each
+/// covers): the fields a determinism check leaves out.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CrashMeasurements {
     /// The whole command: campaign and shrinking.
     pub wall_seconds: f64,
     pub cpu_seconds: f64,
@@ -339,23 +347,7 @@ impl CrashReport {
 
     /// A copy without wall-clock and memory fields (determinism checks).
     pub fn without_measurements(&self) -> CrashReport {
-        CrashReport {
-            wall_seconds: 0.0,
-            cpu_seconds: 0.0,
-            run_wall_seconds: 0.0,
-            run_cpu_seconds: 0.0,
-            test_cpu_seconds: 0.0,
-            test_wall_seconds: 0.0,
-            shrink_wall_seconds: 0.0,
-            shrink_cpu_seconds: 0.0,
-            points_per_run_wall_second: None,
-            points_per_run_cpu_second: None,
-            points_per_test_wall_second: None,
-            points_per_test_cpu_second: None,
-            peak_rss_bytes: 0,
-            threads: 0,
-            ..self.clone()
-        }
+        CrashReport { measured: CrashMeasurements::default(), threads: 0, ..self.clone() }
     }
 
     /// The readable summary.
@@ -456,25 +448,25 @@ impl CrashReport {
             "  speed      whole run (counting pass, base runs with warm-up, testing; {} threads): {:.2} s wall, \
              {:.2} s CPU: {} points/s, {} points per CPU-second",
             self.threads,
-            self.run_wall_seconds,
-            self.run_cpu_seconds,
-            rate_text(self.points_per_run_wall_second),
-            rate_text(self.points_per_run_cpu_second)
+            self.measured.run_wall_seconds,
+            self.measured.run_cpu_seconds,
+            rate_text(self.measured.points_per_run_wall_second),
+            rate_text(self.measured.points_per_run_cpu_second)
         );
         let _ = writeln!(
             s,
             "             testing points only: {:.2} s wall (slowest thread), {:.2} s CPU: {} points/s, \
              {} points per CPU-second",
-            self.test_wall_seconds,
-            self.test_cpu_seconds,
-            rate_text(self.points_per_test_wall_second),
-            rate_text(self.points_per_test_cpu_second)
+            self.measured.test_wall_seconds,
+            self.measured.test_cpu_seconds,
+            rate_text(self.measured.points_per_test_wall_second),
+            rate_text(self.measured.points_per_test_cpu_second)
         );
         if self.shrunk.is_some() {
             let _ = writeln!(
                 s,
                 "             shrinking: {:.2} s wall, {:.2} s CPU (not in the rates above)",
-                self.shrink_wall_seconds, self.shrink_cpu_seconds
+                self.measured.shrink_wall_seconds, self.measured.shrink_cpu_seconds
             );
         }
     }
@@ -563,23 +555,23 @@ pub fn run_with_factory(
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
     let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
-    report.run_wall_seconds = started.elapsed().as_secs_f64();
-    report.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
+    report.measured.run_wall_seconds = started.elapsed().as_secs_f64();
+    report.measured.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
     if opts.shrink {
         let (shrink_started, shrink_cpu) = (Instant::now(), resources::cpu_seconds());
         report.shrunk = shrink::shrink(&plan, &report, threads);
-        report.shrink_wall_seconds = shrink_started.elapsed().as_secs_f64();
-        report.shrink_cpu_seconds = resources::cpu_seconds() - shrink_cpu;
+        report.measured.shrink_wall_seconds = shrink_started.elapsed().as_secs_f64();
+        report.measured.shrink_cpu_seconds = resources::cpu_seconds() - shrink_cpu;
     }
-    report.wall_seconds = started.elapsed().as_secs_f64();
-    report.cpu_seconds = resources::cpu_seconds() - cpu_start;
+    report.measured.wall_seconds = started.elapsed().as_secs_f64();
+    report.measured.cpu_seconds = resources::cpu_seconds() - cpu_start;
     // No rate when the time is too short to measure (null in JSON, n/a in text).
     let rate = |seconds: f64| crate::report::perf::per_cpu_second(report.points_tested as f64, seconds);
-    report.points_per_run_wall_second = rate(report.run_wall_seconds);
-    report.points_per_run_cpu_second = rate(report.run_cpu_seconds);
-    report.points_per_test_wall_second = rate(report.test_wall_seconds);
-    report.points_per_test_cpu_second = rate(report.test_cpu_seconds);
-    report.peak_rss_bytes = resources::peak_rss_bytes();
+    report.measured.points_per_run_wall_second = rate(report.measured.run_wall_seconds);
+    report.measured.points_per_run_cpu_second = rate(report.measured.run_cpu_seconds);
+    report.measured.points_per_test_wall_second = rate(report.measured.test_wall_seconds);
+    report.measured.points_per_test_cpu_second = rate(report.measured.test_cpu_seconds);
+    report.measured.peak_rss_bytes = resources::peak_rss_bytes();
     Ok(report)
 }
 
@@ -892,18 +884,6 @@ fn assemble(
         shrunk: None,
         base_failure,
         threads,
-        wall_seconds: 0.0,
-        cpu_seconds: 0.0,
-        run_wall_seconds: 0.0,
-        run_cpu_seconds: 0.0,
-        test_cpu_seconds: test_cpu,
-        test_wall_seconds: test_wall,
-        shrink_wall_seconds: 0.0,
-        shrink_cpu_seconds: 0.0,
-        points_per_run_wall_second: None,
-        points_per_run_cpu_second: None,
-        points_per_test_wall_second: None,
-        points_per_test_cpu_second: None,
-        peak_rss_bytes: 0,
+        measured: CrashMeasurements { test_cpu_seconds: test_cpu, test_wall_seconds: test_wall, ..Default::default() },
     }
 }
