@@ -561,7 +561,7 @@ impl TranslationMap {
             return Ok(true);
         }
         self.cmt.remove(victim);
-        self.cmt.prefetch_victim();
+        self.cmt.prefetch_victims();
         Ok(true)
     }
 

@@ -51,6 +51,8 @@ const NONE: u32 = u32::MAX;
 const PROBATIONARY: usize = 0;
 const PROTECTED: usize = 1;
 const IN_PROTECTED: u8 = 2;
+/// How many victims ahead [`Cmt::prefetch_victims`] warms.
+const PREFETCH_DEPTH: u32 = 8;
 
 /// The replacement policy of the CMT.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Deserialize, Default)]
@@ -104,6 +106,8 @@ pub struct Cmt {
     live: u32,
     peak: u32,
     overflow: u32,
+    /// The victim-prefetch cursor (see [`Cmt::prefetch_victims`]).
+    ahead: u32,
 }
 
 impl Cmt {
@@ -143,6 +147,7 @@ impl Cmt {
             live: 0,
             peak: 0,
             overflow: 0,
+            ahead: NONE,
         }
     }
 
@@ -345,17 +350,45 @@ impl Cmt {
         None
     }
 
-    /// Warm the cache line of the next victim (a simulator speed hint: the
-    /// least recently used entry was last touched long ago).
+    /// After an eviction: warm the cache lines the eviction
+    /// [`PREFETCH_DEPTH`] victims from now will touch (a simulator speed
+    /// hint: the least recently used entries were last touched long ago,
+    /// and evictions come in bursts after GC, too close together for a
+    /// hint one victim ahead). A cursor walks the probationary list from
+    /// its tail towards its head, one entry per eviction; when the list
+    /// changed under it (its entry was evicted or moved), it starts again.
     #[inline]
-    pub fn prefetch_victim(&self) {
-        if let Some(v) = self.victim() {
-            crate::prefetch::prefetch(&self.entries, v as usize);
+    pub fn prefetch_victims(&mut self) {
+        let mut cursor = self.ahead;
+        if cursor == NONE || self.entries[cursor as usize].prev == NONE {
+            // Walk from the tail (dependent loads, but only on a restart).
+            cursor = self.tail[PROBATIONARY];
+            for _ in 0..PREFETCH_DEPTH {
+                if cursor == NONE || self.entries[cursor as usize].prev == NONE {
+                    break;
+                }
+                cursor = self.entries[cursor as usize].prev;
+            }
+        } else {
+            cursor = self.entries[cursor as usize].prev;
+        }
+        self.ahead = cursor;
+        if cursor == NONE {
+            return;
+        }
+        let e = self.entries[cursor as usize];
+        crate::prefetch::prefetch(&self.entries, e.prev as usize);
+        crate::prefetch::prefetch(&self.slot_of, e.lpn as usize);
+        if e.lpn != NONE {
+            crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(e.lpn).0);
         }
     }
 
     /// Drop a cached entry (clean it first, or lose its update).
     pub fn remove(&mut self, slot: u32) {
+        if slot == self.ahead {
+            self.ahead = NONE;
+        }
         self.clean(slot);
         let flags = self.flags[slot as usize];
         if !self.resident {
