@@ -73,6 +73,7 @@
 
 pub mod cmt;
 mod persist;
+mod recency;
 mod recovery;
 
 use super::crash_bugs::CrashBug;

@@ -4,9 +4,11 @@
 //!
 //! Entries are `(lpn, ppn)` pairs; an entry is *dirty* when its `ppn`
 //! differs from what the translation page on flash says. Replacement
-//! order lives in two intrusive doubly linked lists over a slot array:
+//! order is kept per segment in a [`RecencyQueue`] (a log of uses read
+//! from its least-recently-used end, the same order as a move-to-front
+//! linked list, without its pointer chasing):
 //!
-//! - **LRU**: one list; a hit moves the entry to the most-recently-used end.
+//! - **LRU**: one segment; a hit moves the entry to the most-recently-used end.
 //! - **Segmented LRU** (Karedla, Love & Wherry 1994; the CMT of Gupta et
 //!   al.'s DFTL): new entries enter a *probationary* segment; a hit there
 //!   promotes the entry to a *protected* segment of bounded size, whose
@@ -43,16 +45,19 @@
 //! counts the entries it held beyond its slots ([`Cmt::overflow`]).
 //!
 //! When every entry fits (`capacity >= logical pages`) nothing is ever
-//! evicted, so the replacement order would never be consulted: the lists
+//! evicted, so the replacement order would never be consulted: the queues
 //! are not maintained at all, which makes a whole-table DFTL as fast to
 //! simulate as the page FTL.
+
+use super::recency::{RecencyQueue, Use};
 
 const NONE: u32 = u32::MAX;
 const PROBATIONARY: usize = 0;
 const PROTECTED: usize = 1;
-const IN_PROTECTED: u8 = 2;
+/// The segment of an entry not cached.
+const NO_SEGMENT: u32 = 2;
 /// How many victims ahead [`Cmt::prefetch_victims`] warms.
-const PREFETCH_DEPTH: u32 = 8;
+const PREFETCH_DEPTH: usize = 8;
 
 /// The replacement policy of the CMT.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Deserialize, Default)]
@@ -76,12 +81,13 @@ impl Replacement {
 struct Entry {
     lpn: u32,
     ppn: u32,
-    /// Replacement order (LRU list of the entry's segment).
-    prev: u32,
-    next: u32,
+    /// The stamp of the entry's last use in its segment's recency queue.
+    stamp: u32,
+    /// Its segment ([`PROBATIONARY`], [`PROTECTED`]), or [`NO_SEGMENT`].
+    segment: u32,
 }
 
-const EMPTY: Entry = Entry { lpn: NONE, ppn: NONE, prev: NONE, next: NONE };
+const EMPTY: Entry = Entry { lpn: NONE, ppn: NONE, stamp: 0, segment: NO_SEGMENT };
 
 /// The cached mapping table. See the module docs.
 pub struct Cmt {
@@ -90,10 +96,9 @@ pub struct Cmt {
     resident: bool,
     slot_of: Vec<u32>,
     entries: Vec<Entry>,
-    flags: Vec<u8>,
     free: Vec<u32>,
-    head: [u32; 2],
-    tail: [u32; 2],
+    /// Replacement order of each segment, and the entries in it.
+    order: [RecencyQueue; 2],
     len: [u32; 2],
     protected_max: u32,
     /// Dirty cached entries per translation page.
@@ -106,8 +111,15 @@ pub struct Cmt {
     live: u32,
     peak: u32,
     overflow: u32,
-    /// The victim-prefetch cursor (see [`Cmt::prefetch_victims`]).
-    ahead: u32,
+}
+
+/// Whether `u` is the current use of its entry in `segment`'s queue.
+#[inline]
+fn is_live(entries: &[Entry], segment: usize) -> impl Fn(Use) -> bool + '_ {
+    move |u: Use| {
+        let e = &entries[u.slot as usize];
+        e.segment == segment as u32 && e.stamp == u.stamp
+    }
 }
 
 impl Cmt {
@@ -129,25 +141,24 @@ impl Cmt {
             Replacement::Lru => 0,
             Replacement::SegmentedLru => ((f64::from(capacity) * protected_fraction) as u32).min(capacity - 1),
         };
+        let queued = |n: usize| RecencyQueue::new(if resident { 0 } else { n });
+        let tpages = lpns.div_ceil(per_tpage) as usize;
         Cmt {
             capacity,
             resident,
             slot_of: crate::prefetch::large_vec(lpns as usize, NONE),
             entries: crate::prefetch::large_vec(slots, EMPTY),
-            flags: vec![0; slots],
             free: if resident { Vec::new() } else { (0..slots as u32).rev().collect() },
-            head: [NONE; 2],
-            tail: [NONE; 2],
+            order: [queued(slots), queued(protected_max as usize)],
             len: [0; 2],
             protected_max,
-            dirty_in: vec![0; lpns.div_ceil(per_tpage) as usize],
-            dirty_bits: vec![0; lpns.div_ceil(per_tpage) as usize * per_tpage.div_ceil(64) as usize],
+            dirty_in: vec![0; tpages],
+            dirty_bits: vec![0; tpages * per_tpage.div_ceil(64) as usize],
             words_per_tpage: per_tpage.div_ceil(64),
             per_tpage,
             live: 0,
             peak: 0,
             overflow: 0,
-            ahead: NONE,
         }
     }
 
@@ -218,21 +229,33 @@ impl Cmt {
         if self.resident {
             return;
         }
-        let in_protected = self.flags[slot as usize] & IN_PROTECTED != 0;
-        if !in_protected && self.protected_max == 0 {
-            self.unlink(slot, PROBATIONARY);
-            self.push_head(slot, PROBATIONARY);
+        let from = self.entries[slot as usize].segment as usize;
+        if from == PROBATIONARY && self.protected_max == 0 {
+            self.enqueue(slot, PROBATIONARY);
             return;
         }
-        let from = if in_protected { PROTECTED } else { PROBATIONARY };
-        self.unlink(slot, from);
-        self.push_head(slot, PROTECTED);
+        self.len[from] -= 1;
+        self.enqueue(slot, PROTECTED);
+        self.len[PROTECTED] += 1;
         if self.len[PROTECTED] > self.protected_max {
             // The protected segment overflows into the probationary head.
-            let demoted = self.tail[PROTECTED];
-            self.unlink(demoted, PROTECTED);
-            self.push_head(demoted, PROBATIONARY);
+            let demoted = self.order[PROTECTED].oldest(is_live(&self.entries, PROTECTED)).expect("protected is not empty");
+            self.len[PROTECTED] -= 1;
+            self.enqueue(demoted, PROBATIONARY);
+            self.len[PROBATIONARY] += 1;
+            let entries = &self.entries;
+            self.order[PROTECTED].warm(2 * PREFETCH_DEPTH, |slot| crate::prefetch::prefetch(entries, slot as usize));
         }
+    }
+
+    /// Make `slot` the most recently used entry of `segment` (the caller
+    /// keeps the segment lengths).
+    #[inline]
+    fn enqueue(&mut self, slot: u32, segment: usize) {
+        let stamp = self.order[segment].push(slot, is_live(&self.entries, segment));
+        let e = &mut self.entries[slot as usize];
+        e.stamp = stamp;
+        e.segment = segment as u32;
     }
 
     /// Cache `lpn → ppn`, at the most-recently-used end of the probationary segment.
@@ -248,18 +271,17 @@ impl Cmt {
                     // module docs): grow rather than lose an entry.
                     self.overflow += 1;
                     self.entries.push(EMPTY);
-                    self.flags.push(0);
                     (self.entries.len() - 1) as u32
                 }
             }
         };
         self.entries[slot as usize] = Entry { lpn, ppn, ..EMPTY };
-        self.flags[slot as usize] = 0;
         self.slot_of[lpn as usize] = slot;
         self.live += 1;
         self.peak = self.peak.max(self.live);
         if !self.resident {
-            self.push_head(slot, PROBATIONARY);
+            self.enqueue(slot, PROBATIONARY);
+            self.len[PROBATIONARY] += 1;
         }
         if dirty {
             self.mark_dirty(slot);
@@ -317,18 +339,24 @@ impl Cmt {
 
     /// The entry to evict next: the least recently used probationary one,
     /// else the least recently used protected one.
-    pub fn victim(&self) -> Option<u32> {
-        [self.tail[PROBATIONARY], self.tail[PROTECTED]].into_iter().find(|&s| s != NONE)
+    pub fn victim(&mut self) -> Option<u32> {
+        self.victim_except(NONE)
     }
 
     /// [`Cmt::victim`], passing over slot `pinned` (an entry a request
     /// holds while GC runs).
-    pub fn victim_except(&self, pinned: u32) -> Option<u32> {
-        for seg in [PROBATIONARY, PROTECTED] {
-            let tail = self.tail[seg];
-            let v = if tail == pinned && tail != NONE { self.entries[tail as usize].prev } else { tail };
-            if v != NONE {
-                return Some(v);
+    pub fn victim_except(&mut self, pinned: u32) -> Option<u32> {
+        for segment in [PROBATIONARY, PROTECTED] {
+            let live = is_live(&self.entries, segment);
+            match self.order[segment].oldest(&live) {
+                None => {}
+                Some(s) if s != pinned => return Some(s),
+                Some(_) => {
+                    let next = self.order[segment].from_oldest().skip(1).find(|&u| live(u));
+                    if let Some(u) = next {
+                        return Some(u.slot);
+                    }
+                }
             }
         }
         None
@@ -338,100 +366,47 @@ impl Cmt {
     /// [`Cmt::victim`] (a walk past dirty entries: for the rare eviction
     /// that may not write).
     pub fn clean_victim_except(&self, pinned: u32) -> Option<u32> {
-        for seg in [PROBATIONARY, PROTECTED] {
-            let mut s = self.tail[seg];
-            while s != NONE {
-                if s != pinned && !self.is_dirty(s) {
-                    return Some(s);
-                }
-                s = self.entries[s as usize].prev;
-            }
-        }
-        None
+        [PROBATIONARY, PROTECTED].into_iter().find_map(|segment| {
+            let live = is_live(&self.entries, segment);
+            self.order[segment]
+                .from_oldest()
+                .find(|&u| live(u) && u.slot != pinned && !self.is_dirty(u.slot))
+                .map(|u| u.slot)
+        })
     }
 
-    /// After an eviction: warm the cache lines the eviction
-    /// [`PREFETCH_DEPTH`] victims from now will touch (a simulator speed
-    /// hint: the least recently used entries were last touched long ago,
-    /// and evictions come in bursts after GC, too close together for a
-    /// hint one victim ahead). A cursor walks the probationary list from
-    /// its tail towards its head, one entry per eviction; when the list
-    /// changed under it (its entry was evicted or moved), it starts again.
+    /// After an eviction: warm the cache lines of the probationary entries
+    /// about to be evicted (a simulator speed hint: the least recently used
+    /// entries were last touched long ago, and evictions come in bursts
+    /// after GC, too close together to warm only the next one). The entries
+    /// of the `2 × PREFETCH_DEPTH` oldest records are fetched; the one
+    /// `PREFETCH_DEPTH` from the tail, fetched by then, has its lookup slot
+    /// and dirty bit fetched.
     #[inline]
     pub fn prefetch_victims(&mut self) {
-        let mut cursor = self.ahead;
-        if cursor == NONE || self.entries[cursor as usize].prev == NONE {
-            // Walk from the tail (dependent loads, but only on a restart).
-            cursor = self.tail[PROBATIONARY];
-            for _ in 0..PREFETCH_DEPTH {
-                if cursor == NONE || self.entries[cursor as usize].prev == NONE {
-                    break;
-                }
-                cursor = self.entries[cursor as usize].prev;
+        let entries = &self.entries;
+        self.order[PROBATIONARY].warm(2 * PREFETCH_DEPTH, |slot| crate::prefetch::prefetch(entries, slot as usize));
+        if let Some(u) = self.order[PROBATIONARY].nth_oldest(PREFETCH_DEPTH) {
+            let lpn = self.entries[u.slot as usize].lpn;
+            if lpn != NONE {
+                crate::prefetch::prefetch(&self.slot_of, lpn as usize);
+                crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
             }
-        } else {
-            cursor = self.entries[cursor as usize].prev;
-        }
-        self.ahead = cursor;
-        if cursor == NONE {
-            return;
-        }
-        let e = self.entries[cursor as usize];
-        crate::prefetch::prefetch(&self.entries, e.prev as usize);
-        crate::prefetch::prefetch(&self.slot_of, e.lpn as usize);
-        if e.lpn != NONE {
-            crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(e.lpn).0);
         }
     }
 
     /// Drop a cached entry (clean it first, or lose its update).
     pub fn remove(&mut self, slot: u32) {
-        if slot == self.ahead {
-            self.ahead = NONE;
-        }
         self.clean(slot);
-        let flags = self.flags[slot as usize];
         if !self.resident {
-            self.unlink(slot, if flags & IN_PROTECTED != 0 { PROTECTED } else { PROBATIONARY });
+            self.len[self.entries[slot as usize].segment as usize] -= 1;
             self.free.push(slot);
         }
         let lpn = self.entries[slot as usize].lpn;
         self.slot_of[lpn as usize] = NONE;
+        // Its queue record is stale now (EMPTY is in no segment).
         self.entries[slot as usize] = EMPTY;
-        self.flags[slot as usize] = 0;
         self.live -= 1;
-    }
-
-    fn unlink(&mut self, slot: u32, seg: usize) {
-        let Entry { prev, next, .. } = self.entries[slot as usize];
-        if prev != NONE {
-            self.entries[prev as usize].next = next;
-        } else {
-            self.head[seg] = next;
-        }
-        if next != NONE {
-            self.entries[next as usize].prev = prev;
-        } else {
-            self.tail[seg] = prev;
-        }
-        self.len[seg] -= 1;
-        self.flags[slot as usize] &= !IN_PROTECTED;
-    }
-
-    fn push_head(&mut self, slot: u32, seg: usize) {
-        let old = self.head[seg];
-        self.entries[slot as usize].prev = NONE;
-        self.entries[slot as usize].next = old;
-        if old != NONE {
-            self.entries[old as usize].prev = slot;
-        } else {
-            self.tail[seg] = slot;
-        }
-        self.head[seg] = slot;
-        self.len[seg] += 1;
-        if seg == PROTECTED {
-            self.flags[slot as usize] |= IN_PROTECTED;
-        }
     }
 }
 
