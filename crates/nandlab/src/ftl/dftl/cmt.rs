@@ -219,8 +219,13 @@ impl Cmt {
     pub fn dirty_in(&self, tvpn: u32) -> u32 {
         self.dirty_in[tvpn as usize]
     }
+    /// Warm what a lookup and an update of `lpn` touch: its lookup slot
+    /// and its dirty bit (a simulator speed hint).
     pub fn prefetch(&self, lpn: u32) {
         crate::prefetch::prefetch(&self.slot_of, lpn as usize);
+        if lpn < self.slot_of.len() as u32 {
+            crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
+        }
     }
 
     /// Record a use of `slot` (a hit).
