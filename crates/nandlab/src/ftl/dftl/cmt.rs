@@ -111,6 +111,9 @@ pub struct Cmt {
     live: u32,
     peak: u32,
     overflow: u32,
+    /// [`Cmt::drain_dirty`]'s list of one page's dirty entries (kept to
+    /// allocate once).
+    drain_scratch: Vec<(u32, u32)>,
 }
 
 /// Whether `u` is the current use of its entry in `segment`'s queue.
@@ -159,6 +162,7 @@ impl Cmt {
             live: 0,
             peak: 0,
             overflow: 0,
+            drain_scratch: Vec::with_capacity(per_tpage as usize),
         }
     }
 
@@ -329,6 +333,11 @@ impl Cmt {
         if n == 0 {
             return 0;
         }
+        // Three passes, each warming what the next loads: the dirty
+        // logical pages (their lookup slots), their slots (the entries),
+        // then the entries' locations.
+        let mut dirty = std::mem::take(&mut self.drain_scratch);
+        dirty.clear();
         let words = (tvpn * self.words_per_tpage) as usize..((tvpn + 1) * self.words_per_tpage) as usize;
         let first = tvpn * self.per_tpage;
         for (w, word) in self.dirty_bits[words].iter_mut().enumerate() {
@@ -336,9 +345,18 @@ impl Cmt {
             while bits != 0 {
                 let lpn = first + w as u32 * 64 + bits.trailing_zeros();
                 bits &= bits - 1;
-                f(lpn, self.entries[self.slot_of[lpn as usize] as usize].ppn);
+                crate::prefetch::prefetch(&self.slot_of, lpn as usize);
+                dirty.push((lpn, NONE));
             }
         }
+        for (lpn, slot) in dirty.iter_mut() {
+            *slot = self.slot_of[*lpn as usize];
+            crate::prefetch::prefetch(&self.entries, *slot as usize);
+        }
+        for &(lpn, slot) in &dirty {
+            f(lpn, self.entries[slot as usize].ppn);
+        }
+        self.drain_scratch = dirty;
         n
     }
 
