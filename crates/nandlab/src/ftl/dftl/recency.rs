@@ -25,6 +25,10 @@
 
 use std::collections::VecDeque;
 
+/// How far ahead of [`RecencyQueue::warm`]'s entries it warms records
+/// (eight cache lines of records).
+const RECORDS_AHEAD: usize = 64;
+
 /// One use of an entry: its slot and the stamp it got.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Use {
@@ -98,6 +102,12 @@ impl RecencyQueue {
         let from = (self.warmed.max(self.popped) - self.popped) as usize;
         for k in from..depth.min(len) {
             warm(self.uses[len - 1 - k].slot);
+            // And the records themselves, well ahead: the oldest were
+            // written long ago, and are read one or two per eviction, too
+            // slowly for the hardware to notice the stream.
+            if let Some(ahead) = len.checked_sub(k + RECORDS_AHEAD) {
+                crate::prefetch::prefetch(std::slice::from_ref(&self.uses[ahead]), 0);
+            }
         }
         self.warmed = self.warmed.max(self.popped + depth.min(len) as u64);
     }
