@@ -248,7 +248,8 @@ impl Cmt {
         self.len[PROTECTED] += 1;
         if self.len[PROTECTED] > self.protected_max {
             // The protected segment overflows into the probationary head.
-            let demoted = self.order[PROTECTED].oldest(is_live(&self.entries, PROTECTED)).expect("protected is not empty");
+            let demoted =
+                self.order[PROTECTED].oldest(is_live(&self.entries, PROTECTED)).expect("protected is not empty");
             self.len[PROTECTED] -= 1;
             self.enqueue(demoted, PROBATIONARY);
             self.len[PROBATIONARY] += 1;
