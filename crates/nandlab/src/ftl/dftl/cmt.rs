@@ -376,7 +376,7 @@ impl Cmt {
                 None => {}
                 Some(s) if s != pinned => return Some(s),
                 Some(_) => {
-                    let next = self.order[segment].from_oldest().skip(1).find(|&u| live(u));
+                    let next = self.order[segment].oldest_first().skip(1).find(|&u| live(u));
                     if let Some(u) = next {
                         return Some(u.slot);
                     }
@@ -393,7 +393,7 @@ impl Cmt {
         [PROBATIONARY, PROTECTED].into_iter().find_map(|segment| {
             let live = is_live(&self.entries, segment);
             self.order[segment]
-                .from_oldest()
+                .oldest_first()
                 .find(|&u| live(u) && u.slot != pinned && !self.is_dirty(u.slot))
                 .map(|u| u.slot)
         })

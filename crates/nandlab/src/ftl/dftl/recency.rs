@@ -113,7 +113,7 @@ impl RecencyQueue {
     }
 
     /// Records from the least recently used end (stale ones included).
-    pub fn from_oldest(&self) -> impl Iterator<Item = Use> + '_ {
+    pub fn oldest_first(&self) -> impl Iterator<Item = Use> + '_ {
         self.uses.iter().rev().copied()
     }
 
@@ -146,7 +146,7 @@ mod tests {
             assert!(q.uses.len() <= 68, "round {round}: the queue stayed within its limit");
         }
         assert_eq!(q.oldest(live), Some(1));
-        let order: Vec<u32> = q.from_oldest().filter(|&u| live(u)).map(|u| u.slot).collect();
+        let order: Vec<u32> = q.oldest_first().filter(|&u| live(u)).map(|u| u.slot).collect();
         assert_eq!(order, vec![1, 2, 0]);
         stamps.borrow_mut()[1] = u32::MAX; // removed
         assert_eq!(q.oldest(live), Some(2));
