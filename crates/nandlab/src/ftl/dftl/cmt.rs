@@ -537,4 +537,70 @@ mod tests {
         assert_eq!(c.victim(), None);
         assert_eq!(c.dirty_in(1), 4);
     }
+
+    /// The recency queues give exactly the order of move-to-front lists:
+    /// a random mix of hits, misses, evictions (some passing over a pinned
+    /// entry) and removals, long enough for many compactions, checked
+    /// against a plain list model of LRU and segmented LRU.
+    #[test]
+    fn victims_match_a_move_to_front_list_model() {
+        for (replacement, protected_fraction) in [(Replacement::Lru, 0.5), (Replacement::SegmentedLru, 0.5)] {
+            let mut c = Cmt::new(64, 16, 4, replacement, protected_fraction, 8);
+            let protected_max = if replacement == Replacement::Lru { 0 } else { 8 };
+            // Most recently used first.
+            let (mut probation, mut protected): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+            let model_victim = |prob: &[u32], prot: &[u32], pinned: u32| {
+                let pick = |l: &[u32]| l.iter().rev().copied().find(|&x| x != pinned);
+                pick(prob).or_else(|| pick(prot))
+            };
+            let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+            let mut next = |n: u32| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                (rng % u64::from(n)) as u32
+            };
+            for step in 0..20_000 {
+                let lpn = next(64);
+                if c.is_full() {
+                    let pinned = if next(4) == 0 { c.get(lpn) } else { None };
+                    let want = model_victim(&probation, &protected, pinned.map_or(NONE, |_| lpn));
+                    let got = c.victim_except(pinned.unwrap_or(NONE)).map(|s| c.lpn(s));
+                    assert_eq!(got, want, "step {step}: victim passing over {pinned:?}");
+                    c.remove(c.get(got.unwrap()).unwrap());
+                    probation.retain(|&x| x != got.unwrap());
+                    protected.retain(|&x| x != got.unwrap());
+                }
+                match c.get(lpn) {
+                    Some(slot) if next(8) == 0 => {
+                        c.remove(slot);
+                        probation.retain(|&x| x != lpn);
+                        protected.retain(|&x| x != lpn);
+                    }
+                    Some(slot) => {
+                        c.touch(slot);
+                        let in_protected = protected.contains(&lpn);
+                        probation.retain(|&x| x != lpn);
+                        protected.retain(|&x| x != lpn);
+                        if !in_protected && protected_max == 0 {
+                            probation.insert(0, lpn);
+                        } else {
+                            protected.insert(0, lpn);
+                            if protected.len() > protected_max {
+                                probation.insert(0, protected.pop().unwrap());
+                            }
+                        }
+                    }
+                    None => {
+                        c.insert(lpn, lpn, next(2) == 0);
+                        probation.insert(0, lpn);
+                    }
+                }
+            }
+            assert_eq!(
+                evict_order(&mut c),
+                probation.iter().rev().chain(protected.iter().rev()).copied().collect::<Vec<_>>()
+            );
+        }
+    }
 }
