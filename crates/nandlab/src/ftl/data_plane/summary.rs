@@ -34,10 +34,12 @@
 //!   this summary needs, and its kind byte only if the summary's kinds
 //!   differ. Neighbouring slots are programmed close together (a
 //!   multi-plane row at consecutive sequence numbers, sequential data at
-//!   consecutive indexes), so a random-write entry takes about 6 bytes
-//!   and a sequential one 1-2. Fixed widths, not varints: the encoder is
-//!   two passes of straight-line code (varints cost 4 % of `bench
-//!   stress`'s instructions). A summary whose dense form would not be
+//!   consecutive indexes), so a random-write entry takes 6-7 bytes and a
+//!   sequential one 1-3. Fixed widths, not varints: the encoder is two
+//!   passes of straight-line code (measured with callgrind on `bench
+//!   stress`'s `vst-rand`: varints added 5 % to the run's instructions,
+//!   fixed widths 2.5 %; CPU time did not move beyond the noise, the
+//!   smaller page slots making up for it). A summary whose dense form would not be
 //!   shorter than the plain 10 bytes per entry is stored plain (the entry
 //!   count's top bit says which), so a summary never needs more than the
 //!   plain size [`DataPlane::enable_summaries`] checks against the page.
