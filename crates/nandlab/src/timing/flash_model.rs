@@ -66,6 +66,11 @@
 //! and gaps too short to use). A request queued behind a host program that
 //! itself queued behind three GC copies thus waits mostly for GC — as it
 //! does on the drive — though the reservation just ahead of it is not GC's.
+//! Only epochs a request waits for are split so: the breakdown of an
+//! unowned epoch (a cache eviction, an idle step) is never reported, and
+//! summing GC's share walks every reservation queued ahead on the die —
+//! the dearest part of timing a GC-bound drive, whose flash work is nearly
+//! all write-back evictions. Their waits count as `die_wait` whole.
 //!
 //! # Scheduling horizon
 //!
@@ -338,9 +343,21 @@ impl FlashTiming {
     /// rest `die_wait` (see the module docs).
     fn wait(&self, path: &mut Breakdown, die: usize, from: u64, to: u64) {
         if to > from {
-            let gc = self.dies[die].gc_ns_between(from, to, to - from);
+            let gc = self.gc_share(die, from, to, to - from);
             path.add(Component::GcWait, gc);
             path.add(Component::DieWait, to - from - gc);
+        }
+    }
+
+    /// GC's share of die `die`'s time within `[from, to)`, up to `cap_ns`
+    /// — or 0 in an epoch no request waits for ([`NO_OWNER`]: its breakdown
+    /// is never reported, and this walk over the work queued on the die is
+    /// the costly part of timing a GC-bound drive's write-back evictions).
+    fn gc_share(&self, die: usize, from: u64, to: u64, cap_ns: u64) -> u64 {
+        if self.epoch.owner == NO_OWNER {
+            0
+        } else {
+            self.dies[die].gc_ns_between(from, to, cap_ns)
         }
     }
 
@@ -437,7 +454,7 @@ impl FlashTiming {
         // the die: split by GC's share of the die over that span (the
         // command and channel wait are accounted above).
         let rest = f.start - ready - cmd - (cs - c0);
-        let gc_ns = self.dies[die].gc_ns_between(ready, f.start, rest);
+        let gc_ns = self.gc_share(die, ready, f.start, rest);
         path.add(Component::GcWait, gc_ns);
         path.add(Component::DieWait, rest - gc_ns);
         path.add(Component::Cell, cell_ns);
