@@ -364,19 +364,33 @@ impl FlashTiming {
     fn fit_channel(&mut self, ch: usize, t: u64, ns: u64, gc: bool, path: &mut Breakdown) -> u64 {
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
-        let f = tl.fit(t, ns);
-        tl.reserve(f.start, ns, gc);
-        if f.start > t {
-            path.add(Component::ChannelWait, f.start - t);
+        let start = tl.book(t, ns, gc);
+        if start > t {
+            path.add(Component::ChannelWait, start - t);
         }
         path.add(Component::FlashTransfer, ns);
-        f.start + ns
+        start + ns
     }
 
-    /// Reserve `[start, start + ns)` on a die, and bin the busy time into
-    /// the flash series' intervals (split at their boundaries).
+    /// Reserve `[start, start + ns)` on a die (see [`FlashTiming::bin_die_busy`]).
     fn reserve_die(&mut self, die: usize, start: u64, ns: u64, gc: bool) {
         self.dies[die].reserve(start, ns, gc);
+        self.bin_die_busy(start, ns);
+    }
+
+    /// Reserve `ns` on a die at the earliest start at or after `t` where it
+    /// is free (see [`FlashTiming::bin_die_busy`]); returns the start.
+    fn book_die(&mut self, die: usize, t: u64, ns: u64, gc: bool) -> u64 {
+        let tl = &mut self.dies[die];
+        tl.prune(self.now);
+        let start = tl.book(t, ns, gc);
+        self.bin_die_busy(start, ns);
+        start
+    }
+
+    /// Bin die busy time `[start, start + ns)` into the flash series'
+    /// intervals (split at their boundaries).
+    fn bin_die_busy(&mut self, start: u64, ns: u64) {
         let (mut t, end) = (start, start + ns);
         while t < end {
             let boundary =
@@ -441,11 +455,9 @@ impl FlashTiming {
         let c0 = ready.max(plane_free.saturating_sub(cmd));
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
-        let cs = tl.fit(c0, cmd).start;
-        tl.reserve(cs, cmd, gc);
+        let cs = tl.book(c0, cmd, gc);
         let earliest = (cs + cmd).max(plane_free);
-        let f = self.fit_die(die, earliest, cell_ns);
-        self.reserve_die(die, f.start, cell_ns, gc);
+        let start = self.book_die(die, earliest, cell_ns, gc);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
@@ -453,12 +465,13 @@ impl FlashTiming {
         // The rest of the way to the cell phase waits for the plane and
         // the die: split by GC's share of the die over that span (the
         // command and channel wait are accounted above).
-        let rest = f.start - ready - cmd - (cs - c0);
-        let gc_ns = self.gc_share(die, ready, f.start, rest);
+        // (The cell phase just booked starts at `start`: not in the span.)
+        let rest = start - ready - cmd - (cs - c0);
+        let gc_ns = self.gc_share(die, ready, start, rest);
         path.add(Component::GcWait, gc_ns);
         path.add(Component::DieWait, rest - gc_ns);
         path.add(Component::Cell, cell_ns);
-        f.start
+        start
     }
 
     /// Book an operation's end. Garbage collection inside a request counts
@@ -595,9 +608,7 @@ impl FlashTiming {
         let end = self.fit_channel(ch, cell_end, xfer, gc, path);
         // The suspended operation finishes its remaining work later.
         let delta = suspend_ns + t_r;
-        let f = self.fit_die(die, lo.end, delta);
-        self.reserve_die(die, f.start, delta, lo.gc);
-        let new_end = f.start + delta;
+        let new_end = self.book_die(die, lo.end, delta, lo.gc) + delta;
         for p in &mut self.planes[lo_planes] {
             if p.free_at == lo.end {
                 p.free_at = new_end;
@@ -626,11 +637,11 @@ impl FlashTiming {
             self.wait(&mut path, die, ready, t0);
             let t1 = self.fit_channel(ch, t0, xfer, gc, &mut path);
             let t2 = t1.max(self.planes_free(range.clone()));
-            let f = self.fit_die(die, t2, t_prog);
-            self.wait(&mut path, die, t1, f.start);
-            self.reserve_die(die, f.start, t_prog, gc);
+            let start = self.book_die(die, t2, t_prog, gc);
+            // (The program just booked starts at `start`: not in the wait.)
+            self.wait(&mut path, die, t1, start);
             path.add(Component::Cell, t_prog);
-            (f.start, f.start + t_prog)
+            (start, start + t_prog)
         } else {
             let t0 = ready.max(self.planes_free(range.clone()));
             self.wait(&mut path, die, ready, t0);

@@ -54,6 +54,16 @@ const SPARE_SLOTS: usize = 4096;
 /// A position: (slot, index in the slot).
 type Pos = (usize, usize);
 
+/// Where a new interval goes: its start, its insertion position, and the
+/// intervals just before and after it (candidates for merging).
+#[derive(Copy, Clone, Debug)]
+struct Gap {
+    start: u64,
+    pos: Pos,
+    prev: Option<Pos>,
+    next: Option<Pos>,
+}
+
 /// One resource's reservations. See the module docs.
 ///
 /// The intervals are kept sorted and disjoint in *slots* of simulated time
@@ -194,6 +204,57 @@ impl Timeline {
         fit
     }
 
+    /// Reserve `duration` ns at the earliest start at or after `t` where
+    /// they are free (first fit), and return that start: [`Timeline::fit`]
+    /// then [`Timeline::reserve`] in one search, as the walk that finds the
+    /// gap also finds where the interval goes and its neighbours.
+    #[inline]
+    pub fn book(&mut self, t: u64, duration: u64, gc: bool) -> u64 {
+        if duration == 0 {
+            return t; // takes no time, needs nothing
+        }
+        debug_assert!(t >= self.pruned_to, "book at {t} before the prune horizon {}", self.pruned_to);
+        if self.last_end <= t || self.count == 0 {
+            self.reserve(t, duration, gc); // after everything reserved: the common case
+            return t;
+        }
+        let gap = self.find_gap(t, duration);
+        self.insert(gap, duration, gc);
+        gap.start
+    }
+
+    /// [`Timeline::book`]'s first-fit walk, where reservations may be in the way.
+    #[inline(never)]
+    fn find_gap(&self, t: u64, duration: u64) -> Gap {
+        let mut start = t;
+        let mut at = self.insert_pos(t);
+        // The interval before `t` is the gap's predecessor unless it ends
+        // after `t`; then the walk starts at it.
+        let mut prev = self.prev_of(at);
+        if let Some(p) = prev.filter(|&p| self.at(p).end > t) {
+            at = p;
+            prev = None;
+        }
+        let next = loop {
+            let Some(p) = self.next_from(at) else { break None };
+            let b = self.at(p);
+            if b.start >= start.saturating_add(duration) {
+                break Some(p);
+            }
+            start = start.max(b.end);
+            prev = Some(p);
+            at = (p.0, p.1 + 1);
+        };
+        // Every interval before `next` starts before `start`, so in `start`'s
+        // slot the new one goes before `next` if that is there, else last.
+        let slot = self.slot_of(start);
+        let pos = match next {
+            Some(n) if n.0 == slot => n,
+            _ => (slot, self.slots.get(slot).map_or(0, Vec::len)),
+        };
+        Gap { start, pos, prev, next }
+    }
+
     /// Time garbage collection holds this resource within `[from, to)`, ns
     /// (the GC share of a wait over that span), up to `cap_ns`: the walk
     /// stops there, as a wait's GC share never exceeds the wait (a wait
@@ -250,31 +311,45 @@ impl Timeline {
             return;
         }
         let end = start + duration;
-        if let Some(log) = &mut self.audit {
-            log.push((start, end));
-        }
-        self.reserved_ns += duration;
         if self.count == 0 {
             // Empty: slot 0 starts at the prune horizon (every later fit
             // starts at or after it; callers prune to the current arrival).
             self.recycle_all();
             self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
         }
-        if start > self.last_end {
+        if self.count == 0 || start > self.last_end {
             // After everything, not touching it (the common case): append.
-            self.last_end = end;
+            self.record(start, end);
+            self.last_end = self.last_end.max(end);
             let slot = self.slot_of(start);
             self.slot_mut(slot).push(Busy { start, end, gc });
             self.count += 1;
             return;
         }
-        self.last_end = self.last_end.max(end);
         let pos = self.insert_pos(start);
-        let prev = self.prev_of(pos);
+        let gap = Gap { start, pos, prev: self.prev_of(pos), next: self.starting_at(end) };
+        self.insert(gap, duration, gc);
+    }
+
+    /// Count a reservation (and log it, when auditing).
+    fn record(&mut self, start: u64, end: u64) {
+        if let Some(log) = &mut self.audit {
+            log.push((start, end));
+        }
+        self.reserved_ns += end - start;
+    }
+
+    /// Insert `duration` ns at `gap` (free), merging with the neighbours
+    /// it touches when their tags agree.
+    fn insert(&mut self, gap: Gap, duration: u64, gc: bool) {
+        let Gap { start, pos, prev, next } = gap;
+        let end = start + duration;
+        self.record(start, end);
+        self.last_end = self.last_end.max(end);
         debug_assert!(prev.map_or(true, |p| self.at(p).end <= start), "overlap before");
         debug_assert!(self.next_from(pos).map_or(true, |n| self.at(n).start >= end), "overlap after");
         let merge_prev = prev.filter(|&p| self.at(p).end == start && self.at(p).gc == gc);
-        let merge_next = self.starting_at(end).filter(|&n| self.at(n).gc == gc);
+        let merge_next = next.filter(|&n| self.at(n).start == end && self.at(n).gc == gc);
         match (merge_prev, merge_next) {
             (Some(p), Some(n)) => {
                 let next_end = self.at(n).end;
@@ -424,6 +499,10 @@ mod tests {
         assert_eq!(t.len(), 1, "touching intervals merge");
         assert_eq!(t.fit(0, 1).start, 150);
         assert_eq!(t.reserved_ns(), 150);
+        assert_eq!(t.book(120, 10, false), 150, "booked after the reservation");
+        assert_eq!(t.len(), 1, "and merged with it");
+        assert_eq!(t.book(200, 0, false), 200, "zero-length work never waits");
+        assert_eq!(t.reserved_ns(), 160);
     }
 
     #[test]
@@ -495,11 +574,18 @@ mod tests {
                     start = e;
                 }
             }
-            assert_eq!(t.fit(ready, len).start, start, "fit {i}");
             let gc_ref: u64 =
                 reference.iter().filter(|r| r.2).map(|&(s, e, _)| e.min(start).saturating_sub(s.max(ready))).sum();
-            assert_eq!(t.gc_ns_between(ready, start, u64::MAX), gc_ref, "GC's share of the wait {i}");
-            t.reserve(start, len, i % 3 == 0);
+            if i % 2 == 0 {
+                assert_eq!(t.fit(ready, len).start, start, "fit {i}");
+                assert_eq!(t.gc_ns_between(ready, start, u64::MAX), gc_ref, "GC's share of the wait {i}");
+                t.reserve(start, len, i % 3 == 0);
+            } else {
+                // Booking in one step finds the same start; the new interval
+                // starts where the wait ends, so GC's share is unchanged.
+                assert_eq!(t.book(ready, len, i % 3 == 0), start, "book {i}");
+                assert_eq!(t.gc_ns_between(ready, start, u64::MAX), gc_ref, "GC's share of the wait {i}");
+            }
             reference.push((start, start + len, i % 3 == 0));
             reference.sort_unstable();
         }
