@@ -1017,6 +1017,14 @@ mod tests {
         assert_eq!(b.total(), end);
         assert_eq!(b.get(Component::GcWait), 3_000_000, "the erase ahead on the die");
         assert_eq!(b.get(Component::DieWait), 400_000, "the host program ahead");
+        // A read of that plane in an epoch no request waits for (an eviction)
+        // is timed as usual, but its wait is not split (it is never reported).
+        m.begin_epoch(0, NO_OWNER, Breakdown::default());
+        m.observe(&op(OpKind::Read, 24, 1, 4096, None));
+        let (unowned_end, u) = m.end_epoch();
+        assert_eq!(unowned_end, end + 50_000, "its tR right after the first read's");
+        assert_eq!(u.get(Component::GcWait), 0);
+        assert_eq!(u.total(), unowned_end, "the wait is all die_wait");
     }
 
     #[test]
