@@ -345,8 +345,8 @@ impl Timeline {
         let end = start + duration;
         self.record(start, end);
         self.last_end = self.last_end.max(end);
-        debug_assert!(prev.map_or(true, |p| self.at(p).end <= start), "overlap before");
-        debug_assert!(self.next_from(pos).map_or(true, |n| self.at(n).start >= end), "overlap after");
+        debug_assert!(prev.is_none_or(|p| self.at(p).end <= start), "overlap before");
+        debug_assert!(self.next_from(pos).is_none_or(|n| self.at(n).start >= end), "overlap after");
         let merge_prev = prev.filter(|&p| self.at(p).end == start && self.at(p).gc == gc);
         let merge_next = next.filter(|&n| self.at(n).start == end && self.at(n).gc == gc);
         match (merge_prev, merge_next) {
