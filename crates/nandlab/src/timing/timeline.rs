@@ -85,6 +85,9 @@ pub struct Timeline {
     last_end: u64,
     /// The prune horizon: intervals ending at or before it are forgotten.
     pruned_to: u64,
+    /// No interval held ends before this, ns (a lower bound, exact after
+    /// each prune): until `now` reaches it, pruning has nothing to forget.
+    min_end: u64,
     /// Every reservation ever made, when auditing (tests).
     audit: Option<Vec<(u64, u64)>>,
 }
@@ -336,6 +339,7 @@ impl Timeline {
             log.push((start, end));
         }
         self.reserved_ns += end - start;
+        self.min_end = self.min_end.min(end);
     }
 
     /// Insert `duration` ns at `gap` (free), merging with the neighbours
@@ -373,11 +377,18 @@ impl Timeline {
 
     /// Forget reservations that end at or before `now`: nothing scheduled
     /// from now on can start before `now`.
+    ///
+    /// While the first interval held is still running (`now` before
+    /// `min_end`, as on a die busy with a long operation), only the horizon
+    /// moves: the front slot's memory, cold since the work there was booked
+    /// far ahead, is not read (that read was ~4 % of a GC-bound run's time).
     #[inline]
     pub fn prune(&mut self, now: u64) {
-        if now > self.pruned_to {
+        if now >= self.min_end {
             self.prune_to(now);
-        } // else pruned to here already; what was reserved since ends later
+        } else {
+            self.pruned_to = self.pruned_to.max(now);
+        }
     }
 
     #[inline(never)]
@@ -385,6 +396,7 @@ impl Timeline {
         self.pruned_to = now;
         if self.count == 0 {
             self.recycle_all();
+            self.min_end = u64::MAX;
             return;
         }
         while let Some(front) = self.slots.front_mut() {
@@ -405,6 +417,7 @@ impl Timeline {
         if self.count == 0 {
             self.recycle_all();
         }
+        self.min_end = self.next_from((0, 0)).map_or(u64::MAX, |p| self.at(p).end);
     }
 
     /// Return every (empty) slot to the spare pool.
@@ -547,6 +560,10 @@ mod tests {
         assert_eq!(t.len(), 5);
         assert_eq!(t.fit(95, 10).start, 110);
         assert_eq!(t.busy_until(), 190);
+        t.prune(105);
+        assert_eq!(t.len(), 5, "the first held interval (100..110) still runs");
+        t.prune(110);
+        assert_eq!(t.len(), 4, "and is forgotten once it has ended");
     }
 
     #[test]
