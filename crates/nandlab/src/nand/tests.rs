@@ -336,24 +336,24 @@ proptest! {
 }
 
 #[test]
-fn pages_of_up_to_four_consecutive_lba_runs_are_inline_and_others_in_the_slab() {
+fn pages_of_up_to_two_consecutive_lba_runs_are_inline_and_others_in_the_slab() {
     let g = GeometryConfig { page_size_bytes: 16384, ..geometry(1).config().clone() }.validate().unwrap();
     let mut nand = Nand::new(g, 0, &[]);
     let sev = RuleConfig::default().table();
     let mut log = ViolationLog::new(4);
     let mut ck = Checker::new(&sev, &mut log, 0, None);
-    let four = page_runs(32, &[8, 16, 24], false);
-    let five = page_runs(32, &[8, 16, 24, 28], false);
-    nand.program(&mut ck, PageAddr(0), &four, &[]).unwrap();
+    let two = page_runs(32, &[16], false);
+    let three = page_runs(32, &[8, 16], false);
+    nand.program(&mut ck, PageAddr(0), &two, &[]).unwrap();
     let before = nand.runs.heap_bytes();
-    nand.program(&mut ck, PageAddr(1), &four, &[]).unwrap();
-    assert_eq!(nand.runs.heap_bytes(), before, "four runs stay inline");
-    nand.program(&mut ck, PageAddr(2), &five, &[]).unwrap();
-    assert!(nand.runs.heap_bytes() > before, "five runs go to the slab");
+    nand.program(&mut ck, PageAddr(1), &two, &[]).unwrap();
+    assert_eq!(nand.runs.heap_bytes(), before, "two runs stay inline");
+    nand.program(&mut ck, PageAddr(2), &three, &[]).unwrap();
+    assert!(nand.runs.heap_bytes() > before, "three runs go to the slab");
     let mut out = Vec::new();
     nand.read(&mut ck, PageAddr(1), 0, 32, &mut out).unwrap();
-    assert_eq!(out, four);
+    assert_eq!(out, two);
     out.clear();
     nand.read(&mut ck, PageAddr(2), 0, 32, &mut out).unwrap();
-    assert_eq!(out, five);
+    assert_eq!(out, three);
 }
