@@ -66,6 +66,11 @@
 //! and gaps too short to use). A request queued behind a host program that
 //! itself queued behind three GC copies thus waits mostly for GC — as it
 //! does on the drive — though the reservation just ahead of it is not GC's.
+//! Only epochs a request waits for are split so: the breakdown of an
+//! unowned epoch (a cache eviction, an idle step) is never reported, and
+//! summing GC's share walks every reservation queued ahead on the die —
+//! the dearest part of timing a GC-bound drive, whose flash work is nearly
+//! all write-back evictions. Their waits count as `die_wait` whole.
 //!
 //! # Scheduling horizon
 //!
@@ -338,28 +343,54 @@ impl FlashTiming {
     /// rest `die_wait` (see the module docs).
     fn wait(&self, path: &mut Breakdown, die: usize, from: u64, to: u64) {
         if to > from {
-            let gc = self.dies[die].gc_ns_between(from, to, to - from);
+            let gc = self.gc_share(die, from, to, to - from);
             path.add(Component::GcWait, gc);
             path.add(Component::DieWait, to - from - gc);
+        }
+    }
+
+    /// GC's share of die `die`'s time within `[from, to)`, up to `cap_ns`
+    /// — or 0 in an epoch no request waits for ([`NO_OWNER`]: its breakdown
+    /// is never reported, and this walk over the work queued on the die is
+    /// the costly part of timing a GC-bound drive's write-back evictions).
+    fn gc_share(&self, die: usize, from: u64, to: u64, cap_ns: u64) -> u64 {
+        if self.epoch.owner == NO_OWNER {
+            0
+        } else {
+            self.dies[die].gc_ns_between(from, to, cap_ns)
         }
     }
 
     fn fit_channel(&mut self, ch: usize, t: u64, ns: u64, gc: bool, path: &mut Breakdown) -> u64 {
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
-        let f = tl.fit(t, ns);
-        tl.reserve(f.start, ns, gc);
-        if f.start > t {
-            path.add(Component::ChannelWait, f.start - t);
+        let start = tl.book(t, ns, gc);
+        if start > t {
+            path.add(Component::ChannelWait, start - t);
         }
         path.add(Component::FlashTransfer, ns);
-        f.start + ns
+        start + ns
     }
 
-    /// Reserve `[start, start + ns)` on a die, and bin the busy time into
-    /// the flash series' intervals (split at their boundaries).
+    /// Reserve `[start, start + ns)` on a die (see [`FlashTiming::bin_die_busy`]).
     fn reserve_die(&mut self, die: usize, start: u64, ns: u64, gc: bool) {
         self.dies[die].reserve(start, ns, gc);
+        self.bin_die_busy(start, ns);
+    }
+
+    /// Reserve `ns` on a die at the earliest start at or after `t` where it
+    /// is free (see [`FlashTiming::bin_die_busy`]); returns the start.
+    fn book_die(&mut self, die: usize, t: u64, ns: u64, gc: bool) -> u64 {
+        let tl = &mut self.dies[die];
+        tl.prune(self.now);
+        let start = tl.book(t, ns, gc);
+        self.bin_die_busy(start, ns);
+        start
+    }
+
+    /// Bin die busy time `[start, start + ns)` into the flash series'
+    /// intervals (split at their boundaries).
+    fn bin_die_busy(&mut self, start: u64, ns: u64) {
         let (mut t, end) = (start, start + ns);
         while t < end {
             let boundary =
@@ -424,11 +455,9 @@ impl FlashTiming {
         let c0 = ready.max(plane_free.saturating_sub(cmd));
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
-        let cs = tl.fit(c0, cmd).start;
-        tl.reserve(cs, cmd, gc);
+        let cs = tl.book(c0, cmd, gc);
         let earliest = (cs + cmd).max(plane_free);
-        let f = self.fit_die(die, earliest, cell_ns);
-        self.reserve_die(die, f.start, cell_ns, gc);
+        let start = self.book_die(die, earliest, cell_ns, gc);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
@@ -436,12 +465,13 @@ impl FlashTiming {
         // The rest of the way to the cell phase waits for the plane and
         // the die: split by GC's share of the die over that span (the
         // command and channel wait are accounted above).
-        let rest = f.start - ready - cmd - (cs - c0);
-        let gc_ns = self.dies[die].gc_ns_between(ready, f.start, rest);
+        // (The cell phase just booked starts at `start`: not in the span.)
+        let rest = start - ready - cmd - (cs - c0);
+        let gc_ns = self.gc_share(die, ready, start, rest);
         path.add(Component::GcWait, gc_ns);
         path.add(Component::DieWait, rest - gc_ns);
         path.add(Component::Cell, cell_ns);
-        f.start
+        start
     }
 
     /// Book an operation's end. Garbage collection inside a request counts
@@ -578,9 +608,7 @@ impl FlashTiming {
         let end = self.fit_channel(ch, cell_end, xfer, gc, path);
         // The suspended operation finishes its remaining work later.
         let delta = suspend_ns + t_r;
-        let f = self.fit_die(die, lo.end, delta);
-        self.reserve_die(die, f.start, delta, lo.gc);
-        let new_end = f.start + delta;
+        let new_end = self.book_die(die, lo.end, delta, lo.gc) + delta;
         for p in &mut self.planes[lo_planes] {
             if p.free_at == lo.end {
                 p.free_at = new_end;
@@ -609,11 +637,11 @@ impl FlashTiming {
             self.wait(&mut path, die, ready, t0);
             let t1 = self.fit_channel(ch, t0, xfer, gc, &mut path);
             let t2 = t1.max(self.planes_free(range.clone()));
-            let f = self.fit_die(die, t2, t_prog);
-            self.wait(&mut path, die, t1, f.start);
-            self.reserve_die(die, f.start, t_prog, gc);
+            let start = self.book_die(die, t2, t_prog, gc);
+            // (The program just booked starts at `start`: not in the wait.)
+            self.wait(&mut path, die, t1, start);
             path.add(Component::Cell, t_prog);
-            (f.start, f.start + t_prog)
+            (start, start + t_prog)
         } else {
             let t0 = ready.max(self.planes_free(range.clone()));
             self.wait(&mut path, die, ready, t0);
@@ -989,6 +1017,14 @@ mod tests {
         assert_eq!(b.total(), end);
         assert_eq!(b.get(Component::GcWait), 3_000_000, "the erase ahead on the die");
         assert_eq!(b.get(Component::DieWait), 400_000, "the host program ahead");
+        // A read of that plane in an epoch no request waits for (an eviction)
+        // is timed as usual, but its wait is not split (it is never reported).
+        m.begin_epoch(0, NO_OWNER, Breakdown::default());
+        m.observe(&op(OpKind::Read, 24, 1, 4096, None));
+        let (unowned_end, u) = m.end_epoch();
+        assert_eq!(unowned_end, end + 50_000, "its tR right after the first read's");
+        assert_eq!(u.get(Component::GcWait), 0);
+        assert_eq!(u.total(), unowned_end, "the wait is all die_wait");
     }
 
     #[test]

@@ -236,20 +236,18 @@ impl TimedDevice {
         let ns = self.host.link_ns(bytes);
         let tl = if to_host && self.host.full_duplex { &mut self.link_out } else { &mut self.link_in };
         tl.prune(self.now);
-        let f = tl.fit(t, ns);
-        tl.reserve(f.start, ns, false);
-        path.add(Component::HostTransfer, f.start - t + ns);
-        f.start + ns
+        let start = tl.book(t, ns, false);
+        path.add(Component::HostTransfer, start - t + ns);
+        start + ns
     }
 
     /// Copy `bytes` through the device DRAM from `t`.
     fn dram_copy(&mut self, t: u64, bytes: u64, path: &mut Breakdown) -> u64 {
         let ns = self.timing.dram_ns(bytes);
         self.dram.prune(self.now);
-        let f = self.dram.fit(t, ns);
-        self.dram.reserve(f.start, ns, false);
-        path.add(Component::Dram, f.start - t + ns);
-        f.start + ns
+        let start = self.dram.book(t, ns, false);
+        path.add(Component::Dram, start - t + ns);
+        start + ns
     }
 
     /// Run `f` (FTL calls) as one flash epoch ready at `ready`.
