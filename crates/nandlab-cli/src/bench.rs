@@ -194,7 +194,12 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
                 eprintln!("error: --ftl {f}: not a bench configuration (choose from {})", labels.join(", "));
                 return ExitCode::from(2);
             }
-            chosen.extend(matching);
+            // A label and an FTL name may pick the same entry: measure it once.
+            for e in matching {
+                if !chosen.iter().any(|c: &&ZooEntry| std::ptr::eq(*c, e)) {
+                    chosen.push(e);
+                }
+            }
         }
         chosen
     };
