@@ -184,11 +184,12 @@ struct Epoch {
 pub struct FlashTiming {
     enabled: bool,
     t: Timing,
-    pages_per_block: u64,
-    pages_per_plane: u64,
-    blocks_per_plane: u64,
+    pages_per_block: Divisor,
+    pages_per_plane: Divisor,
+    blocks_per_plane: Divisor,
     planes_per_die: u32,
-    dies_per_channel: u32,
+    /// Each plane's die and channel (see [`FlashTiming::place`]).
+    die_and_channel_of_plane: Vec<(u32, u32)>,
     read_ns_by_page: Vec<u64>,
     program_ns_by_page: Vec<u64>,
     channels: Vec<Timeline>,
@@ -226,11 +227,16 @@ impl FlashTiming {
         let dies_per_channel = geometry.chips_per_channel() * geometry.dies_per_chip();
         FlashTiming {
             enabled: true,
-            pages_per_block: u64::from(ppb),
-            pages_per_plane: u64::from(ppb) * u64::from(geometry.blocks_per_plane()),
-            blocks_per_plane: u64::from(geometry.blocks_per_plane()),
+            pages_per_block: Divisor::new(u64::from(ppb)),
+            pages_per_plane: Divisor::new(u64::from(ppb) * u64::from(geometry.blocks_per_plane())),
+            blocks_per_plane: Divisor::new(u64::from(geometry.blocks_per_plane())),
             planes_per_die: geometry.planes_per_die(),
-            dies_per_channel,
+            die_and_channel_of_plane: (0..geometry.planes())
+                .map(|p| {
+                    let die = p / geometry.planes_per_die();
+                    (die, die / dies_per_channel)
+                })
+                .collect(),
             read_ns_by_page: (0..ppb).map(|p| t.read_ns_by_level[level(p)]).collect(),
             program_ns_by_page: (0..ppb).map(|p| t.program_ns_by_level[level(p)]).collect(),
             channels: vec![Timeline::default(); geometry.channels() as usize],
@@ -407,10 +413,17 @@ impl FlashTiming {
         tl.fit(t, ns)
     }
 
+    /// The die and channel of `plane`: looked up, as dividing by the
+    /// geometry for every operation was a chain of dependent divisions.
+    fn place(&self, plane: u32) -> (usize, usize) {
+        let (die, ch) = self.die_and_channel_of_plane[plane as usize];
+        (die as usize, ch as usize)
+    }
+
     /// The planes an operation occupies: one, or (multi-plane) all of its die's.
     fn plane_range(&self, plane: u32, planes: u32) -> std::ops::Range<usize> {
         if planes > 1 {
-            let first = plane - plane % self.planes_per_die;
+            let first = self.die_and_channel_of_plane[plane as usize].0 * self.planes_per_die;
             first as usize..(first + self.planes_per_die) as usize
         } else {
             plane as usize..plane as usize + 1
@@ -504,10 +517,9 @@ impl FlashTiming {
     }
 
     fn read(&mut self, op: &FlashOp) {
-        let plane = (op.address / self.pages_per_plane) as u32;
-        let die = (plane / self.planes_per_die) as usize;
-        let ch = die / self.dies_per_channel as usize;
-        let t_r = self.read_ns_by_page[(op.address % self.pages_per_block) as usize];
+        let plane = self.pages_per_plane.quotient(op.address) as u32;
+        let (die, ch) = self.place(plane);
+        let t_r = self.read_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
@@ -623,10 +635,9 @@ impl FlashTiming {
     }
 
     fn program(&mut self, op: &FlashOp) {
-        let plane = (op.address / self.pages_per_plane) as u32;
-        let die = (plane / self.planes_per_die) as usize;
-        let ch = die / self.dies_per_channel as usize;
-        let t_prog = self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
+        let plane = self.pages_per_plane.quotient(op.address) as u32;
+        let (die, ch) = self.place(plane);
+        let t_prog = self.program_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(op.buffer.map(|b| b.index()));
@@ -691,8 +702,7 @@ impl FlashTiming {
 
     /// Copyback and erase: a command on the channel, then a cell phase.
     fn cell_only(&mut self, op: &FlashOp, plane: u32, cell_ns: u64, long: Option<LongKind>) {
-        let die = (plane / self.planes_per_die) as usize;
-        let ch = die / self.dies_per_channel as usize;
+        let (die, ch) = self.place(plane);
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
@@ -766,14 +776,14 @@ impl FlashTiming {
             OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => self.read(op),
             OpKind::Program | OpKind::ProgramMeta => self.program(op),
             OpKind::Copyback => {
-                let plane = (op.address / self.pages_per_plane) as u32;
+                let plane = self.pages_per_plane.quotient(op.address) as u32;
                 let src = op.source.unwrap_or(op.address);
-                let ns = self.read_ns_by_page[(src % self.pages_per_block) as usize]
-                    + self.program_ns_by_page[(op.address % self.pages_per_block) as usize];
+                let ns = self.read_ns_by_page[self.pages_per_block.remainder(src) as usize]
+                    + self.program_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
                 self.cell_only(op, plane, ns, None);
             }
             OpKind::Erase => {
-                let plane = (op.address / self.blocks_per_plane) as u32;
+                let plane = self.blocks_per_plane.quotient(op.address) as u32;
                 self.cell_only(op, plane, self.t.erase_ns, Some(LongKind::Erase));
             }
         }
@@ -786,6 +796,40 @@ impl FlashTiming {
 
     fn die_busy_until_ns(&self, die: u32) -> Option<u64> {
         self.dies.get(die as usize).map(Timeline::busy_until)
+    }
+}
+
+/// Division by a geometry constant fixed when the model is built: a shift
+/// and a mask when it is a power of two (most presets' blocks and pages),
+/// else the hardware division. Every operation divides its address by the
+/// geometry; a 64-bit division takes tens of cycles, a shift one.
+#[derive(Copy, Clone, Debug)]
+struct Divisor {
+    divisor: u64,
+    /// log2 of the divisor, if it is a power of two.
+    shift: Option<u32>,
+}
+
+impl Divisor {
+    fn new(divisor: u64) -> Divisor {
+        let divisor = divisor.max(1);
+        Divisor { divisor, shift: divisor.is_power_of_two().then(|| divisor.trailing_zeros()) }
+    }
+
+    #[inline]
+    fn quotient(self, x: u64) -> u64 {
+        match self.shift {
+            Some(s) => x >> s,
+            None => x / self.divisor,
+        }
+    }
+
+    #[inline]
+    fn remainder(self, x: u64) -> u64 {
+        match self.shift {
+            Some(_) => x & (self.divisor - 1),
+            None => x % self.divisor,
+        }
     }
 }
 
