@@ -210,6 +210,8 @@ pub struct FlashTiming {
     counters: FlashTimingCounters,
     interval_ns: u64,
     flash_series: Vec<FlashInterval>,
+    /// The flash series' interval used last: (index, start since `origin_ns`, ns).
+    last_bin: (usize, u64),
 }
 
 impl FlashTiming {
@@ -253,6 +255,7 @@ impl FlashTiming {
             counters: FlashTimingCounters::default(),
             interval_ns: interval_ns.max(1),
             flash_series: Vec::new(),
+            last_bin: (0, 0),
             t: t.clone(),
         }
     }
@@ -399,8 +402,7 @@ impl FlashTiming {
     fn bin_die_busy(&mut self, start: u64, ns: u64) {
         let (mut t, end) = (start, start + ns);
         while t < end {
-            let boundary =
-                self.origin_ns + ((t.saturating_sub(self.origin_ns)) / self.interval_ns + 1) * self.interval_ns;
+            let boundary = self.bin_of(t).1;
             let piece = end.min(boundary) - t;
             self.bucket(t).die_busy_ns += piece;
             t += piece;
@@ -508,8 +510,23 @@ impl FlashTiming {
         }
     }
 
+    /// The flash series' interval holding `t`: its index and its end, ns.
+    /// Consecutive operations mostly fall in the interval of the one
+    /// before, so that one is remembered rather than divided for again.
+    #[inline]
+    fn bin_of(&mut self, t: u64) -> (usize, u64) {
+        let since = t.saturating_sub(self.origin_ns);
+        let (i, bin_start) = self.last_bin;
+        if since >= bin_start && since - bin_start < self.interval_ns {
+            return (i, self.origin_ns + bin_start + self.interval_ns);
+        }
+        let i = since / self.interval_ns;
+        self.last_bin = (i as usize, i * self.interval_ns);
+        (i as usize, self.origin_ns + (i + 1) * self.interval_ns)
+    }
+
     fn bucket(&mut self, t: u64) -> &mut FlashInterval {
-        let i = (t.saturating_sub(self.origin_ns) / self.interval_ns) as usize;
+        let i = self.bin_of(t).0;
         if self.flash_series.len() <= i {
             self.flash_series.resize(i + 1, FlashInterval::default());
         }
