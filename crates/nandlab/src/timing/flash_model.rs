@@ -212,6 +212,8 @@ pub struct FlashTiming {
     flash_series: Vec<FlashInterval>,
     /// The flash series' interval used last: (index, start since `origin_ns`, ns).
     last_bin: (usize, u64),
+    /// The last transfer size timed and its channel time: (bytes, ns).
+    last_transfer: (u32, u64),
 }
 
 impl FlashTiming {
@@ -256,6 +258,7 @@ impl FlashTiming {
             interval_ns: interval_ns.max(1),
             flash_series: Vec::new(),
             last_bin: (0, 0),
+            last_transfer: (0, 0),
             t: t.clone(),
         }
     }
@@ -415,6 +418,16 @@ impl FlashTiming {
         tl.fit(t, ns)
     }
 
+    /// Channel time to move `bytes`, ns. Operations move a page or two of
+    /// the same size, so the last size's time is remembered rather than
+    /// divided for again.
+    fn transfer_ns(&mut self, bytes: u32) -> u64 {
+        if self.last_transfer.0 != bytes {
+            self.last_transfer = (bytes, self.t.channel_ns(u64::from(bytes)));
+        }
+        self.last_transfer.1
+    }
+
     /// The die and channel of `plane`: looked up, as dividing by the
     /// geometry for every operation was a chain of dependent divisions.
     fn place(&self, plane: u32) -> (usize, usize) {
@@ -553,7 +566,7 @@ impl FlashTiming {
         if reg_ready > cell_end {
             path.add(Component::ChannelWait, reg_ready - cell_end);
         }
-        let xfer = self.t.channel_ns(u64::from(op.transfer_bytes));
+        let xfer = self.transfer_ns(op.transfer_bytes);
         let end = self.fit_channel(ch, reg_ready, xfer, gc, &mut path);
         let free = if self.t.config.cache_read { cell_end } else { end };
         self.after_read(op, range, free, end, path, gc);
@@ -633,7 +646,7 @@ impl FlashTiming {
         path.add(Component::DieWait, suspend_ns);
         path.add(Component::Cell, t_r);
         let cell_end = t1 + suspend_ns + t_r;
-        let xfer = self.t.channel_ns(u64::from(op.transfer_bytes));
+        let xfer = self.transfer_ns(op.transfer_bytes);
         let end = self.fit_channel(ch, cell_end, xfer, gc, path);
         // The suspended operation finishes its remaining work later.
         let delta = suspend_ns + t_r;
@@ -658,7 +671,7 @@ impl FlashTiming {
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(op.buffer.map(|b| b.index()));
-        let xfer = self.t.command_ns + self.t.channel_ns(u64::from(op.transfer_bytes));
+        let xfer = self.t.command_ns + self.transfer_ns(op.transfer_bytes);
         let (cell_start, end) = if self.t.config.cache_program {
             let reg_free = self.planes[range.clone()].iter().fold(0, |t, p| t.max(p.cache_free_at));
             let t0 = ready.max(reg_free);
