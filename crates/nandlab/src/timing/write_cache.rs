@@ -38,6 +38,24 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
+/// The bitmap words covering sectors `first .. first+n` of a line, and in
+/// each the mask of those sectors' bits: a word at a time, not a sector.
+fn word_masks(first: u32, n: u32) -> impl Iterator<Item = (usize, u64)> {
+    let end = first + n;
+    let mut s = first;
+    std::iter::from_fn(move || {
+        if s >= end {
+            return None;
+        }
+        let bit = s % 64;
+        let take = (64 - bit).min(end - s); // 1..=64
+        let mask = (u64::MAX >> (64 - take)) << bit;
+        let word = (s / 64) as usize;
+        s += take;
+        Some((word, mask))
+    })
+}
+
 /// A multiplicative hasher for page numbers (the std SipHash is needlessly slow here).
 #[derive(Default, Clone, Copy)]
 pub struct PageHasher(u64);
@@ -157,7 +175,8 @@ impl WriteCache {
 
     /// Whether sectors `first .. first+n` of a line are all present.
     pub fn covers(&self, id: u32, first: u32, n: u32) -> bool {
-        (first..first + n).all(|s| self.is_present(id, s))
+        let base = id as usize * self.words;
+        word_masks(first, n).all(|(w, mask)| self.present[base + w] & mask == mask)
     }
 
     #[inline]
@@ -168,12 +187,13 @@ impl WriteCache {
 
     /// Mark sectors `first .. first+n` of a line present (or absent).
     pub fn set_present(&mut self, id: u32, first: u32, n: u32, on: bool) {
-        for s in first..first + n {
-            let w = id as usize * self.words + (s / 64) as usize;
+        let base = id as usize * self.words;
+        for (w, mask) in word_masks(first, n) {
+            let word = &mut self.present[base + w];
             if on {
-                self.present[w] |= 1 << (s % 64);
+                *word |= mask;
             } else {
-                self.present[w] &= !(1 << (s % 64));
+                *word &= !mask;
             }
         }
     }
@@ -362,6 +382,23 @@ mod tests {
 
     fn cache(n: u32) -> WriteCache {
         WriteCache::new((0..n).map(|i| BufId::new(i, 0)).collect(), 16, 0.5)
+    }
+
+    #[test]
+    fn sector_ranges_across_bitmap_words_set_clear_and_cover_exactly() {
+        // 130 sectors: three bitmap words per line, the last one partial.
+        let mut c = WriteCache::new((0..2).map(|i| BufId::new(i, 0)).collect(), 130, 0.5);
+        let (l, other) = (c.take_free(1).unwrap(), c.take_free(2).unwrap());
+        c.set_present(l, 60, 70, true); // 60..130: across both word boundaries
+        let present: Vec<u32> = (0..130).filter(|&s| c.is_present(l, s)).collect();
+        assert_eq!(present, (60..130).collect::<Vec<u32>>());
+        assert!(c.covers(l, 60, 70) && c.covers(l, 64, 64) && c.covers(l, 129, 1));
+        assert!(!c.covers(l, 59, 2), "sector 59 is absent");
+        c.set_present(l, 63, 2, false); // one bit either side of a boundary
+        assert!(!c.is_present(l, 63) && !c.is_present(l, 64));
+        assert!(c.is_present(l, 62) && c.is_present(l, 65));
+        assert!(!c.covers(l, 60, 70));
+        assert!(c.is_empty_line(other), "another line's bits are untouched");
     }
 
     #[test]
