@@ -177,21 +177,23 @@ impl Timeline {
         }
     }
 
-    /// Visit the intervals from position `(slot, i)` on, in order, while
-    /// `visit` returns true, skipping no interval but stopping at the first
-    /// slot that starts at or after `until_ns`. Plain slice loops per slot:
-    /// the walks of [`Timeline::fit`] and [`Timeline::gc_ns_between`] cover
-    /// dozens of intervals (and empty slots) on a die queued deep with GC work.
+    /// Visit the intervals from position `(slot, i)` on, in order, with
+    /// their positions, while `visit` returns true, skipping no interval but
+    /// stopping at the first slot that starts at or after `until_ns`. Plain
+    /// slice loops per slot: the walks of [`Timeline::book`] and
+    /// [`Timeline::gc_ns_between`] cover dozens of intervals (and empty
+    /// slots) on a die queued deep with GC work.
     #[inline(always)]
-    fn walk_from(&self, (slot, i): Pos, until_ns: u64, mut visit: impl FnMut(&Busy) -> bool) {
+    fn walk_from(&self, (slot, i): Pos, until_ns: u64, mut visit: impl FnMut(Pos, &Busy) -> bool) {
         let mut first = i;
         let mut slot_start = self.base + ((slot as u64) << SLOT_SHIFT);
-        for v in self.slots.range(slot.min(self.slots.len())..) {
+        for (k, v) in self.slots.range(slot.min(self.slots.len())..).enumerate() {
             if slot_start >= until_ns {
                 return;
             }
-            for b in &v[first.min(v.len())..] {
-                if !visit(b) {
+            let from = first.min(v.len());
+            for (j, b) in v[from..].iter().enumerate() {
+                if !visit((slot + k, from + j), b) {
                     return;
                 }
             }
@@ -215,22 +217,7 @@ impl Timeline {
         if self.last_end <= t || self.count == 0 {
             return Fit { start: t }; // after everything reserved: the common case
         }
-        self.fit_among(t, duration)
-    }
-
-    /// [`Timeline::fit`] where reservations may be in the way.
-    #[inline(never)]
-    fn fit_among(&self, t: u64, duration: u64) -> Fit {
-        let mut fit = Fit { start: t };
-        // Intervals are disjoint and sorted, so their ends are sorted too.
-        self.walk_from(self.first_ending_after(t), u64::MAX, |b| {
-            if b.start >= fit.start.saturating_add(duration) {
-                return false;
-            }
-            fit.start = fit.start.max(b.end());
-            true
-        });
-        fit
+        Fit { start: self.find_gap(t, duration).start }
     }
 
     /// Reserve `duration` ns at the earliest start at or after `t` where
@@ -264,16 +251,17 @@ impl Timeline {
             at = p;
             prev = None;
         }
-        let next = loop {
-            let Some(p) = self.next_from(at) else { break None };
-            let b = self.at(p);
+        let mut next = None;
+        // Intervals are disjoint and sorted, so their ends are sorted too.
+        self.walk_from(at, u64::MAX, |p, b| {
             if b.start >= start.saturating_add(duration) {
-                break Some(p);
+                next = Some(p);
+                return false;
             }
             start = start.max(b.end());
             prev = Some(p);
-            at = (p.0, p.1 + 1);
-        };
+            true
+        });
         // Every interval before `next` starts before `start`, so in `start`'s
         // slot the new one goes before `next` if that is there, else last.
         let slot = self.slot_of(start);
@@ -299,7 +287,7 @@ impl Timeline {
     #[inline(never)]
     fn gc_ns_walk(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
         let mut ns = 0;
-        self.walk_from(self.first_ending_after(from), to, |b| {
+        self.walk_from(self.first_ending_after(from), to, |_, b| {
             if b.start >= to {
                 return false;
             }
