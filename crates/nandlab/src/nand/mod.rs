@@ -104,6 +104,10 @@ impl FastDiv {
         }
         ((u128::from(self.m) * u128::from(n)) >> 64) as u32
     }
+    #[inline(always)]
+    pub fn remainder(self, n: u32) -> u32 {
+        n - self.quotient(n) * self.d
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<PageSlot>() == 16);

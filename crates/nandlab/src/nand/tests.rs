@@ -225,6 +225,7 @@ fn fast_division_is_exact() {
         let f = FastDiv::new(d);
         for n in [0u32, 1, d - 1, d, d.wrapping_add(1), 123_456_789, u32::MAX - 1, u32::MAX] {
             assert_eq!(f.quotient(n), n / d, "{n} / {d}");
+            assert_eq!(f.remainder(n), n % d, "{n} % {d}");
         }
     }
 }

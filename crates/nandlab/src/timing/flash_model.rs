@@ -91,7 +91,7 @@ use super::breakdown::{Breakdown, Component};
 use super::config::Timing;
 use super::timeline::{Fit, Timeline};
 use crate::flash::{Cause, FlashObserver, FlashOp, OpKind};
-use crate::nand::{Geometry, PagePairing, PageType};
+use crate::nand::{FastDiv, Geometry, PagePairing, PageType};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -184,9 +184,11 @@ struct Epoch {
 pub struct FlashTiming {
     enabled: bool,
     t: Timing,
-    pages_per_block: Divisor,
-    pages_per_plane: Divisor,
-    blocks_per_plane: Divisor,
+    /// Geometry divisors (page addresses fit in 32 bits: see `Geometry`);
+    /// every operation divides its address by them.
+    pages_per_block: FastDiv,
+    pages_per_plane: FastDiv,
+    blocks_per_plane: FastDiv,
     planes_per_die: u32,
     /// Each plane's die and channel (see [`FlashTiming::place`]).
     die_and_channel_of_plane: Vec<(u32, u32)>,
@@ -231,9 +233,9 @@ impl FlashTiming {
         let dies_per_channel = geometry.chips_per_channel() * geometry.dies_per_chip();
         FlashTiming {
             enabled: true,
-            pages_per_block: Divisor::new(u64::from(ppb)),
-            pages_per_plane: Divisor::new(u64::from(ppb) * u64::from(geometry.blocks_per_plane())),
-            blocks_per_plane: Divisor::new(u64::from(geometry.blocks_per_plane())),
+            pages_per_block: FastDiv::new(ppb),
+            pages_per_plane: FastDiv::new(ppb * geometry.blocks_per_plane()),
+            blocks_per_plane: FastDiv::new(geometry.blocks_per_plane()),
             planes_per_die: geometry.planes_per_die(),
             die_and_channel_of_plane: (0..geometry.planes())
                 .map(|p| {
@@ -547,9 +549,9 @@ impl FlashTiming {
     }
 
     fn read(&mut self, op: &FlashOp) {
-        let plane = self.pages_per_plane.quotient(op.address) as u32;
+        let plane = self.pages_per_plane.quotient(op.address as u32);
         let (die, ch) = self.place(plane);
-        let t_r = self.read_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
+        let t_r = self.read_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
@@ -665,9 +667,9 @@ impl FlashTiming {
     }
 
     fn program(&mut self, op: &FlashOp) {
-        let plane = self.pages_per_plane.quotient(op.address) as u32;
+        let plane = self.pages_per_plane.quotient(op.address as u32);
         let (die, ch) = self.place(plane);
-        let t_prog = self.program_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
+        let t_prog = self.program_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(op.buffer.map(|b| b.index()));
@@ -806,14 +808,14 @@ impl FlashTiming {
             OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => self.read(op),
             OpKind::Program | OpKind::ProgramMeta => self.program(op),
             OpKind::Copyback => {
-                let plane = self.pages_per_plane.quotient(op.address) as u32;
+                let plane = self.pages_per_plane.quotient(op.address as u32);
                 let src = op.source.unwrap_or(op.address);
-                let ns = self.read_ns_by_page[self.pages_per_block.remainder(src) as usize]
-                    + self.program_ns_by_page[self.pages_per_block.remainder(op.address) as usize];
+                let ns = self.read_ns_by_page[self.pages_per_block.remainder(src as u32) as usize]
+                    + self.program_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
                 self.cell_only(op, plane, ns, None);
             }
             OpKind::Erase => {
-                let plane = self.blocks_per_plane.quotient(op.address) as u32;
+                let plane = self.blocks_per_plane.quotient(op.address as u32);
                 self.cell_only(op, plane, self.t.erase_ns, Some(LongKind::Erase));
             }
         }
@@ -826,40 +828,6 @@ impl FlashTiming {
 
     fn die_busy_until_ns(&self, die: u32) -> Option<u64> {
         self.dies.get(die as usize).map(Timeline::busy_until)
-    }
-}
-
-/// Division by a geometry constant fixed when the model is built: a shift
-/// and a mask when it is a power of two (most presets' blocks and pages),
-/// else the hardware division. Every operation divides its address by the
-/// geometry; a 64-bit division takes tens of cycles, a shift one.
-#[derive(Copy, Clone, Debug)]
-struct Divisor {
-    divisor: u64,
-    /// log2 of the divisor, if it is a power of two.
-    shift: Option<u32>,
-}
-
-impl Divisor {
-    fn new(divisor: u64) -> Divisor {
-        let divisor = divisor.max(1);
-        Divisor { divisor, shift: divisor.is_power_of_two().then(|| divisor.trailing_zeros()) }
-    }
-
-    #[inline]
-    fn quotient(self, x: u64) -> u64 {
-        match self.shift {
-            Some(s) => x >> s,
-            None => x / self.divisor,
-        }
-    }
-
-    #[inline]
-    fn remainder(self, x: u64) -> u64 {
-        match self.shift {
-            Some(_) => x & (self.divisor - 1),
-            None => x % self.divisor,
-        }
     }
 }
 
