@@ -116,13 +116,27 @@ impl SparseTable {
     }
 
     /// Hint that entry `index` will be accessed soon: reads its directory
-    /// entry now (which usually hits the cache) and prefetches its chunk.
+    /// entry now and prefetches its chunk. On a large table the directory
+    /// entry is itself a cache miss that this read waits for: call
+    /// [`SparseTable::prefetch_directory`] a little earlier.
     #[inline(always)]
     pub fn prefetch(&self, index: usize) {
         if self.directory.is_empty() {
             prefetch(&self.arena, index);
         } else if let Some(&chunk) = self.directory.get(index >> CHUNK_SHIFT) {
             prefetch(&self.arena, ((chunk as usize) << CHUNK_SHIFT) | (index & IN_CHUNK));
+        }
+    }
+
+    /// The first of two prefetch stages for entry `index`: warms its
+    /// directory entry without waiting for it (a flat table: the entry
+    /// itself), so a later [`SparseTable::prefetch`] does not stall.
+    #[inline(always)]
+    pub fn prefetch_directory(&self, index: usize) {
+        if self.directory.is_empty() {
+            prefetch(&self.arena, index);
+        } else {
+            prefetch(&self.directory, index >> CHUNK_SHIFT);
         }
     }
 

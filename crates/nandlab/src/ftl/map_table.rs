@@ -48,6 +48,12 @@ impl MapTable {
         self.inverted.prefetch(index);
     }
 
+    /// The first stage of a two-stage prefetch (see [`SparseTable::prefetch_directory`]).
+    #[inline(always)]
+    pub fn prefetch_directory(&self, index: usize) {
+        self.inverted.prefetch_directory(index);
+    }
+
     /// Every entry, in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.inverted.iter().map(|e| !e)

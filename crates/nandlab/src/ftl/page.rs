@@ -168,9 +168,9 @@ struct PageMap {
     logical_sectors: u64,
     lpns: u32,
     l2p: MapTable,
-    /// The logical pages of the last prefetch hint (their map entries are
-    /// now cached, so the next hint prefetches what they point to).
-    hinted: (u32, u32),
+    /// The logical pages of the last two prefetch hints, newest first (the
+    /// next hints take them through the later stages of `prefetch`).
+    hinted: [(u32, u32); 2],
     /// Groups of the checkpoint a mount would use now.
     checkpoint_groups: Vec<u32>,
     counters: Counters,
@@ -221,7 +221,7 @@ impl PageFtl {
             logical_sectors: env.logical_sectors,
             lpns,
             l2p: MapTable::default(),
-            hinted: (0, 0),
+            hinted: [(0, 0); 2],
             checkpoint_groups: Vec::new(),
             counters: Counters::default(),
             pending_trims: Vec::new(),
@@ -436,29 +436,37 @@ impl Ftl for PageFtl {
         self.map.write_checkpoint(&mut self.dp, flash)
     }
 
+    /// A three-stage pipeline over successive hints, each stage waiting
+    /// for nothing: on a large drive the map's directory entry, the map
+    /// entry and the old page's state are three dependent cache misses.
     fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
         let m = &mut self.map;
         if m.l2p.is_empty() {
             return;
         }
-        // Stage 2: the previous hint's map entries are cached by now; warm
-        // the valid bits and group counters their old pages will update.
-        let (from, to) = m.hinted;
+        // Stage 3: the map entries of the hint two back are cached by now;
+        // warm the valid bits, group counters and page their old pages use.
+        let (from, to) = m.hinted[1];
         for lpn in from..to {
             let ppn = m.l2p.get(lpn as usize);
             if ppn != UNMAPPED {
                 self.dp.prefetch_page_state(flash, ppn);
             }
         }
-        // Stage 1: this hint's map entries.
+        // Stage 2: the previous hint's directory entries are cached; warm
+        // its map entries (one per chunk of 16).
+        let (from, to) = m.hinted[0];
+        for lpn in (from..to).step_by(16).chain(to.checked_sub(1)) {
+            m.l2p.prefetch(lpn as usize);
+        }
+        // Stage 1: this hint's directory entries (one line covers 256 pages).
         let spp = u64::from(m.spp);
         let first = (lba / spp) as u32;
         let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(m.lpns);
-        for lpn in (first..last).step_by(16) {
-            m.l2p.prefetch(lpn as usize);
+        for lpn in (first..last).step_by(256).chain(last.checked_sub(1)) {
+            m.l2p.prefetch_directory(lpn as usize);
         }
-        m.l2p.prefetch(last.saturating_sub(1) as usize);
-        m.hinted = (first, last);
+        m.hinted = [(first, last), m.hinted[0]];
     }
 
     fn stats(&self) -> FtlStats {

@@ -112,10 +112,19 @@ impl Oracle {
         }
     }
 
-    /// Hint that sectors from `lba` will be checked or recorded soon.
+    /// Hint that sectors from `lba` will be checked or recorded soon. It
+    /// waits for the unit's directory entry unless
+    /// [`Oracle::prefetch_directory`] warmed it a little earlier.
     #[inline]
     pub fn prefetch(&self, lba: u64) {
         self.units.prefetch((lba >> self.unit_shift) as usize);
+    }
+
+    /// The first of two prefetch stages for `lba` (see
+    /// [`crate::sparse_table::SparseTable::prefetch_directory`]); it never waits.
+    #[inline]
+    pub fn prefetch_directory(&self, lba: u64) {
+        self.units.prefetch_directory((lba >> self.unit_shift) as usize);
     }
 
     /// The latest version of one sector.

@@ -23,8 +23,9 @@ use crate::nand::Nand;
 use crate::oracle::{Oracle, MAX_WRITE_ID};
 use crate::seed::derive_seed;
 use crate::violation::{Rule, Severity, Violation};
-use crate::workload::{HostOp, HostRequest};
+use crate::workload::{HostOp, HostRequest, Workload, WorkloadError};
 use serde::Serialize;
+use std::collections::VecDeque;
 use thiserror::Error;
 
 /// Why a run could not start or had to stop (as opposed to violations, which
@@ -53,6 +54,44 @@ pub struct HostCounters {
     pub volatile_writes: u64,
 }
 
+/// A workload read ahead of the request being served, so the requests
+/// after it can be prefetched ([`Session::prefetch`]) before they are
+/// submitted. Reading early changes nothing a run reports: the workload's
+/// sequence does not depend on when it is read, and the end of the
+/// workload or a read's error (a bad trace line) surfaces only when that
+/// request is taken; requests read ahead of a stop are dropped.
+pub struct Lookahead {
+    /// Requests read early, oldest first; a read that failed or found the
+    /// end is kept as read, and nothing is read after it.
+    ahead: VecDeque<Result<Option<HostRequest>, WorkloadError>>,
+    distance: usize,
+}
+
+impl Lookahead {
+    /// Read up to `distance` requests ahead.
+    pub fn new(distance: usize) -> Lookahead {
+        Lookahead { ahead: VecDeque::with_capacity(distance), distance }
+    }
+
+    /// The workload's next request (`None`: it ended).
+    pub fn next(&mut self, workload: &mut dyn Workload) -> Result<Option<HostRequest>, RunError> {
+        let read = self.ahead.pop_front().unwrap_or_else(|| workload.next_request());
+        read.map_err(|e| RunError::Workload(e.to_string()))
+    }
+
+    /// Read ahead to `distance` requests (not past the end or an error);
+    /// the newest request read now, if any: the one to prefetch.
+    pub fn fill(&mut self, workload: &mut dyn Workload) -> Option<HostRequest> {
+        let mut newest = None;
+        while self.ahead.len() < self.distance && !matches!(self.ahead.back(), Some(Ok(None) | Err(_))) {
+            let read = workload.next_request();
+            newest = read.as_ref().ok().copied().flatten();
+            self.ahead.push_back(read);
+        }
+        newest
+    }
+}
+
 /// Builds a fresh FTL instance for a drive (at format, and at every
 /// remount: nothing of an old instance survives a power cycle).
 pub type FtlFactory = Box<dyn Fn(&FtlEnv) -> Result<Box<dyn Ftl>, String>>;
@@ -77,6 +116,8 @@ pub struct Session {
     ftl_failed: bool,
     /// How the FTL acknowledged the last write request (crash checking).
     last_durability: Option<Durability>,
+    /// The LBA of the last prefetch hint (its oracle entry's second stage).
+    oracle_hinted: Option<u64>,
 }
 
 impl Session {
@@ -125,6 +166,7 @@ impl Session {
             sector_bytes: u64::from(config.geometry.sector_size_bytes()),
             ftl_failed: false,
             last_durability: None,
+            oracle_hinted: None,
         })
     }
 
@@ -185,13 +227,28 @@ impl Session {
     }
 
     /// Tell the oracle and the FTL that `req` comes soon, so they can warm
-    /// their caches (a simulator speed hint; it changes no result).
-    pub fn prefetch(&mut self, req: &HostRequest) {
+    /// their caches (a simulator speed hint; it changes no result). Hints
+    /// form a pipeline, each taking the earlier ones a stage further (the
+    /// oracle: directory entry, then unit entry; the page FTL: three
+    /// stages), as every stage waits for nothing: hint a request
+    /// [`Session::PREFETCH_DISTANCE`] requests before it is submitted.
+    /// `to_ftl`: whether the FTL serves `req` when it is submitted (not a
+    /// write the perf device's write-back cache absorbs).
+    pub fn prefetch(&mut self, req: &HostRequest, to_ftl: bool) {
         if matches!(req.op, HostOp::Read | HostOp::Write | HostOp::Trim) {
-            self.oracle.prefetch(req.lba);
-            self.ftl.prefetch(&self.flash, req.lba, req.sectors);
+            if let Some(lba) = self.oracle_hinted.replace(req.lba) {
+                self.oracle.prefetch(lba);
+            }
+            self.oracle.prefetch_directory(req.lba);
+            if to_ftl {
+                self.ftl.prefetch(&self.flash, req.lba, req.sectors);
+            }
         }
     }
+
+    /// How many requests ahead of its submission a request is best hinted
+    /// ([`Session::prefetch`]): one per stage of the page FTL's pipeline.
+    pub const PREFETCH_DISTANCE: usize = 3;
 
     /// Execute one host request through the FTL and check it with the oracle.
     pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {

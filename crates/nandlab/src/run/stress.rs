@@ -7,7 +7,7 @@
 //! an optional clean power cycle mounts a fresh FTL instance on the same
 //! flash and reads every logical sector back through the oracle.
 
-use super::{registry_factory, FtlFactory, RunError, Session};
+use super::{registry_factory, FtlFactory, Lookahead, RunError, Session};
 use crate::config::Config;
 use crate::flash::Cause;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
@@ -104,13 +104,10 @@ pub fn run_with_factory(
     let mut session = Session::with_factory(config, factory, opts.seed, unit, opts.keep_violations)?;
     let mut samples = WafSamples::new();
     let mut stopped_early = None;
-    // Requests are read two ahead so their map entries can be prefetched.
-    let next = |w: &mut dyn Workload| w.next_request().map_err(|e| RunError::Workload(e.to_string()));
-    let mut ahead = [next(workload)?, next(workload)?];
-    while let Some(req) = ahead[0] {
-        ahead = [ahead[1], next(workload)?];
-        if let Some(r) = &ahead[1] {
-            session.prefetch(r);
+    let mut ahead = Lookahead::new(Session::PREFETCH_DISTANCE);
+    while let Some(req) = ahead.next(workload)? {
+        if let Some(r) = ahead.fill(workload) {
+            session.prefetch(&r, true);
         }
         session.submit(&req)?;
         let n = session.requests();

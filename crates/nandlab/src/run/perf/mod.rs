@@ -19,11 +19,28 @@
 //! Simulated time is measured from the first arrival (a trace may start
 //! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
 //! the time series all count from there.
+//!
+//! # Looking ahead
+//!
+//! On a large drive every request's oracle entry, map entry and old page
+//! are cold cache misses. A flow's sequence of requests does not depend on
+//! time, so each flow reads its workload [`Session::PREFETCH_DISTANCE`]
+//! requests early ([`Lookahead`]: the end of a flow, a workload error and a
+//! stop happen exactly as without it) and the newest is hinted while the
+//! current one is simulated ([`Session::prefetch`], as in `stress`). With
+//! a multi-flow run the distance counts the flow's own requests, further
+//! in the run's order: the hints stay cached long enough either way.
+//!
+//! With a write-back cache a host write reaches only the oracle at its
+//! arrival; the FTL writes a page when its line is evicted, so the FTL is
+//! hinted the next eviction victim (the least-recently-used dirty line)
+//! after each request, and again before the next one is simulated, which
+//! takes it a stage further through the FTL's prefetch pipeline.
 
 pub mod device;
 pub mod precondition;
 
-use super::{RunError, Session};
+use super::{Lookahead, RunError, Session};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::host::Arrival;
@@ -35,6 +52,7 @@ use crate::report::timeseries::SeriesRecorder;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::seed::{derive_seed, rng_for, Rng};
 use crate::timing::Component;
+use crate::timing::WriteCacheMode;
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use crate::workload::{HostOp, HostRequest, Workload};
 use device::TimedDevice;
@@ -134,7 +152,10 @@ struct FlowState {
     latency: hdrhistogram::Histogram<u64>,
     latency_sum_ns: u128,
     queue: u32,
+    /// An open-loop flow's next request, its arrival scheduled.
     pending: Option<HostRequest>,
+    /// The flow's workload, read ahead (see the module docs).
+    ahead: Lookahead,
     finished: bool,
     rng: Rng,
     requests: u64,
@@ -201,6 +222,7 @@ struct Sim {
     series: SeriesRecorder,
     idle_steps: u64,
     sector_bytes: u64,
+    sectors_per_page: u32,
 }
 
 fn op_index(op: HostOp) -> usize {
@@ -225,7 +247,7 @@ impl Sim {
         match st.flow.arrival {
             Arrival::Closed { .. } => Ok(()),
             Arrival::Timestamps { time_scale } => {
-                match st.flow.workload.next_request().map_err(|e| RunError::Workload(e.to_string()))? {
+                match st.ahead.next(st.flow.workload.as_mut())? {
                     Some(r) => {
                         let t = ((r.arrival_ns as f64 * time_scale).round() as u64).max(now);
                         st.pending = Some(r);
@@ -294,6 +316,7 @@ pub fn run(
                 flow,
                 queue: i as u32 % queues,
                 pending: None,
+                ahead: Lookahead::new(Session::PREFETCH_DISTANCE),
                 finished: false,
                 requests: 0,
             })
@@ -311,6 +334,7 @@ pub fn run(
         series: SeriesRecorder::new(opts.interval_ns),
         idle_steps: 0,
         sector_bytes: u64::from(config.geometry.sector_size_bytes()),
+        sectors_per_page: spp,
     };
     for f in 0..sim.flows.len() {
         match sim.flows[f].flow.arrival {
@@ -406,7 +430,7 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     let st = &mut sim.flows[f];
     let req = match st.pending.take() {
         Some(r) => r,
-        None => match st.flow.workload.next_request().map_err(|e| RunError::Workload(e.to_string()))? {
+        None => match st.ahead.next(st.flow.workload.as_mut())? {
             Some(r) => r,
             None => {
                 st.finished = true;
@@ -415,6 +439,15 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
         },
     };
     let queue = st.queue;
+    let write_back = device.timing().config.write_cache == WriteCacheMode::WriteBack;
+    if let Some(next) = st.ahead.fill(st.flow.workload.as_mut()) {
+        // A write into the write-back cache reaches only the oracle now.
+        device.session.prefetch(&next, !(write_back && next.op == HostOp::Write));
+    }
+    if write_back {
+        // Hinted again: the hint above took it a stage further.
+        prefetch_next_victim(device, sim.sectors_per_page);
+    }
     if sim.in_flight == 0 && opts.idle_gc && now > sim.last_completion {
         sim.idle_steps += u64::from(device.idle(sim.last_completion, now, u32::MAX));
     }
@@ -436,6 +469,9 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
         }
     };
     sim.push(c.completion_ns, Kind::Done(slot));
+    if write_back {
+        prefetch_next_victim(device, sim.sectors_per_page);
+    }
     device.model.borrow_mut().take_extensions(&mut sim.extensions);
     for (owner, end) in sim.extensions.drain(..) {
         let e = sim.extended.entry(owner).or_insert(0);
@@ -449,6 +485,17 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
             Some(format!("{} error violation(s) found (--max-errors {})", s.flash.log().errors(), opts.max_errors));
     }
     sim.schedule_open(f, now)
+}
+
+/// Tell the FTL about the write-back cache's next eviction victim (the
+/// least-recently-used dirty line): the next write that needs space writes
+/// it to the FTL.
+fn prefetch_next_victim(device: &mut TimedDevice, spp: u32) {
+    let Some(lpn) = device.cache().and_then(|c| c.lru_dirty().map(|l| c.line(l).lpn)) else {
+        return;
+    };
+    let s = &mut device.session;
+    s.ftl.prefetch(&s.flash, lpn * u64::from(spp), spp);
 }
 
 fn build_report(

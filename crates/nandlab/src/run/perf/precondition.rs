@@ -35,8 +35,9 @@
 //! # Speed
 //!
 //! Preconditioning runs at `stress` speed: the timing observer is detached
-//! (untimed work costs it nothing), random pages are drawn two requests
-//! ahead so the oracle's and the FTL's tables are prefetched (the FTL's
+//! (untimed work costs it nothing), random pages are drawn
+//! [`Session::PREFETCH_DISTANCE`] requests ahead so the oracle's and the
+//! FTL's tables are prefetched (the FTL's
 //! map and valid bits are the cache misses that dominate), and the fill is
 //! written in 1 MiB requests.
 
@@ -201,16 +202,18 @@ fn fill_and_overwrite(
     let mut windows: Vec<PreconditionWindow> = Vec::new();
     let mut random = 0u64;
     let mut steady = false;
-    // Pages are drawn two requests ahead so their table entries are prefetched.
-    let mut ahead = [rng.random_range(0..pages), rng.random_range(0..pages)];
+    // Pages are drawn ahead so their table entries are prefetched.
+    let mut ahead: [u64; Session::PREFETCH_DISTANCE + 1] = std::array::from_fn(|_| rng.random_range(0..pages));
     while random < random_cap && !steady && !stop(session) {
         let s0 = session.flash.stats();
         let (h0, a0) = (s0.cause(Cause::Host).programs(), s0.total().programs());
         let n = window.min(random_cap - random);
         for i in 0..n {
             let page = ahead[0];
-            ahead = [ahead[1], rng.random_range(0..pages)];
-            session.prefetch(&write(ahead[1] * u64::from(spp), spp));
+            ahead.rotate_left(1);
+            let newest = ahead.last_mut().expect("not empty");
+            *newest = rng.random_range(0..pages);
+            session.prefetch(&write(*newest * u64::from(spp), spp), true);
             session.submit(&write(page * u64::from(spp), spp))?;
             if i % 65_536 == 0 {
                 progress((pages + random + i) * page_bytes, total);
