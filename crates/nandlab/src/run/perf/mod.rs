@@ -33,8 +33,8 @@
 //!
 //! With a write-back cache a host write reaches only the oracle at its
 //! arrival; the FTL writes a page when its line is evicted, so the FTL is
-//! hinted the next eviction victim (the least-recently-used dirty line)
-//! after each request, and again before the next one is simulated, which
+//! hinted the next eviction victim (the least-recently-used line) after
+//! each request, and again before the next one is simulated, which
 //! takes it a stage further through the FTL's prefetch pipeline.
 
 pub mod device;
@@ -487,11 +487,12 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     sim.schedule_open(f, now)
 }
 
-/// Tell the FTL about the write-back cache's next eviction victim (the
-/// least-recently-used dirty line): the next write that needs space writes
-/// it to the FTL.
+/// Tell the FTL about the write-back cache's next eviction victim: the
+/// least-recently-used line, if dirty. (Not the first dirty line behind
+/// clean ones: after a flush every line is clean, and finding it would walk
+/// the whole cache on every request.)
 fn prefetch_next_victim(device: &mut TimedDevice, spp: u32) {
-    let Some(lpn) = device.cache().and_then(|c| c.lru_dirty().map(|l| c.line(l).lpn)) else {
+    let Some(lpn) = device.cache().and_then(|c| c.lru().map(|l| c.line(l)).filter(|l| l.dirty).map(|l| l.lpn)) else {
         return;
     };
     let s = &mut device.session;
