@@ -729,3 +729,66 @@ fn host_diff(h: &mut super::HostCounters, before: &super::HostCounters) {
     h.trim_requests -= before.trim_requests;
     h.volatile_writes -= before.volatile_writes;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{WorkloadError, WorkloadProgress};
+
+    /// `good` 4 KiB writes (one every µs when replayed by timestamp), then
+    /// a read error, like a trace with a bad line after `good` good ones.
+    struct BadAfter {
+        good: u64,
+        read: u64,
+    }
+
+    impl Workload for BadAfter {
+        fn next_request(&mut self) -> Result<Option<HostRequest>, WorkloadError> {
+            self.read += 1;
+            if self.read > self.good {
+                return Err(WorkloadError(format!("bad line {}", self.read)));
+            }
+            Ok(Some(HostRequest {
+                op: HostOp::Write,
+                lba: self.read * 8,
+                sectors: 8,
+                arrival_ns: self.read * 1000,
+                job: 0,
+            }))
+        }
+        fn progress(&self) -> WorkloadProgress {
+            WorkloadProgress::default()
+        }
+        fn alignment_sectors(&self) -> u32 {
+            8
+        }
+        fn describe(&self) -> String {
+            "bad-after".into()
+        }
+    }
+
+    fn run_bad_after(good: u64, arrival: Arrival, max_requests: Option<u64>) -> Result<PerfReport, RunError> {
+        let config = Config::preset("tiny-timed").expect("preset");
+        let flow = Flow { name: "f".into(), workload: Box::new(BadAfter { good, read: 0 }), arrival };
+        let opts = PerfOptions { seed: 1, max_requests, ..PerfOptions::default() };
+        run(&config, vec![flow], &opts, &mut |_| {})
+    }
+
+    #[test]
+    fn a_workload_error_read_ahead_surfaces_only_when_its_request_is_due() {
+        // (A flow replayed by timestamp reads its next request when it
+        // schedules it, lookahead or not.)
+        for arrival in [Arrival::Closed { iodepth: 4 }, Arrival::Rate { iops: 1e5, poisson: false }] {
+            // The lookahead reads past request 50 (into the error), but the
+            // run stops at 50 and never needed it.
+            let report = run_bad_after(50, arrival, Some(50)).unwrap_or_else(|e| panic!("{arrival}: {e}"));
+            assert_eq!(report.perf.requests, 50, "{arrival}");
+            assert_eq!(report.perf.stopped.as_deref(), Some("request count reached"), "{arrival}");
+            // Without the limit the 51st request is due, and its error ends the run.
+            match run_bad_after(50, arrival, None) {
+                Err(RunError::Workload(e)) => assert_eq!(e, "bad line 51", "{arrival}"),
+                other => panic!("{arrival}: expected the workload error, got {:?}", other.map(|r| r.perf.requests)),
+            }
+        }
+    }
+}
