@@ -269,6 +269,12 @@ impl TimedDevice {
     /// Simulate one host request arriving at `arrival_ns` on submission
     /// queue `queue`; `seq` identifies it to the timing model.
     pub fn submit(&mut self, req: &HostRequest, queue: u32, arrival_ns: u64, seq: u64) -> Result<Completion, RunError> {
+        if let Some(cache) = &self.cache {
+            // The cache looks the pages up after the host interface's bookkeeping.
+            for (lpn, ..) in pieces(self.spp, req.lba, req.sectors) {
+                cache.prefetch(lpn);
+            }
+        }
         self.model.borrow_mut().advance(arrival_ns);
         self.now = self.now.max(arrival_ns);
         let mut b = Breakdown::default();
@@ -603,12 +609,14 @@ impl TimedDevice {
         // Keep dirty lines under the watermark so flushing overlaps with
         // writes, as far as the window of evictions in flight allows.
         while self.evictions_in_flight(ack) < self.max_evictions {
-            let Some(victim) = self.cache.as_ref().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
+            let Some(victim) = self.cache.as_mut().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
             else {
                 break;
             };
             self.evict(victim, ack, true);
         }
+        // The next requests' victims: their lines arrive while those requests start.
+        self.cache.as_mut().expect("cache present").warm_victims();
         self.session.end_request();
         Ok((ack, b))
     }
