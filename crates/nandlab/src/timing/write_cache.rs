@@ -61,7 +61,7 @@ const NIL: u32 = u32::MAX;
 /// lines of (the next victims), and how many it warms the page-table slots
 /// of (a second pass: a slot's place needs the line's page number, so it
 /// comes once the line has arrived).
-const WARM_LINES: usize = 8;
+const WARM_LINES: usize = 32;
 const WARM_SLOTS: usize = 4;
 
 /// The bitmap words covering sectors `first .. first+n` of a line, and in
@@ -416,15 +416,21 @@ impl WriteCache {
     }
 
     /// Warm what evicting the next least-recently-used lines reads: their
-    /// lines and present bits, and (once a line is in) its page-table slot.
-    pub fn warm_victims(&mut self) {
+    /// lines and present bits, and (once a line is in) the page-table
+    /// slots of its aligned run of `group` pages (an eviction looks its
+    /// neighbours up to write them back together).
+    pub fn warm_victims(&mut self, group: u64) {
         let (lines, present, words) = (&self.lines, &self.present, self.words);
         self.order.warm(WARM_LINES, |id| {
             prefetch(lines, id as usize);
             prefetch(present, id as usize * words);
         });
         if let Some(u) = self.order.nth_oldest(WARM_SLOTS) {
-            self.map.prefetch(self.lines[u.slot as usize].lpn);
+            let lpn = self.lines[u.slot as usize].lpn;
+            let base = lpn - lpn % group;
+            for page in base..base + group {
+                self.map.prefetch(page);
+            }
         }
     }
 
@@ -582,7 +588,7 @@ mod tests {
                         m.release(&mut c, id, m.busy[id as usize]);
                     }
                 }
-                _ => c.warm_victims(),
+                _ => c.warm_victims(2),
             }
             assert_eq!(c.dirty_lines() as usize, m.dirty.iter().filter(|&&d| d).count(), "step {step}");
         }

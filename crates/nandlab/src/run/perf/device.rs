@@ -397,6 +397,23 @@ impl TimedDevice {
         }
     }
 
+    /// Put sectors `off .. off+n` of host buffer `hbuf` (of `sectors`
+    /// sectors) into `line` from sector `first`. A host buffer of exactly
+    /// one whole page becomes the line's buffer (the line's old one is
+    /// freed): the same stamps without copying them. Returns whether it
+    /// did; the caller must then not free `hbuf`.
+    fn fill_line(&mut self, line: u32, first: u32, n: u32, hbuf: BufId, off: u32, sectors: u32) -> bool {
+        let cache = self.cache.as_mut().expect("cache present");
+        if sectors == self.spp && n == self.spp {
+            let old = std::mem::replace(&mut cache.line_mut(line).buf, hbuf);
+            self.session.flash.free_host_buffer(old);
+            return true;
+        }
+        let lbuf = cache.line(line).buf;
+        let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+        false
+    }
+
     /// A line for `lpn`: cached, free, or freed by evicting the LRU line.
     fn line_for(&mut self, lpn: u64, t: u64) -> u32 {
         let cache = self.cache.as_mut().expect("cache present");
@@ -585,14 +602,14 @@ impl TimedDevice {
         let mut lines = std::mem::take(&mut self.scratch_lines);
         lines.clear();
         let mut space = t;
+        let mut adopted = false;
         for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
             let line = self.line_for(lpn, t);
             let cache = self.cache.as_mut().expect("cache present");
             space = space.max(cache.line(line).busy_until_ns);
-            let lbuf = cache.line(line).buf;
             cache.set_present(line, first, n, true);
             cache.set_dirty(line, true);
-            let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+            adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
             lines.push(line);
         }
         b.add(Component::CacheWait, space - t);
@@ -601,7 +618,9 @@ impl TimedDevice {
         self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
         self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
-        self.session.flash.free_host_buffer(hbuf);
+        if !adopted {
+            self.session.flash.free_host_buffer(hbuf);
+        }
         let h = &mut self.session.host;
         h.write_requests += 1;
         h.write_bytes += bytes;
@@ -616,7 +635,7 @@ impl TimedDevice {
             self.evict(victim, ack, true);
         }
         // The next requests' victims: their lines arrive while those requests start.
-        self.cache.as_mut().expect("cache present").warm_victims();
+        self.cache.as_mut().expect("cache present").warm_victims(u64::from(self.lines_together.max(1)));
         self.session.end_request();
         Ok((ack, b))
     }
@@ -634,6 +653,7 @@ impl TimedDevice {
         let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
         let (r, end, p) = self.epoch(t, seq, b, |d| d.session.ftl.write(&mut d.session.flash, &io));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let mut adopted = false;
         match r {
             Ok(_) => {
                 self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
@@ -642,10 +662,8 @@ impl TimedDevice {
                 lines.clear();
                 for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
                     let line = self.line_for(lpn, t);
-                    let cache = self.cache.as_mut().expect("cache present");
-                    cache.set_present(line, first, n, true);
-                    let lbuf = cache.line(line).buf;
-                    let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+                    self.cache.as_mut().expect("cache present").set_present(line, first, n, true);
+                    adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
                     lines.push(line);
                 }
                 let mut scratch = Breakdown::default();
@@ -655,7 +673,9 @@ impl TimedDevice {
             }
             Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
-        self.session.flash.free_host_buffer(hbuf);
+        if !adopted {
+            self.session.flash.free_host_buffer(hbuf);
+        }
         self.session.host.write_requests += 1;
         self.session.host.write_bytes += bytes;
         self.session.end_request();
