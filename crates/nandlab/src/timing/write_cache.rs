@@ -394,6 +394,11 @@ impl WriteCache {
         l.dirty = false;
         self.map.insert(lpn, id);
         self.touch(id);
+        // The next write that misses takes the next free line: warm it.
+        if let Some(&Reverse((_, next))) = self.free.peek() {
+            prefetch(&self.lines, next as usize);
+            prefetch(&self.present, next as usize * words);
+        }
         Some(id)
     }
 
