@@ -32,6 +32,11 @@
 //! A flush writes every dirty line back and keeps it cached, clean (a
 //! later read still hits it).
 //!
+//! A write of exactly one whole page gives its host buffer to the cache
+//! line (whose old buffer is freed) instead of copying its stamps into the
+//! line's buffer: the line holds the same stamps either way, and a random
+//! page-sized workload saves a buffer copy per request.
+//!
 //! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
 //! which cannot be interrupted once started (MQSim's preemptible GC is not
 //! modelled). So a step starts only when it surely ends before the next
