@@ -408,6 +408,13 @@ impl WriteCache {
         self.order.oldest(|u| is_live(lines, u))
     }
 
+    /// [`WriteCache::lru`] without dropping stale records on the way: a
+    /// read-only peek (the perf run hints the FTL the next victim).
+    pub fn peek_lru(&self) -> Option<u32> {
+        let lines = &self.lines;
+        self.order.oldest_first().find(|&u| is_live(lines, u)).map(|u| u.slot)
+    }
+
     /// Whether the dirty lines exceed the watermark.
     pub fn over_watermark(&self) -> bool {
         self.dirty_lines > self.high_watermark

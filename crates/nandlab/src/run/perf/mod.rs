@@ -492,7 +492,8 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
 /// clean ones: after a flush every line is clean, and finding it would walk
 /// the whole cache on every request.)
 fn prefetch_next_victim(device: &mut TimedDevice, spp: u32) {
-    let Some(lpn) = device.cache().and_then(|c| c.lru().map(|l| c.line(l)).filter(|l| l.dirty).map(|l| l.lpn)) else {
+    let Some(lpn) = device.cache().and_then(|c| c.peek_lru().map(|l| c.line(l)).filter(|l| l.dirty).map(|l| l.lpn))
+    else {
         return;
     };
     let s = &mut device.session;
