@@ -80,12 +80,11 @@ const SPARE_SLOTS: usize = 256;
 /// A position: (slot, index in the slot).
 type Pos = (usize, usize);
 
-/// Where a new interval goes: its start, its insertion position, and the
-/// intervals just before and after it (candidates for merging).
+/// Where a new interval fits: its start, and the intervals just before and
+/// after it (candidates for merging); no `next` means after everything.
 #[derive(Copy, Clone, Debug)]
 struct Gap {
     start: u64,
-    pos: Pos,
     prev: Option<Pos>,
     next: Option<Pos>,
 }
@@ -98,7 +97,8 @@ struct Gap {
 /// channel) holds thousands of intervals; a flat sorted array would move
 /// half of them on every insertion into a gap, here only the few sharing
 /// its slot move. Emptied slots' vectors are reused: no allocation in
-/// steady state.
+/// steady state. While any interval is held, the last slot holds one (the
+/// last interval), so a booking after everything reaches it at once.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     slots: VecDeque<Vec<Busy>>,
@@ -129,6 +129,10 @@ impl Timeline {
         self.slots[slot][i]
     }
 
+    fn at_mut(&mut self, (slot, i): Pos) -> &mut Busy {
+        &mut self.slots[slot][i]
+    }
+
     /// The first position at or after `(slot, i)` that holds an interval.
     fn next_from(&self, (mut slot, mut i): Pos) -> Option<Pos> {
         while slot < self.slots.len() {
@@ -141,39 +145,38 @@ impl Timeline {
         None
     }
 
+    /// The last interval of the slots before `slot`.
+    fn last_before_slot(&self, slot: usize) -> Option<Pos> {
+        (0..slot.min(self.slots.len())).rev().find(|&k| !self.slots[k].is_empty()).map(|k| (k, self.slots[k].len() - 1))
+    }
+
     /// The interval just before position `(slot, i)`.
     fn prev_of(&self, (slot, i): Pos) -> Option<Pos> {
         if i > 0 {
             return Some((slot, i - 1));
         }
-        (0..slot.min(self.slots.len())).rev().find(|&k| !self.slots[k].is_empty()).map(|k| (k, self.slots[k].len() - 1))
+        self.last_before_slot(slot)
     }
 
-    /// Where an interval starting at `t` would be inserted: (slot, index).
-    fn insert_pos(&self, t: u64) -> Pos {
+    /// The first interval that ends after `t` (as a position: past the last
+    /// interval if none does), and the interval before it.
+    fn around(&self, t: u64) -> (Option<Pos>, Pos) {
         let slot = self.slot_of(t);
-        match self.slots.get(slot) {
-            Some(v) => (slot, v.partition_point(|b| b.start < t)),
-            None => (slot, 0),
-        }
-    }
-
-    /// The interval that starts at `t`, if any (found in `t`'s slot, without
-    /// walking past the empty slots before it).
-    fn starting_at(&self, t: u64) -> Option<Pos> {
-        let slot = self.slot_of(t);
-        let v = self.slots.get(slot)?;
-        let i = v.partition_point(|b| b.start < t);
-        (v.get(i)?.start == t).then_some((slot, i))
-    }
-
-    /// The position of the first interval that ends after `t` (past the
-    /// last interval if none does).
-    fn first_ending_after(&self, t: u64) -> Pos {
-        let pos = self.insert_pos(t);
-        match self.prev_of(pos) {
-            Some(p) if self.at(p).end() > t => p,
-            _ => pos,
+        let (before, at) = match self.slots.get(slot) {
+            Some(v) => {
+                let i = v.partition_point(|b| b.start < t);
+                if i > 0 {
+                    (Some((slot, i - 1)), (slot, i))
+                } else {
+                    (self.last_before_slot(slot), (slot, 0))
+                }
+            }
+            None => (self.last_before_slot(slot), (slot, 0)),
+        };
+        match before {
+            // Intervals are disjoint: only the one just before `t` may run past it.
+            Some(p) if self.at(p).end() > t => (self.prev_of(p), p),
+            _ => (before, at),
         }
     }
 
@@ -205,56 +208,58 @@ impl Timeline {
     /// The earliest start at or after `t` where `duration` ns are free.
     ///
     /// The quick answers are inlined into the caller; the walk is not
-    /// (likewise for [`Timeline::gc_ns_between`], [`Timeline::reserve`] and
+    /// (likewise for [`Timeline::gc_ns_between`], [`Timeline::book`] and
     /// [`Timeline::prune`]: called several times per flash operation, they
     /// mostly return at once).
     #[inline]
     pub fn fit(&self, t: u64, duration: u64) -> Fit {
-        if duration == 0 {
-            return Fit { start: t }; // takes no time, needs nothing
+        if duration == 0 || t >= self.last_end {
+            return Fit { start: t }; // takes no time, or after everything reserved
         }
         debug_assert!(t >= self.pruned_to, "fit at {t} before the prune horizon {}", self.pruned_to);
-        if self.last_end <= t || self.count == 0 {
-            return Fit { start: t }; // after everything reserved: the common case
-        }
         Fit { start: self.find_gap(t, duration).start }
     }
 
     /// Reserve `duration` ns at the earliest start at or after `t` where
     /// they are free (first fit), and return that start: [`Timeline::fit`]
     /// then [`Timeline::reserve`] in one search, as the walk that finds the
-    /// gap also finds where the interval goes and its neighbours.
+    /// gap also finds the new interval's neighbours.
+    ///
+    /// Booking after everything reserved (every booking on an idle
+    /// resource, most on a die) appends, or extends the last interval,
+    /// without a search.
     #[inline]
     pub fn book(&mut self, t: u64, duration: u64, gc: bool) -> u64 {
         if duration == 0 {
             return t; // takes no time, needs nothing
         }
         debug_assert!(t >= self.pruned_to, "book at {t} before the prune horizon {}", self.pruned_to);
-        if self.last_end <= t || self.count == 0 {
-            self.reserve(t, duration, gc); // after everything reserved: the common case
+        if t >= self.last_end {
+            self.append(t, t + duration, gc);
             return t;
         }
+        self.book_in_gap(t, duration, gc)
+    }
+
+    /// [`Timeline::book`] where reservations may be in the way.
+    #[inline(never)]
+    fn book_in_gap(&mut self, t: u64, duration: u64, gc: bool) -> u64 {
         let gap = self.find_gap(t, duration);
-        self.insert(gap, duration, gc);
+        self.place(gap, duration, gc);
         gap.start
     }
 
-    /// [`Timeline::book`]'s first-fit walk, where reservations may be in the way.
-    #[inline(never)]
+    /// The first-fit walk: from the first interval ending after `t`, past
+    /// every interval that leaves no room for `duration` ns before it.
+    /// Only called with `t` before the last interval's end (so with
+    /// intervals held: pruning forgets only intervals that ended by `t`).
     fn find_gap(&self, t: u64, duration: u64) -> Gap {
+        let (mut prev, at) = self.around(t);
         let mut start = t;
-        let mut at = self.insert_pos(t);
-        // The interval before `t` is the gap's predecessor unless it ends
-        // after `t`; then the walk starts at it.
-        let mut prev = self.prev_of(at);
-        if let Some(p) = prev.filter(|&p| self.at(p).end() > t) {
-            at = p;
-            prev = None;
-        }
         let mut next = None;
         // Intervals are disjoint and sorted, so their ends are sorted too.
         self.walk_from(at, u64::MAX, |p, b| {
-            if b.start >= start.saturating_add(duration) {
+            if b.start >= start + duration {
                 next = Some(p);
                 return false;
             }
@@ -262,14 +267,7 @@ impl Timeline {
             prev = Some(p);
             true
         });
-        // Every interval before `next` starts before `start`, so in `start`'s
-        // slot the new one goes before `next` if that is there, else last.
-        let slot = self.slot_of(start);
-        let pos = match next {
-            Some(n) if n.0 == slot => n,
-            _ => (slot, self.slots.get(slot).map_or(0, Vec::len)),
-        };
-        Gap { start, pos, prev, next }
+        Gap { start, prev, next }
     }
 
     /// Time garbage collection holds this resource within `[from, to)`, ns
@@ -278,7 +276,7 @@ impl Timeline {
     /// behind a long queue would otherwise walk all of it).
     #[inline]
     pub fn gc_ns_between(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
-        if to <= from || cap_ns == 0 || self.count == 0 || self.last_end <= from {
+        if to <= from || cap_ns == 0 || self.last_end <= from {
             return 0;
         }
         self.gc_ns_walk(from, to, cap_ns)
@@ -287,7 +285,7 @@ impl Timeline {
     #[inline(never)]
     fn gc_ns_walk(&self, from: u64, to: u64, cap_ns: u64) -> u64 {
         let mut ns = 0;
-        self.walk_from(self.first_ending_after(from), to, |_, b| {
+        self.walk_from(self.around(from).1, to, |_, b| {
             if b.start >= to {
                 return false;
             }
@@ -327,25 +325,13 @@ impl Timeline {
         if duration == 0 {
             return;
         }
-        let end = start + duration;
-        if self.count == 0 {
-            // Empty: slot 0 starts at the prune horizon (every later fit
-            // starts at or after it; callers prune to the current arrival).
-            self.recycle_all();
-            self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
-        }
-        if self.count == 0 || start > self.last_end {
-            // After everything, not touching it (the common case): append.
-            self.record(start, end);
-            self.last_end = self.last_end.max(end);
-            let slot = self.slot_of(start);
-            self.slot_mut(slot).push(Busy::new(start, end, gc));
-            self.count += 1;
+        if start >= self.last_end {
+            self.append(start, start + duration, gc);
             return;
         }
-        let pos = self.insert_pos(start);
-        let gap = Gap { start, pos, prev: self.prev_of(pos), next: self.starting_at(end) };
-        self.insert(gap, duration, gc);
+        let gap = self.find_gap(start, duration);
+        assert_eq!(gap.start, start, "reserving [{start}, +{duration}) ns, which is not free");
+        self.place(gap, duration, gc);
     }
 
     /// Count a reservation (and log it, when auditing).
@@ -357,36 +343,78 @@ impl Timeline {
         self.min_end = self.min_end.min(end);
     }
 
+    /// Reserve `[start, end)`, at or after the last interval's end:
+    /// extending that interval when it touches and the tags agree, else
+    /// pushed onto the last slot (or a new one).
+    fn append(&mut self, start: u64, end: u64, gc: bool) {
+        debug_assert!(start >= self.last_end);
+        self.record(start, end);
+        if self.count == 0 {
+            // Empty: slot 0 starts at the prune horizon (every later fit
+            // starts at or after it; callers prune to the current arrival).
+            self.recycle_all();
+            self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
+        } else if start == self.last_end {
+            let last = self.slots.back_mut().and_then(|v| v.last_mut()).expect("the last slot holds the last interval");
+            if last.gc() == gc {
+                last.set_end(end);
+                self.last_end = end;
+                return;
+            }
+        }
+        self.last_end = end;
+        let slot = self.slot_of(start);
+        self.slot_mut(slot).push(Busy::new(start, end, gc));
+        self.count += 1;
+    }
+
     /// Insert `duration` ns at `gap` (free), merging with the neighbours
     /// it touches when their tags agree.
-    fn insert(&mut self, gap: Gap, duration: u64, gc: bool) {
-        let Gap { start, pos, prev, next } = gap;
+    fn place(&mut self, gap: Gap, duration: u64, gc: bool) {
+        let Gap { start, prev, next } = gap;
+        let Some(next) = next else {
+            return self.append(start, start + duration, gc);
+        };
         let end = start + duration;
         self.record(start, end);
-        self.last_end = self.last_end.max(end);
+        let after = self.at(next);
         debug_assert!(prev.is_none_or(|p| self.at(p).end() <= start), "overlap before");
-        debug_assert!(self.next_from(pos).is_none_or(|n| self.at(n).start >= end), "overlap after");
+        debug_assert!(after.start >= end, "overlap after");
         let merge_prev = prev.filter(|&p| self.at(p).end() == start && self.at(p).gc() == gc);
-        let merge_next = next.filter(|&n| self.at(n).start == end && self.at(n).gc() == gc);
+        let merge_next = after.start == end && after.gc() == gc;
+        // Every interval before `next` starts before `start`, so in
+        // `start`'s slot the new one goes before `next` if that is there,
+        // else last.
+        let slot = self.slot_of(start);
         match (merge_prev, merge_next) {
-            (Some(p), Some(n)) => {
-                let next_end = self.at(n).end();
-                self.slots[p.0][p.1].set_end(next_end);
-                self.slots[n.0].remove(n.1);
-                self.count -= 1;
+            (Some(p), true) => {
+                self.at_mut(p).set_end(after.end());
+                self.remove(next);
             }
-            (Some(p), None) => self.slots[p.0][p.1].set_end(end),
-            (None, Some(n)) if n.0 == pos.0 => self.slots[n.0][n.1].start = start,
-            (None, Some(n)) => {
+            (Some(p), false) => self.at_mut(p).set_end(end),
+            (None, true) if next.0 == slot => self.at_mut(next).start = start,
+            (None, true) => {
                 // The merged interval starts in an earlier slot: move it there.
-                let next_end = self.at(n).end();
-                self.slots[n.0].remove(n.1);
-                self.slot_mut(pos.0).insert(pos.1, Busy::new(start, next_end, gc));
-            }
-            (None, None) => {
-                self.slot_mut(pos.0).insert(pos.1, Busy::new(start, end, gc));
+                self.remove(next);
+                self.slot_mut(slot).push(Busy::new(start, after.end(), gc));
                 self.count += 1;
             }
+            (None, false) => {
+                let i = if next.0 == slot { next.1 } else { self.slots[slot].len() };
+                self.slot_mut(slot).insert(i, Busy::new(start, end, gc));
+                self.count += 1;
+            }
+        }
+    }
+
+    /// Remove the interval at `pos` (merged into its predecessor), keeping
+    /// the last slot non-empty.
+    fn remove(&mut self, (slot, i): Pos) {
+        self.slots[slot].remove(i);
+        self.count -= 1;
+        while self.slots.back().is_some_and(Vec::is_empty) {
+            let v = self.slots.pop_back().expect("a last slot");
+            self.recycle(v);
         }
     }
 
@@ -409,11 +437,6 @@ impl Timeline {
     #[inline(never)]
     fn prune_to(&mut self, now: u64) {
         self.pruned_to = now;
-        if self.count == 0 {
-            self.recycle_all();
-            self.min_end = u64::MAX;
-            return;
-        }
         while let Some(front) = self.slots.front_mut() {
             let done = front.iter().take_while(|b| b.end() <= now).count();
             if done > 0 {
@@ -421,7 +444,7 @@ impl Timeline {
                 self.count -= done;
             }
             let slot_end = self.base + (1 << SLOT_SHIFT);
-            if !front.is_empty() || slot_end > now {
+            if !front.is_empty() || slot_end > now || self.count == 0 {
                 break;
             }
             // An empty slot wholly in the past: nothing can start in it again.
@@ -431,6 +454,8 @@ impl Timeline {
         }
         if self.count == 0 {
             self.recycle_all();
+            self.min_end = u64::MAX;
+            return;
         }
         self.min_end = self.next_from((0, 0)).map_or(u64::MAX, |p| self.at(p).end());
     }
@@ -619,9 +644,11 @@ mod tests {
             }
             reference.push((start, start + len, i % 3 == 0));
             reference.sort_unstable();
+            // Touching intervals with the same tag are held as one.
+            let runs = reference.windows(2).filter(|w| w[0].1 != w[1].0 || w[0].2 != w[1].2).count() + 1;
+            assert_eq!(t.len(), runs, "intervals held after booking {i}");
         }
         assert_eq!(t.double_booking(), None);
-        assert!(t.len() <= reference.len(), "touching intervals merge");
         t.prune(u64::MAX / 2);
         assert!(t.is_empty());
     }
