@@ -174,24 +174,26 @@ impl Timeline {
     /// Visit the intervals from position `(slot, i)` on, in order, with
     /// their positions, while `visit` returns true, skipping no interval but
     /// stopping at the first slot that starts at or after `until_ns`. Plain
-    /// slice loops per slot: the walks of [`Timeline::book`] and
-    /// [`Timeline::gc_ns_between`] cover dozens of intervals (and empty
-    /// slots) on a die queued deep with GC work.
+    /// slice loops per slot: the walks of [`Timeline::gc_ns_between`] may
+    /// cover dozens of intervals (and empty slots) on a die queued deep
+    /// with GC work, those of [`Timeline::book`] mostly end in the slot
+    /// they start in (so the slots are indexed, not iterated: an iterator
+    /// over a ring costs more to set up than that walk).
     #[inline(always)]
     fn walk_from(&self, (slot, i): Pos, until_ns: u64, mut visit: impl FnMut(Pos, &Busy) -> bool) {
-        let mut first = i;
+        let mut from = i;
         let mut slot_start = self.base + ((slot as u64) << SLOT_SHIFT);
-        for (k, v) in self.slots.range(slot.min(self.slots.len())..).enumerate() {
+        for k in slot..self.slots.len() {
             if slot_start >= until_ns {
                 return;
             }
-            let from = first.min(v.len());
-            for (j, b) in v[from..].iter().enumerate() {
-                if !visit((slot + k, from + j), b) {
+            let v = &self.slots[k];
+            for (j, b) in v.iter().enumerate().skip(from) {
+                if !visit((k, j), b) {
                     return;
                 }
             }
-            first = 0;
+            from = 0;
             slot_start += 1 << SLOT_SHIFT;
         }
     }
@@ -295,10 +297,22 @@ impl Timeline {
         ns.min(cap_ns)
     }
 
-    /// The slot vector for `slot`, to insert into: creating empty slots
-    /// up to it (empty vectors allocate nothing), and giving it a spare
-    /// vector's storage if it has none.
+    /// The slot vector for `slot`, to insert into. Mostly it exists and
+    /// has storage (the last slot, or one holding the gap's neighbours);
+    /// see [`Timeline::new_slot`] for the rest.
+    #[inline(always)]
     fn slot_mut(&mut self, slot: usize) -> &mut Vec<Busy> {
+        if slot < self.slots.len() && self.slots[slot].capacity() > 0 {
+            return &mut self.slots[slot];
+        }
+        self.new_slot(slot)
+    }
+
+    /// [`Timeline::slot_mut`] creating empty slots up to `slot` (empty
+    /// vectors allocate nothing), and giving it a spare vector's storage
+    /// if it has none.
+    #[inline(never)]
+    fn new_slot(&mut self, slot: usize) -> &mut Vec<Busy> {
         while self.slots.len() <= slot {
             self.slots.push_back(Vec::new());
         }
@@ -342,16 +356,14 @@ impl Timeline {
 
     /// Reserve `[start, end)`, at or after the last interval's end:
     /// extending that interval when it touches and the tags agree, else
-    /// pushed onto the last slot (or a new one).
+    /// pushed onto the last slot (or a new one). Inlined into
+    /// [`Timeline::book`]: it is most bookings of a die.
+    #[inline]
     fn append(&mut self, start: u64, end: u64, gc: bool) {
         debug_assert!(start >= self.last_end);
         self.record(start, end);
         if self.count == 0 {
-            // Empty: slot 0 starts at the prune horizon (every later fit
-            // starts at or after it; callers prune to the current arrival).
-            self.recycle_all();
-            self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
-            self.prune_at = self.base + (1 << SLOT_SHIFT);
+            self.restart();
         } else if start == self.last_end {
             let last = self.slots.back_mut().and_then(|v| v.last_mut()).expect("the last slot holds the last interval");
             if last.gc() == gc {
@@ -364,6 +376,16 @@ impl Timeline {
         let slot = self.slot_of(start);
         self.slot_mut(slot).push(Busy::new(start, end, gc));
         self.count += 1;
+    }
+
+    /// An empty timeline's calendar starts again: slot 0 at the prune
+    /// horizon (every later fit starts at or after it; callers prune to
+    /// the current arrival).
+    #[cold]
+    fn restart(&mut self) {
+        self.recycle_all();
+        self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
+        self.prune_at = self.base + (1 << SLOT_SHIFT);
     }
 
     /// Insert `duration` ns at `gap` (free), merging with the neighbours
