@@ -106,7 +106,7 @@ pub struct Timeline {
     slots: VecDeque<Vec<Busy>>,
     /// Start of slot 0, ns (a multiple of the slot span).
     base: u64,
-    /// Intervals held.
+    /// Intervals held (ended ones too, until their slot is forgotten).
     count: usize,
     spare: Vec<Vec<Busy>>,
     /// Total reserved time (for utilisation), ns.
@@ -358,7 +358,7 @@ impl Timeline {
     /// extending that interval when it touches and the tags agree, else
     /// pushed onto the last slot (or a new one). Inlined into
     /// [`Timeline::book`]: it is most bookings of a die.
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, start: u64, end: u64, gc: bool) {
         debug_assert!(start >= self.last_end);
         self.record(start, end);
@@ -506,7 +506,8 @@ impl Timeline {
         self.reserved_ns
     }
 
-    /// Intervals held (for tests and memory accounting).
+    /// Intervals held, ended ones not yet forgotten included (for tests
+    /// and memory accounting).
     pub fn len(&self) -> usize {
         self.count
     }
