@@ -647,7 +647,9 @@ impl Nand {
                         format!("partial program of page {pib} overwrites programmed sectors {pos}..{}", pos + r.len)
                     });
                 }
-                splice_runs(&mut current, pos, std::slice::from_ref(r), &mut scratch);
+                scratch.clear();
+                splice_runs(&current, pos, std::slice::from_ref(r), &mut scratch);
+                std::mem::swap(&mut current, &mut scratch);
             }
             pos += r.len;
         }
