@@ -13,7 +13,7 @@
 //! out), so a group with a bad block is narrower, and one with no good
 //! block is never used.
 
-use crate::nand::Geometry;
+use crate::nand::{FastDiv, Geometry};
 
 /// Unit index of each linear plane: units run channel → chip → die → plane,
 /// so unit `i` is on channel `i % channels`.
@@ -55,6 +55,12 @@ pub(super) struct Layout {
     /// Good blocks of each group, first `width` of `planes_per_group` slots.
     members: Vec<u32>,
     width: Vec<u32>,
+    /// Division by pages per block, blocks per plane and planes per group
+    /// without a `div` instruction: every page the data plane programs,
+    /// moves or invalidates is mapped to its block, group and plane.
+    ppb_div: FastDiv,
+    bpp_div: FastDiv,
+    planes_div: FastDiv,
 }
 
 impl Layout {
@@ -74,7 +80,34 @@ impl Layout {
             unit_of_phys,
             members: vec![0; groups * planes_per_group as usize],
             width: vec![0; groups],
+            ppb_div: FastDiv::new(g.pages_per_block()),
+            bpp_div: FastDiv::new(g.blocks_per_plane()),
+            planes_div: FastDiv::new(planes_per_group),
         }
+    }
+
+    /// The block of page `ppn`.
+    #[inline(always)]
+    pub fn block_of_ppn(&self, ppn: u32) -> u32 {
+        self.ppb_div.quotient(ppn)
+    }
+
+    /// The page offset of page `ppn` in its block (its row in its group).
+    #[inline(always)]
+    pub fn page_in_block(&self, ppn: u32) -> u32 {
+        self.ppb_div.remainder(ppn)
+    }
+
+    /// The block offset of `block` in its plane (its group's, on every plane).
+    #[inline(always)]
+    pub fn block_in_plane(&self, block: u32) -> u32 {
+        self.bpp_div.remainder(block)
+    }
+
+    /// The plane of `block` within its unit (0 when a unit is a plane).
+    #[inline(always)]
+    pub fn plane_in_unit(&self, block: u32) -> u32 {
+        self.planes_div.remainder(self.bpp_div.quotient(block))
     }
 
     pub fn groups(&self) -> u32 {
@@ -107,8 +140,8 @@ impl Layout {
         if self.planes_per_group == 1 {
             return block;
         }
-        let plane = block / self.blocks_per_plane;
-        (plane / self.planes_per_group) * self.blocks_per_plane + (block - plane * self.blocks_per_plane)
+        let plane = self.bpp_div.quotient(block);
+        self.planes_div.quotient(plane) * self.blocks_per_plane + (block - plane * self.blocks_per_plane)
     }
 
     /// Recompute the members of every group from the bad-block marks.

@@ -107,7 +107,7 @@ impl GcRow {
 impl DataPlane {
     /// The plane (within its die) of page `ppn`.
     fn plane_in_die(&self, ppn: u32) -> u32 {
-        (ppn / self.ppb / self.layout.blocks_per_plane) % self.layout.planes_per_group
+        self.layout.plane_in_unit(self.layout.block_of_ppn(ppn))
     }
 
     // ----- host writes -----
@@ -146,7 +146,7 @@ impl DataPlane {
         };
         // The slot taken ended its row when the frontier moved on to the next.
         let row_done = self.units[unit].frontier[stream as usize].member == 0;
-        let (group, row) = (self.group_of_ppn(ppn), ppn % self.ppb);
+        let (group, row) = (self.group_of_ppn(ppn), self.layout.page_in_block(ppn));
         let s = &mut self.staged;
         if s.n == 0 {
             (s.unit, s.stream, s.group, s.row) = (unit, stream, group, row);
@@ -256,7 +256,7 @@ impl DataPlane {
             };
             let (src, index, kind, _) = pages[next[plane]];
             next[plane] += 1;
-            if row.n > 0 && (self.group_of_ppn(row.copies[0].dst) != f.group || row.copies[0].dst % self.ppb != f.row) {
+            if row.n > 0 && (self.group_of_ppn(row.copies[0].dst) != f.group || self.layout.page_in_block(row.copies[0].dst) != f.row) {
                 self.issue_gc_row(flash, m, victim, cause, &mut row)?;
             }
             let dst = self.take_slot(unit, stream).expect("the frontier has room");
@@ -274,8 +274,8 @@ impl DataPlane {
     /// Whether the pages share a block offset and page offset (one multi-plane read).
     fn one_offset(&self, mut pages: impl Iterator<Item = u32>) -> bool {
         let Some(first) = pages.next() else { return true };
-        let bpp = self.layout.blocks_per_plane;
-        let at = |p: u32| ((p / self.ppb) % bpp, p % self.ppb);
+        let l = &self.layout;
+        let at = |p: u32| (l.block_in_plane(l.block_of_ppn(p)), l.page_in_block(p));
         pages.all(|p| at(p) == at(first))
     }
 
