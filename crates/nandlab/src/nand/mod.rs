@@ -320,10 +320,13 @@ impl Nand {
         self.erase_count.iter().copied()
     }
 
-    /// Warm the CPU cache for a page's slot (a simulator speed hint).
+    /// Warm the CPU cache for a page's slot and spare bytes (a simulator
+    /// speed hint): every operation on a page reads its slot, and GC reads
+    /// and programs spare areas of pages touched long before.
     #[inline]
     pub fn prefetch_page(&self, page: PageAddr) {
         crate::prefetch::prefetch(&self.slots, page.0 as usize);
+        crate::prefetch::prefetch(&self.oob, page.0 as usize * self.oob_stored_bytes);
     }
 
     /// Warm the CPU cache for byte `offset` of a metadata page (a simulator

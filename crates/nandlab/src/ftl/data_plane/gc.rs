@@ -10,6 +10,11 @@ fn page(ppn: u32) -> PageAddr {
     PageAddr(u64::from(ppn))
 }
 
+/// Pages whose NAND state one prefetch covers: a 64-byte cache line holds
+/// four 16-byte page slots (and more of the spare bytes the data plane
+/// stores).
+const PAGES_PER_PREFETCH: usize = 4;
+
 /// The bits of bitmap word `word` (pages `64 × word ..`) that stand for
 /// pages `first .. end`.
 fn word_mask(word: u32, first: u32, end: u32) -> u64 {
@@ -221,6 +226,14 @@ impl DataPlane {
         batch: &mut Vec<(u32, u32, u8, u8)>,
     ) -> Result<(), FtlError> {
         let from = self.group_stream[victim as usize];
+        // The victim's pages were programmed long ago: ask for all their
+        // state at once, so the misses overlap instead of coming one by one.
+        for i in 0..self.layout.width(victim) {
+            let first = self.layout.member(victim, i) * self.ppb;
+            for ppn in (first..first + self.ppb).step_by(PAGES_PER_PREFETCH) {
+                flash.prefetch_page(page(ppn));
+            }
+        }
         let mut oob = [0u8; OOB_BYTES];
         for i in 0..self.layout.width(victim) {
             let first = self.layout.member(victim, i) * self.ppb;

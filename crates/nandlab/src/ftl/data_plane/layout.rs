@@ -220,6 +220,32 @@ mod tests {
         .unwrap()
     }
 
+    /// The divisions by multiplication agree with plain division, on
+    /// shapes that are not powers of two too.
+    #[test]
+    fn address_math_matches_division() {
+        for (planes, blocks, pages) in [(2, 4, 4), (3, 5, 6), (1, 7, 3)] {
+            let g = crate::nand::GeometryConfig {
+                planes_per_die: planes,
+                blocks_per_plane: blocks,
+                pages_per_block: pages,
+                ..geometry(1).config().clone()
+            }
+            .validate()
+            .unwrap();
+            let l = Layout::new(&g, planes > 1);
+            for ppn in 0..g.pages() as u32 {
+                let block = ppn / pages;
+                assert_eq!(l.block_of_ppn(ppn), block);
+                assert_eq!(l.page_in_block(ppn), ppn % pages);
+                assert_eq!(l.block_in_plane(block), block % blocks);
+                assert_eq!(l.plane_in_unit(block), block / blocks % planes);
+                let group = if planes == 1 { block } else { block / blocks / planes * blocks + block % blocks };
+                assert_eq!(l.group_of_block(block), group);
+            }
+        }
+    }
+
     #[test]
     fn units_stripe_channel_first() {
         let g = geometry(2);

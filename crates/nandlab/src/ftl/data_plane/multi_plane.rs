@@ -144,6 +144,7 @@ impl DataPlane {
             // Nothing is staged (it would be in this row): GC may run.
             None => self.alloc_page_slow(flash, m, unit, stream)?,
         };
+        flash.prefetch_page(page(ppn)); // programmed with its row, soon
         // The slot taken ended its row when the frontier moved on to the next.
         let row_done = self.units[unit].frontier[stream as usize].member == 0;
         let (group, row) = (self.group_of_ppn(ppn), self.layout.page_in_block(ppn));
@@ -260,6 +261,9 @@ impl DataPlane {
                 self.issue_gc_row(flash, m, victim, cause, &mut row)?;
             }
             let dst = self.take_slot(unit, stream).expect("the frontier has room");
+            // Its slot is programmed when the row is issued: warm it now, so
+            // the row's misses overlap.
+            flash.prefetch_page(page(dst));
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
             self.summary_entry(flash, dst, &oob)?;
             row.copies[row.n] = RowCopy { src, dst, index, kind, oob };
