@@ -353,7 +353,7 @@ mod tests {
     /// word (the per-page model).
     #[test]
     fn word_masks_cover_exactly_the_range() {
-        for (first, end) in [(0, 64), (64, 128), (3, 67), (10, 20), (100, 300), (60, 64), (127, 129)] {
+        for (first, end) in [(0u32, 64u32), (64, 128), (3, 67), (10, 20), (100, 300), (60, 64), (127, 129)] {
             for word in first / 64..end.div_ceil(64) {
                 let mask = word_mask(word, first, end);
                 for bit in 0..64 {
