@@ -171,7 +171,9 @@ impl BufferPool {
     fn store(&mut self, slot: usize, runs: &mut Vec<Run>) {
         let b = &mut self.bufs[slot];
         if runs.len() <= INLINE_RUNS {
-            b.inline[..runs.len()].copy_from_slice(runs);
+            // Element by element: a slice copy of a length known only at
+            // run time is a `memcpy` call, dearer than three moves.
+            b.inline = std::array::from_fn(|k| runs.get(k).copied().unwrap_or_default());
             b.runs = runs.len() as u8;
         } else {
             b.runs = SPILLED;

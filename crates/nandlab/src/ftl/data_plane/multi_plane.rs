@@ -172,12 +172,16 @@ impl DataPlane {
         }
         self.staged.n = 0;
         self.staged.buf_used = 0;
-        let pages = self.staged.pages;
+        // The staged pages are read in place, one at a time (nothing stages
+        // while a row is programmed): a copy of the whole row was a `memcpy`
+        // per host request.
         let mut oobs = [[0u8; OOB_BYTES]; MAX_PLANES_PER_GROUP];
-        for (oob, p) in oobs.iter_mut().zip(&pages[..n]) {
+        for (k, oob) in oobs.iter_mut().enumerate().take(n) {
+            let p = self.staged.pages[k];
             *oob = encode_oob(OOB_DATA | stream << 4, p.lpn, self.next_seq());
             self.summary_entry(flash, p.ppn, oob)?;
         }
+        let pages = &self.staged.pages[..n];
         if n == 1 {
             let p = &pages[0];
             self.counters.host_single_plane_programs += 1;
@@ -186,12 +190,13 @@ impl DataPlane {
             self.counters.host_multi_plane_programs += 1;
             let mut ops =
                 [ProgramOp { page: PageAddr(0), src: pages[0].buf, src_sector: 0, oob: &[] }; MAX_PLANES_PER_GROUP];
-            for ((op, p), oob) in ops.iter_mut().zip(&pages[..n]).zip(&oobs) {
+            for ((op, p), oob) in ops.iter_mut().zip(pages).zip(&oobs) {
                 *op = ProgramOp { page: page(p.ppn), src: p.buf, src_sector: p.sector, oob };
             }
             flash.program_multi(Cause::Host, &ops[..n])?;
         }
-        for p in &pages[..n] {
+        for k in 0..n {
+            let p = self.staged.pages[k];
             self.host_page_programmed(m, unit, p.lpn, p.tag, p.ppn);
         }
         self.write_due_summary(flash)
