@@ -197,6 +197,28 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The runs of sectors `start .. start+len` of a buffer: its own list
+    /// when that is the whole buffer (a page programmed from a one-page
+    /// buffer), else a slice of it built in `scratch`.
+    #[inline]
+    pub fn range<'a>(
+        &'a self,
+        id: BufId,
+        start: u32,
+        len: u32,
+        scratch: &'a mut Vec<Run>,
+    ) -> Result<&'a [Run], FlashError> {
+        self.check_range(id, start, len)?;
+        let slot = id.index() as usize;
+        let b = &self.bufs[slot];
+        if start == 0 && len == b.sectors {
+            return Ok(self.runs_of(slot, b));
+        }
+        scratch.clear();
+        slice_runs(self.runs_of(slot, b), start, len, scratch);
+        Ok(scratch)
+    }
+
     /// Overwrite sectors `at ..` of a buffer with `runs` (normalized).
     pub fn write_runs(&mut self, id: BufId, at: u32, runs: &[Run]) -> Result<(), FlashError> {
         let len = crate::nand::payload::total_len(runs);
@@ -278,6 +300,20 @@ mod tests {
         assert_eq!(p.runs(page).unwrap(), &[Run::data(7, 9, 8)]);
         p.fill(page, 6, 2, RunKind::Zero).unwrap();
         assert_eq!(p.runs(page).unwrap(), &[Run::data(7, 9, 6), Run::filler(RunKind::Zero, 2)]);
+    }
+
+    /// A range is the buffer's own list when it is the whole buffer, a
+    /// slice otherwise; out of range is an error either way.
+    #[test]
+    fn ranges_are_whole_lists_or_slices() {
+        let mut p = BufferPool::default();
+        let page = p.alloc_data(40, 3, 8);
+        p.fill(page, 6, 2, RunKind::Zero).unwrap();
+        let mut scratch = vec![Run::data(1, 1, 1)];
+        let whole = [Run::data(40, 3, 6), Run::filler(RunKind::Zero, 2)];
+        assert_eq!(p.range(page, 0, 8, &mut scratch).unwrap(), &whole);
+        assert_eq!(p.range(page, 4, 3, &mut scratch).unwrap(), &[Run::data(44, 3, 2), Run::filler(RunKind::Zero, 1)]);
+        assert_eq!(p.range(page, 4, 5, &mut scratch), Err(FlashError::InvalidBuffer));
     }
 
     #[test]

@@ -172,9 +172,14 @@ impl Layout {
         self.members[(group * self.planes_per_group + i) as usize]
     }
 
-    /// Which member of `group` block `block` is (its index among the usable ones).
+    /// Which member of `group` block `block` is (its index among the usable
+    /// ones): its plane in the unit when the group has a block on every
+    /// plane, else found among the members.
     #[inline]
     pub fn member_index(&self, group: u32, block: u32) -> u32 {
+        if self.width(group) == self.planes_per_group {
+            return self.plane_in_unit(block);
+        }
         self.members(group).iter().position(|&b| b == block).expect("a member of the group") as u32
     }
 
@@ -233,7 +238,8 @@ mod tests {
             }
             .validate()
             .unwrap();
-            let l = Layout::new(&g, planes > 1);
+            let mut l = Layout::new(&g, planes > 1);
+            l.set_members(&vec![false; g.blocks() as usize]);
             for ppn in 0..g.pages() as u32 {
                 let block = ppn / pages;
                 assert_eq!(l.block_of_ppn(ppn), block);
@@ -242,6 +248,7 @@ mod tests {
                 assert_eq!(l.plane_in_unit(block), block / blocks % planes);
                 let group = if planes == 1 { block } else { block / blocks / planes * blocks + block % blocks };
                 assert_eq!(l.group_of_block(block), group);
+                assert_eq!(l.member_index(group, block), block / blocks % planes);
             }
         }
     }
@@ -276,6 +283,7 @@ mod tests {
             }
         }
         assert_eq!((l.width(4), l.width(5)), (2, 1), "group 5 lost its plane-1 block");
+        assert_eq!((l.member_index(4, l.block_on_plane(4, 1)), l.member_index(5, l.block_on_plane(5, 0))), (1, 0));
         // Slots fill a row across the members first.
         let (a, b) = (l.member(4, 0), l.member(4, 1));
         let ppb = g.pages_per_block();
