@@ -818,8 +818,7 @@ impl Nand {
         for (i, p) in pages.clone().enumerate() {
             let q = self.place(p);
             let repeat = pages.clone().take(i).any(|o| self.place(o).plane == q.plane);
-            if q.die != f.die || q.block_in_plane != f.block_in_plane || q.page_in_block != f.page_in_block || repeat
-            {
+            if q.die != f.die || q.block_in_plane != f.block_in_plane || q.page_in_block != f.page_in_block || repeat {
                 ck.flag(Rule::MultiPlaneMismatch, p.0, || {
                     format!(
                         "multi-plane operation mixes page {} (die {}, block {}, page {}) and page {} (die {}, block {}, page {}{})",

@@ -144,7 +144,8 @@ impl DataPlane {
             // Nothing is staged (it would be in this row): GC may run.
             None => self.alloc_page_slow(flash, m, unit, stream)?,
         };
-        flash.prefetch_page(page(ppn)); // programmed with its row, soon
+        // Programmed with its row, soon: warm its NAND state now.
+        flash.prefetch_page(page(ppn));
         // The slot taken ended its row when the frontier moved on to the next.
         let row_done = self.units[unit].frontier[stream as usize].member == 0;
         let (group, row) = (self.group_of_ppn(ppn), self.layout.page_in_block(ppn));
@@ -262,7 +263,10 @@ impl DataPlane {
             };
             let (src, index, kind, _) = pages[next[plane]];
             next[plane] += 1;
-            if row.n > 0 && (self.group_of_ppn(row.copies[0].dst) != f.group || self.layout.page_in_block(row.copies[0].dst) != f.row) {
+            if row.n > 0
+                && (self.group_of_ppn(row.copies[0].dst) != f.group
+                    || self.layout.page_in_block(row.copies[0].dst) != f.row)
+            {
                 self.issue_gc_row(flash, m, victim, cause, &mut row)?;
             }
             let dst = self.take_slot(unit, stream).expect("the frontier has room");
