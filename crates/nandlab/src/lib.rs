@@ -59,6 +59,7 @@ pub mod host;
 pub mod nand;
 pub mod oracle;
 pub mod prefetch;
+pub mod recency;
 pub mod report;
 pub mod run;
 pub mod seed;

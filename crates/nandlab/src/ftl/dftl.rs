@@ -73,7 +73,6 @@
 
 pub mod cmt;
 mod persist;
-mod recency;
 mod recovery;
 
 use super::crash_bugs::CrashBug;

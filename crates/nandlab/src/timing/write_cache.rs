@@ -30,13 +30,39 @@
 //! - Reads are served from DRAM when every requested sector is present in
 //!   cache lines; otherwise from the FTL, with cached sectors laid over
 //!   (they are newer). Reads do not allocate lines.
+//!
+//! ## Structures
+//!
+//! The bookkeeping runs on every cached request, and a random workload
+//! touches a different, cold line on each: what costs is cache misses, so
+//! each structure is chosen for the memory it reads.
+//! - Which line holds a page: a [`PageTable`] sized once for every line,
+//!   whose one-byte tags answer most lookups of uncached pages without
+//!   reading the slots.
+//! - The LRU order: a [`RecencyQueue`] (a log of uses, giving exactly a
+//!   move-to-front list's order), so a use or a removal writes no
+//!   neighbour's links, and the next victims can be read ahead in order;
+//!   [`WriteCache::warm_victims`] warms their lines, present bits and
+//!   table slots before an eviction needs them.
+//! - The free lines: a heap by (usable from, line).
+//!
+//! The test `lookups_victims_and_free_lines_match_plain_models` checks the
+//! structures against a hash map, a move-to-front list and an ordered set.
 
 use crate::flash::BufId;
+use crate::prefetch::prefetch;
+use crate::recency::{RecencyQueue, Use};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 const NIL: u32 = u32::MAX;
+
+/// How many records from the least-recently-used end the cache warms the
+/// lines of (the next victims), and how many it warms the page-table slots
+/// of (a second pass: a slot's place needs the line's page number, so it
+/// comes once the line has arrived).
+const WARM_LINES: usize = 32;
+const WARM_SLOTS: usize = 4;
 
 /// The bitmap words covering sectors `first .. first+n` of a line, and in
 /// each the mask of those sectors' bits: a word at a time, not a sector.
@@ -56,25 +82,121 @@ fn word_masks(first: u32, n: u32) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
-/// A multiplicative hasher for page numbers (the std SipHash is needlessly slow here).
-#[derive(Default, Clone, Copy)]
-pub struct PageHasher(u64);
-
-impl Hasher for PageHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
+/// One slot of the [`PageTable`]: a logical page and its line.
+#[derive(Clone, Copy)]
+struct Slot {
+    lpn: u64,
+    line: u32,
 }
 
-type PageMap = HashMap<u64, u32, BuildHasherDefault<PageHasher>>;
+/// The tag of an empty slot (a used slot's tag has its top bit set).
+const EMPTY_TAG: u8 = 0;
+
+/// Which line holds a logical page: open addressing with linear probing in
+/// a power-of-two table at most half full, sized once for every line, so it
+/// never grows or rehashes. Beside each slot a one-byte tag (seven more
+/// bits of the page's hash) lets a lookup of an uncached page — most
+/// writes of a random workload — read only the tags, 1/16 of the table,
+/// which stay in the CPU cache where the slots do not (the idea of
+/// SwissTable's control bytes). A removal shifts the rest of its probe run
+/// back (no tombstones to pile up). A page's place follows from its number,
+/// so the next victims' slots can be warmed ([`PageTable::prefetch`])
+/// before their removal reads them.
+struct PageTable {
+    tags: Vec<u8>,
+    slots: Vec<Slot>,
+    /// log2 of the slot count.
+    bits: u32,
+}
+
+impl PageTable {
+    fn new(lines: usize) -> PageTable {
+        let n = (2 * lines).next_power_of_two().max(2);
+        PageTable { tags: vec![EMPTY_TAG; n], slots: vec![Slot { lpn: 0, line: NIL }; n], bits: n.trailing_zeros() }
+    }
+
+    /// A multiplicative (Fibonacci) hash: its top bits place the page (and
+    /// spread consecutive pages), the next seven are its tag.
+    #[inline]
+    fn hash(lpn: u64) -> u64 {
+        lpn.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// Where `lpn`'s probe run starts.
+    #[inline]
+    fn home(&self, lpn: u64) -> usize {
+        (Self::hash(lpn) >> (64 - self.bits)) as usize
+    }
+
+    #[inline]
+    fn tag(&self, lpn: u64) -> u8 {
+        0x80 | (Self::hash(lpn) >> (57 - self.bits)) as u8 & 0x7f
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        (i + 1) & (self.slots.len() - 1)
+    }
+
+    /// The slot holding `lpn`, or the empty slot ending its probe run.
+    #[inline]
+    fn find(&self, lpn: u64) -> usize {
+        let tag = self.tag(lpn);
+        let mut i = self.home(lpn);
+        loop {
+            let t = self.tags[i];
+            if t == EMPTY_TAG || (t == tag && self.slots[i].lpn == lpn) {
+                return i;
+            }
+            i = self.next(i);
+        }
+    }
+
+    fn get(&self, lpn: u64) -> Option<u32> {
+        let i = self.find(lpn);
+        (self.tags[i] != EMPTY_TAG).then(|| self.slots[i].line)
+    }
+
+    /// Map `lpn` (not mapped yet) to `line`.
+    fn insert(&mut self, lpn: u64, line: u32) {
+        let i = self.find(lpn);
+        debug_assert_eq!(self.tags[i], EMPTY_TAG, "page {lpn} is mapped already");
+        self.tags[i] = self.tag(lpn);
+        self.slots[i] = Slot { lpn, line };
+    }
+
+    /// Unmap `lpn` (mapped): the later slots of its probe run that may move
+    /// back (their home is not between the hole and them) fill the hole.
+    fn remove(&mut self, lpn: u64) {
+        let mut hole = self.find(lpn);
+        debug_assert_ne!(self.tags[hole], EMPTY_TAG, "page {lpn} is not mapped");
+        let mask = self.slots.len() - 1;
+        let mut j = hole;
+        loop {
+            j = self.next(j);
+            if self.tags[j] == EMPTY_TAG {
+                break;
+            }
+            // Cyclic distances: slot `j` may fill the hole if its home is
+            // not after the hole on the way to `j`.
+            let from_home = j.wrapping_sub(self.home(self.slots[j].lpn)) & mask;
+            if from_home >= j.wrapping_sub(hole) & mask {
+                self.tags[hole] = self.tags[j];
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.tags[hole] = EMPTY_TAG;
+    }
+
+    /// Warm the tags and the slot where `lpn`'s probe run starts.
+    #[inline]
+    fn prefetch(&self, lpn: u64) {
+        let i = self.home(lpn);
+        prefetch(&self.tags, i);
+        prefetch(&self.slots, i);
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Line {
@@ -85,8 +207,8 @@ pub struct Line {
     pub data_ready_ns: u64,
     /// When the line's previous contents finished flushing (reusable).
     pub busy_until_ns: u64,
-    prev: u32,
-    next: u32,
+    /// The stamp of the line's latest use in the recency queue.
+    stamp: u32,
     mapped: bool,
 }
 
@@ -107,9 +229,9 @@ pub struct WriteCache {
     words: usize,
     /// Present-sector bitmap, `words` u64 per line.
     present: Vec<u64>,
-    map: PageMap,
-    head: u32,
-    tail: u32,
+    map: PageTable,
+    /// The mapped lines' LRU order (see the module docs).
+    order: RecencyQueue,
     /// Free lines by when they become usable (then by id): a write takes
     /// the line whose flush ends first, not the one freed first.
     free: BinaryHeap<Reverse<(u64, u32)>>,
@@ -118,6 +240,13 @@ pub struct WriteCache {
     pub counters: CacheCounters,
     /// When every flush issued so far completes.
     pub flushed_until_ns: u64,
+}
+
+/// Whether a recency record is the latest use of a mapped line.
+#[inline]
+fn is_live(lines: &[Line], u: Use) -> bool {
+    let l = &lines[u.slot as usize];
+    l.mapped && l.stamp == u.stamp
 }
 
 impl WriteCache {
@@ -135,16 +264,14 @@ impl WriteCache {
                     dirty: false,
                     data_ready_ns: 0,
                     busy_until_ns: 0,
-                    prev: NIL,
-                    next: NIL,
+                    stamp: 0,
                     mapped: false,
                 })
                 .collect(),
             words,
             present: vec![0; n * words],
-            map: PageMap::with_capacity_and_hasher(n, Default::default()),
-            head: NIL,
-            tail: NIL,
+            map: PageTable::new(n),
+            order: RecencyQueue::new(n),
             free: (0..n as u32).map(|id| Reverse((0, id))).collect(),
             dirty_lines: 0,
             high_watermark: ((n as f64 * watermark).floor() as u32).clamp(1, n.max(1) as u32),
@@ -170,7 +297,14 @@ impl WriteCache {
         self.lines[id as usize].mapped
     }
     pub fn lookup(&self, lpn: u64) -> Option<u32> {
-        self.map.get(&lpn).copied()
+        self.map.get(lpn)
+    }
+
+    /// Hint that `lpn` will be looked up soon (a request's pages, before
+    /// the host interface's bookkeeping).
+    #[inline]
+    pub fn prefetch(&self, lpn: u64) {
+        self.map.prefetch(lpn);
     }
 
     /// Whether sectors `first .. first+n` of a line are all present.
@@ -242,47 +376,9 @@ impl WriteCache {
 
     /// Move a mapped line to the most-recently-used end.
     pub fn touch(&mut self, id: u32) {
-        self.unlink(id);
-        self.push_mru(id);
-    }
-
-    fn unlink(&mut self, id: u32) {
-        let (p, n) = {
-            let l = &self.lines[id as usize];
-            (l.prev, l.next)
-        };
-        if p == NIL {
-            if self.head == id {
-                self.head = n;
-            }
-        } else {
-            self.lines[p as usize].next = n;
-        }
-        if n == NIL {
-            if self.tail == id {
-                self.tail = p;
-            }
-        } else {
-            self.lines[n as usize].prev = p;
-        }
-        let l = &mut self.lines[id as usize];
-        l.prev = NIL;
-        l.next = NIL;
-    }
-
-    fn push_mru(&mut self, id: u32) {
-        let t = self.tail;
-        {
-            let l = &mut self.lines[id as usize];
-            l.prev = t;
-            l.next = NIL;
-        }
-        if t == NIL {
-            self.head = id;
-        } else {
-            self.lines[t as usize].next = id;
-        }
-        self.tail = id;
+        let lines = &self.lines;
+        let stamp = self.order.push(id, |u| is_live(lines, u));
+        self.lines[id as usize].stamp = stamp;
     }
 
     /// A line for `lpn` from the free lines, if any (the caller evicts
@@ -297,41 +393,61 @@ impl WriteCache {
         l.mapped = true;
         l.dirty = false;
         self.map.insert(lpn, id);
-        self.push_mru(id);
+        self.touch(id);
+        // The next write that misses takes the next free line: warm it.
+        if let Some(&Reverse((_, next))) = self.free.peek() {
+            prefetch(&self.lines, next as usize);
+            prefetch(&self.present, next as usize * words);
+        }
         Some(id)
     }
 
     /// The least-recently-used line (the next to evict).
-    pub fn lru(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
+    pub fn lru(&mut self) -> Option<u32> {
+        let lines = &self.lines;
+        self.order.oldest(|u| is_live(lines, u))
     }
 
-    /// The least-recently-used dirty line, if the dirty lines exceed the watermark.
+    /// Whether the dirty lines exceed the watermark.
     pub fn over_watermark(&self) -> bool {
         self.dirty_lines > self.high_watermark
     }
 
     /// The least-recently-used dirty line.
-    pub fn lru_dirty(&self) -> Option<u32> {
-        let mut i = self.head;
-        while i != NIL {
-            if self.lines[i as usize].dirty {
-                return Some(i);
+    pub fn lru_dirty(&mut self) -> Option<u32> {
+        self.lru()?;
+        let lines = &self.lines;
+        self.order.oldest_first().find(|&u| is_live(lines, u) && lines[u.slot as usize].dirty).map(|u| u.slot)
+    }
+
+    /// Warm what evicting the next least-recently-used lines reads: their
+    /// lines and present bits, and (once a line is in) the page-table
+    /// slots of its aligned run of `group` pages (an eviction looks its
+    /// neighbours up to write them back together).
+    pub fn warm_victims(&mut self, group: u64) {
+        let (lines, present, words) = (&self.lines, &self.present, self.words);
+        self.order.warm(WARM_LINES, |id| {
+            prefetch(lines, id as usize);
+            prefetch(present, id as usize * words);
+        });
+        if let Some(u) = self.order.nth_oldest(WARM_SLOTS) {
+            let lpn = self.lines[u.slot as usize].lpn;
+            let base = lpn - lpn % group;
+            for page in base..base + group {
+                self.map.prefetch(page);
             }
-            i = self.lines[i as usize].next;
         }
-        None
     }
 
     /// Unmap a line whose contents were written out (or were clean) and
     /// make it free once `busy_until_ns`.
     pub fn release(&mut self, id: u32, busy_until_ns: u64) {
         self.set_dirty(id, false);
-        self.unlink(id);
         let l = &mut self.lines[id as usize];
         if l.mapped {
-            self.map.remove(&l.lpn);
+            // Its records in the recency queue go stale with it.
             l.mapped = false;
+            self.map.remove(l.lpn);
         }
         l.busy_until_ns = l.busy_until_ns.max(busy_until_ns);
         self.flushed_until_ns = self.flushed_until_ns.max(busy_until_ns);
@@ -357,28 +473,151 @@ impl WriteCache {
 
     /// Every mapped dirty line, least recently used first.
     pub fn dirty_in_lru_order(&self, out: &mut Vec<u32>) {
-        let mut i = self.head;
-        while i != NIL {
-            if self.lines[i as usize].dirty {
-                out.push(i);
-            }
-            i = self.lines[i as usize].next;
-        }
+        let lines = &self.lines;
+        out.extend(
+            self.order.oldest_first().filter(|&u| is_live(lines, u) && lines[u.slot as usize].dirty).map(|u| u.slot),
+        );
     }
 
     /// Lines holding any of logical pages `first ..= last`, appended to `out`.
     pub fn lines_in(&self, first: u64, last: u64, out: &mut Vec<u32>) {
-        for lpn in first..=last {
-            if let Some(&id) = self.map.get(&lpn) {
-                out.push(id);
-            }
-        }
+        out.extend((first..=last).filter_map(|lpn| self.map.get(lpn)));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeSet, HashMap};
+
+    /// The plain models of [`lookups_victims_and_free_lines_match_plain_models`].
+    struct Model {
+        map: HashMap<u64, u32>,
+        /// Least recently used first.
+        order: Vec<u32>,
+        /// (usable from, line).
+        free: BTreeSet<(u64, u32)>,
+        busy: Vec<u64>,
+        dirty: Vec<bool>,
+    }
+
+    impl Model {
+        fn release(&mut self, c: &mut WriteCache, id: u32, until: u64) {
+            c.release(id, until);
+            self.map.remove(&c.line(id).lpn);
+            self.order.retain(|&x| x != id);
+            self.clean(id, until);
+            self.free.insert((self.busy[id as usize], id));
+        }
+        fn clean(&mut self, id: u32, until: u64) {
+            self.busy[id as usize] = self.busy[id as usize].max(until);
+            self.dirty[id as usize] = false;
+        }
+        fn dirty_in_order(&self) -> impl Iterator<Item = u32> + '_ {
+            self.order.iter().copied().filter(|&id| self.dirty[id as usize])
+        }
+    }
+
+    /// The page table, the recency queue and the free lines give exactly
+    /// what plain models give: a hash map, a move-to-front list and an
+    /// ordered set of (usable from, line). A random mix of write hits and
+    /// misses (evicting the LRU line when no line is free), write-backs of
+    /// the LRU dirty line, flushes, trims and warming, over more pages than
+    /// the table has slots, long enough for many queue compactions and
+    /// probe-run shifts.
+    #[test]
+    fn lookups_victims_and_free_lines_match_plain_models() {
+        let n = 16;
+        let mut c = cache(n);
+        let mut m = Model {
+            map: HashMap::new(),
+            order: Vec::new(),
+            free: (0..n).map(|id| (0, id)).collect(),
+            busy: vec![0; n as usize],
+            dirty: vec![false; n as usize],
+        };
+        let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |bound: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % bound
+        };
+        for step in 0..60_000u64 {
+            let t = step * 10;
+            let lpn = next(80);
+            match next(10) {
+                0..=5 => {
+                    let id = if let Some(&id) = m.map.get(&lpn) {
+                        assert_eq!(c.lookup(lpn), Some(id), "step {step}: hit");
+                        c.touch(id);
+                        m.order.retain(|&x| x != id);
+                        id
+                    } else {
+                        assert_eq!(c.lookup(lpn), None, "step {step}: miss");
+                        if m.free.is_empty() {
+                            let victim = c.lru();
+                            assert_eq!(victim, m.order.first().copied(), "step {step}: LRU victim");
+                            m.release(&mut c, victim.unwrap(), t + next(1000));
+                        }
+                        let id = c.take_free(lpn);
+                        assert_eq!(id, m.free.pop_first().map(|(_, id)| id), "step {step}: free line taken");
+                        m.map.insert(lpn, id.unwrap());
+                        id.unwrap()
+                    };
+                    m.order.push(id);
+                    if next(3) > 0 {
+                        c.set_dirty(id, true);
+                        m.dirty[id as usize] = true;
+                    }
+                }
+                6 => {
+                    let want = m.dirty_in_order().next();
+                    assert_eq!(c.lru_dirty(), want, "step {step}: LRU dirty line");
+                    if let Some(id) = want {
+                        m.release(&mut c, id, t + next(1000));
+                    }
+                }
+                7 => {
+                    let mut got = Vec::new();
+                    c.dirty_in_lru_order(&mut got);
+                    assert_eq!(got, m.dirty_in_order().collect::<Vec<u32>>(), "step {step}: flush order");
+                    for id in got {
+                        let until = t + next(1000);
+                        c.clean(id, until);
+                        m.clean(id, until);
+                    }
+                }
+                8 => {
+                    if let Some(&id) = m.map.get(&lpn) {
+                        m.release(&mut c, id, m.busy[id as usize]);
+                    }
+                }
+                _ => c.warm_victims(2),
+            }
+            assert_eq!(c.dirty_lines() as usize, m.dirty.iter().filter(|&&d| d).count(), "step {step}");
+        }
+        for lpn in 0..80 {
+            assert_eq!(c.lookup(lpn), m.map.get(&lpn).copied(), "page {lpn} at the end");
+        }
+    }
+
+    #[test]
+    fn the_page_table_shifts_probe_runs_back_across_its_end() {
+        let mut t = PageTable::new(4); // 8 slots
+                                       // Pages whose runs start in the last slot wrap around to slot 0.
+        let last: Vec<u64> = (0..10_000).filter(|&p| t.home(p) == 7).take(3).collect();
+        let first = (0..10_000).find(|&p| t.home(p) == 0).unwrap();
+        for &p in &last {
+            t.insert(p, p as u32);
+        }
+        t.insert(first, 99); // its home is taken: it lands at slot 2
+        assert_eq!(t.find(first), 2);
+        t.remove(last[0]); // slot 7 empties: the run moves back over the end
+        assert_eq!((t.find(last[1]), t.find(last[2]), t.find(first)), (7, 0, 1));
+        assert_eq!(t.get(last[0]), None);
+        assert_eq!(t.get(first), Some(99));
+    }
 
     fn cache(n: u32) -> WriteCache {
         WriteCache::new((0..n).map(|i| BufId::new(i, 0)).collect(), 16, 0.5)

@@ -49,7 +49,7 @@
 //! are not maintained at all, which makes a whole-table DFTL as fast to
 //! simulate as the page FTL.
 
-use super::recency::{RecencyQueue, Use};
+use crate::recency::{RecencyQueue, Use};
 
 const NONE: u32 = u32::MAX;
 const PROBATIONARY: usize = 0;

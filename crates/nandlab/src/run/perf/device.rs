@@ -32,6 +32,11 @@
 //! A flush writes every dirty line back and keeps it cached, clean (a
 //! later read still hits it).
 //!
+//! A write of exactly one whole page gives its host buffer to the cache
+//! line (whose old buffer is freed) instead of copying its stamps into the
+//! line's buffer: the line holds the same stamps either way, and a random
+//! page-sized workload saves a buffer copy per request.
+//!
 //! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
 //! which cannot be interrupted once started (MQSim's preemptible GC is not
 //! modelled). So a step starts only when it surely ends before the next
@@ -269,6 +274,12 @@ impl TimedDevice {
     /// Simulate one host request arriving at `arrival_ns` on submission
     /// queue `queue`; `seq` identifies it to the timing model.
     pub fn submit(&mut self, req: &HostRequest, queue: u32, arrival_ns: u64, seq: u64) -> Result<Completion, RunError> {
+        if let Some(cache) = &self.cache {
+            // The cache looks the pages up after the host interface's bookkeeping.
+            for (lpn, ..) in pieces(self.spp, req.lba, req.sectors) {
+                cache.prefetch(lpn);
+            }
+        }
         self.model.borrow_mut().advance(arrival_ns);
         self.now = self.now.max(arrival_ns);
         let mut b = Breakdown::default();
@@ -389,6 +400,23 @@ impl TimedDevice {
                 }
             }
         }
+    }
+
+    /// Put sectors `off .. off+n` of host buffer `hbuf` (of `sectors`
+    /// sectors) into `line` from sector `first`. A host buffer of exactly
+    /// one whole page becomes the line's buffer (the line's old one is
+    /// freed): the same stamps without copying them. Returns whether it
+    /// did; the caller must then not free `hbuf`.
+    fn fill_line(&mut self, line: u32, first: u32, n: u32, hbuf: BufId, off: u32, sectors: u32) -> bool {
+        let cache = self.cache.as_mut().expect("cache present");
+        if sectors == self.spp && n == self.spp {
+            let old = std::mem::replace(&mut cache.line_mut(line).buf, hbuf);
+            self.session.flash.free_host_buffer(old);
+            return true;
+        }
+        let lbuf = cache.line(line).buf;
+        let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+        false
     }
 
     /// A line for `lpn`: cached, free, or freed by evicting the LRU line.
@@ -579,14 +607,14 @@ impl TimedDevice {
         let mut lines = std::mem::take(&mut self.scratch_lines);
         lines.clear();
         let mut space = t;
+        let mut adopted = false;
         for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
             let line = self.line_for(lpn, t);
             let cache = self.cache.as_mut().expect("cache present");
             space = space.max(cache.line(line).busy_until_ns);
-            let lbuf = cache.line(line).buf;
             cache.set_present(line, first, n, true);
             cache.set_dirty(line, true);
-            let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+            adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
             lines.push(line);
         }
         b.add(Component::CacheWait, space - t);
@@ -595,7 +623,9 @@ impl TimedDevice {
         self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
         self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
-        self.session.flash.free_host_buffer(hbuf);
+        if !adopted {
+            self.session.flash.free_host_buffer(hbuf);
+        }
         let h = &mut self.session.host;
         h.write_requests += 1;
         h.write_bytes += bytes;
@@ -603,12 +633,14 @@ impl TimedDevice {
         // Keep dirty lines under the watermark so flushing overlaps with
         // writes, as far as the window of evictions in flight allows.
         while self.evictions_in_flight(ack) < self.max_evictions {
-            let Some(victim) = self.cache.as_ref().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
+            let Some(victim) = self.cache.as_mut().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
             else {
                 break;
             };
             self.evict(victim, ack, true);
         }
+        // The next requests' victims: their lines arrive while those requests start.
+        self.cache.as_mut().expect("cache present").warm_victims(u64::from(self.lines_together.max(1)));
         self.session.end_request();
         Ok((ack, b))
     }
@@ -626,6 +658,7 @@ impl TimedDevice {
         let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
         let (r, end, p) = self.epoch(t, seq, b, |d| d.session.ftl.write(&mut d.session.flash, &io));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let mut adopted = false;
         match r {
             Ok(_) => {
                 self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
@@ -634,10 +667,8 @@ impl TimedDevice {
                 lines.clear();
                 for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
                     let line = self.line_for(lpn, t);
-                    let cache = self.cache.as_mut().expect("cache present");
-                    cache.set_present(line, first, n, true);
-                    let lbuf = cache.line(line).buf;
-                    let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+                    self.cache.as_mut().expect("cache present").set_present(line, first, n, true);
+                    adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
                     lines.push(line);
                 }
                 let mut scratch = Breakdown::default();
@@ -647,7 +678,9 @@ impl TimedDevice {
             }
             Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
         }
-        self.session.flash.free_host_buffer(hbuf);
+        if !adopted {
+            self.session.flash.free_host_buffer(hbuf);
+        }
         self.session.host.write_requests += 1;
         self.session.host.write_bytes += bytes;
         self.session.end_request();
