@@ -351,10 +351,9 @@ impl FlashController {
         oob: &[u8],
     ) -> Result<(), FlashError> {
         let spp = self.nand.geometry().sectors_per_page();
-        self.runs.clear();
-        self.bufs.slice(src, src_sector, spp, &mut self.runs)?;
+        let runs = self.bufs.range(src, src_sector, spp, &mut self.runs)?;
         let mut ck = checker!(self, op);
-        self.nand.program(&mut ck, page, &self.runs, oob)
+        self.nand.program(&mut ck, page, runs, oob)
     }
 
     fn read_page(

@@ -663,7 +663,7 @@ impl DataPlane {
 
     #[inline]
     pub fn group_of_ppn(&self, ppn: u32) -> u32 {
-        self.layout.group_of_block(ppn / self.ppb)
+        self.layout.group_of_block(self.layout.block_of_ppn(ppn))
     }
 
     pub fn group_of_block(&self, block: u32) -> u32 {
@@ -799,7 +799,7 @@ impl DataPlane {
     /// leaves it unchanged.)
     #[inline]
     fn commit_page(&mut self, ppn: u32) {
-        let block = ppn / self.ppb;
+        let block = self.layout.block_of_ppn(ppn);
         let group = self.layout.group_of_block(block);
         self.valid_bits[(ppn / 64) as usize] |= 1 << (ppn % 64);
         self.table.valid[group as usize] += 1;
@@ -1098,10 +1098,10 @@ impl DataPlane {
     /// The stream of a host write of `lpn`, whose data is now at `current`.
     #[inline(always)]
     fn host_stream(&mut self, lpn: u32, current: u32) -> u8 {
-        let (group_stream, layout, ppb) = (&self.group_stream, &self.layout, self.ppb);
+        let (group_stream, layout) = (&self.group_stream, &self.layout);
         self.hot_cold.host_stream(lpn, || match current {
             UNMAPPED => None,
-            old => Some(group_stream[layout.group_of_block(old / ppb) as usize]),
+            old => Some(group_stream[layout.group_of_block(layout.block_of_ppn(old)) as usize]),
         })
     }
 

@@ -219,8 +219,10 @@ pub struct Nand {
     pages_per_block: u32,
     /// log2(pages per block) when it is a power of two (address math by shifts).
     ppb_shift: Option<u32>,
-    /// Division by blocks per plane (the copyback plane check), without a `div`.
+    /// Division by blocks per plane (the copyback plane check) and by
+    /// planes per die (the multi-plane checks), without a `div`.
     plane_div: FastDiv,
+    die_div: FastDiv,
     oob_stored_bytes: usize,
     slots: Vec<PageSlot>,
     /// Spare bytes, stored inverted so that erased (0xFF) is zero.
@@ -259,6 +261,7 @@ impl Nand {
             sectors_per_page: spp,
             pages_per_block: geometry.pages_per_block(),
             plane_div: FastDiv::new(geometry.blocks_per_plane()),
+            die_div: FastDiv::new(geometry.planes_per_die()),
             ppb_shift: geometry
                 .pages_per_block()
                 .is_power_of_two()
@@ -317,10 +320,13 @@ impl Nand {
         self.erase_count.iter().copied()
     }
 
-    /// Warm the CPU cache for a page's slot (a simulator speed hint).
+    /// Warm the CPU cache for a page's slot and spare bytes (a simulator
+    /// speed hint): every operation on a page reads its slot, and GC reads
+    /// and programs spare areas of pages touched long before.
     #[inline]
     pub fn prefetch_page(&self, page: PageAddr) {
         crate::prefetch::prefetch(&self.slots, page.0 as usize);
+        crate::prefetch::prefetch(&self.oob, page.0 as usize * self.oob_stored_bytes);
     }
 
     /// Warm the CPU cache for byte `offset` of a metadata page (a simulator
@@ -647,7 +653,9 @@ impl Nand {
                         format!("partial program of page {pib} overwrites programmed sectors {pos}..{}", pos + r.len)
                     });
                 }
-                splice_runs(&mut current, pos, std::slice::from_ref(r), &mut scratch);
+                scratch.clear();
+                splice_runs(&current, pos, std::slice::from_ref(r), &mut scratch);
+                std::mem::swap(&mut current, &mut scratch);
             }
             pos += r.len;
         }
@@ -800,28 +808,28 @@ impl Nand {
     where
         I: Iterator<Item = PageAddr> + Clone,
     {
-        let g = &self.geometry;
         let Some(first) = pages.clone().next() else {
             return true;
         };
-        if pages.clone().any(|p| p.0 >= g.pages()) {
+        if pages.clone().any(|p| p.0 >= self.geometry.pages()) {
             return true; // reported by the operations themselves
         }
-        let plane_of = |p: PageAddr| g.plane_of_block(g.block_of(p));
-        let fb = g.block_of(first);
-        let (die, bip, pib) = (g.die_of_block(fb), g.block_in_plane(fb), g.page_in_block(first));
+        let f = self.place(first);
         for (i, p) in pages.clone().enumerate() {
-            let b = g.block_of(p);
-            let repeat = pages.clone().take(i).any(|q| plane_of(q) == plane_of(p));
-            if g.die_of_block(b) != die || g.block_in_plane(b) != bip || g.page_in_block(p) != pib || repeat {
+            let q = self.place(p);
+            let repeat = pages.clone().take(i).any(|o| self.place(o).plane == q.plane);
+            if q.die != f.die || q.block_in_plane != f.block_in_plane || q.page_in_block != f.page_in_block || repeat {
                 ck.flag(Rule::MultiPlaneMismatch, p.0, || {
                     format!(
-                        "multi-plane operation mixes page {} (die {die}, block {bip}, page {pib}) and page {} (die {}, block {}, page {}{})",
+                        "multi-plane operation mixes page {} (die {}, block {}, page {}) and page {} (die {}, block {}, page {}{})",
                         first.0,
+                        f.die,
+                        f.block_in_plane,
+                        f.page_in_block,
                         p.0,
-                        g.die_of_block(b),
-                        g.block_in_plane(b),
-                        g.page_in_block(p),
+                        q.die,
+                        q.block_in_plane,
+                        q.page_in_block,
                         if repeat { ", same plane twice" } else { "" }
                     )
                 });
@@ -829,6 +837,22 @@ impl Nand {
             }
         }
         true
+    }
+
+    /// Where page `page` (within the device) is: its die, plane, block
+    /// offset and page offset, by shifts and multiplications (a multi-plane
+    /// operation is checked page by page).
+    #[inline]
+    fn place(&self, page: PageAddr) -> Place {
+        let i = page.0 as usize;
+        let block = self.block_index(i) as u32;
+        let plane = self.plane_div.quotient(block);
+        Place {
+            die: self.die_div.quotient(plane),
+            plane,
+            block_in_plane: block - plane * self.geometry.blocks_per_plane(),
+            page_in_block: (i - block as usize * self.pages_per_block as usize) as u32,
+        }
     }
 
     /// Overwrite a page's content with garbage (power-cut and media-error
@@ -849,6 +873,15 @@ impl Nand {
         self.slots[i] = slot;
         self.stray.set(self.block_index(i), true);
     }
+}
+
+/// A page's place in the array (see [`Nand::place`]).
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct Place {
+    die: u32,
+    plane: u32,
+    block_in_plane: u32,
+    page_in_block: u32,
 }
 
 /// One bit per block.

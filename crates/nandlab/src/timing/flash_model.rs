@@ -403,13 +403,15 @@ impl FlashTiming {
     }
 
     /// Bin die busy time `[start, start + ns)` into the flash series'
-    /// intervals (split at their boundaries).
+    /// intervals (split at their boundaries; an operation is much shorter
+    /// than an interval, so mostly it falls in one, found at once).
+    #[inline]
     fn bin_die_busy(&mut self, start: u64, ns: u64) {
         let (mut t, end) = (start, start + ns);
         while t < end {
-            let boundary = self.bin_of(t).1;
+            let (i, boundary) = self.bin_of(t);
             let piece = end.min(boundary) - t;
-            self.bucket(t).die_busy_ns += piece;
+            self.series_at(i).die_busy_ns += piece;
             t += piece;
         }
     }
@@ -542,6 +544,12 @@ impl FlashTiming {
 
     fn bucket(&mut self, t: u64) -> &mut FlashInterval {
         let i = self.bin_of(t).0;
+        self.series_at(i)
+    }
+
+    /// Interval `i` of the flash series (created, with those before it, if new).
+    #[inline]
+    fn series_at(&mut self, i: usize) -> &mut FlashInterval {
         if self.flash_series.len() <= i {
             self.flash_series.resize(i + 1, FlashInterval::default());
         }

@@ -10,6 +10,22 @@ fn page(ppn: u32) -> PageAddr {
     PageAddr(u64::from(ppn))
 }
 
+/// Pages whose NAND state one prefetch covers: a 64-byte cache line holds
+/// four 16-byte page slots (and more of the spare bytes the data plane
+/// stores).
+const PAGES_PER_PREFETCH: usize = 4;
+
+/// The bits of bitmap word `word` (pages `64 × word ..`) that stand for
+/// pages `first .. end`.
+fn word_mask(word: u32, first: u32, end: u32) -> u64 {
+    let base = word * 64;
+    let low = first.saturating_sub(base).min(64);
+    let high = (end - base).min(64);
+    let below_high = if high == 64 { u64::MAX } else { (1u64 << high) - 1 };
+    let from_low = if low == 64 { 0 } else { u64::MAX << low };
+    below_high & from_low
+}
+
 impl DataPlane {
     /// Collect victims on `unit` until its free groups are above the
     /// foreground threshold, or collecting stops gaining groups.
@@ -210,11 +226,25 @@ impl DataPlane {
         batch: &mut Vec<(u32, u32, u8, u8)>,
     ) -> Result<(), FtlError> {
         let from = self.group_stream[victim as usize];
+        // The victim's pages were programmed long ago: ask for all their
+        // state at once, so the misses overlap instead of coming one by one.
+        for i in 0..self.layout.width(victim) {
+            let first = self.layout.member(victim, i) * self.ppb;
+            for ppn in (first..first + self.ppb).step_by(PAGES_PER_PREFETCH) {
+                flash.prefetch_page(page(ppn));
+            }
+        }
         let mut oob = [0u8; OOB_BYTES];
         for i in 0..self.layout.width(victim) {
             let first = self.layout.member(victim, i) * self.ppb;
-            for src in first..first + self.ppb {
-                if self.is_valid(src) {
+            let end = first + self.ppb;
+            // The valid bits a word at a time: a victim's pages are
+            // valid and invalid at random, a branch per page mispredicted.
+            for word in first / 64..end.div_ceil(64) {
+                let mut bits = self.valid_bits[word as usize] & word_mask(word, first, end);
+                while bits != 0 {
+                    let src = word * 64 + bits.trailing_zeros();
+                    bits &= bits - 1;
                     flash.read_oob(cause, page(src), &mut oob)?;
                     let (kind, index, _) = decode_oob(&oob);
                     m.prefetch_entry(index);
@@ -312,5 +342,25 @@ impl DataPlane {
             .and_then(|()| flash.program_meta(cause, page(dst), &bytes, oob));
         self.meta_page = bytes;
         Ok(r?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::word_mask;
+
+    /// The mask selects exactly the pages of the range that fall in the
+    /// word (the per-page model).
+    #[test]
+    fn word_masks_cover_exactly_the_range() {
+        for (first, end) in [(0u32, 64u32), (64, 128), (3, 67), (10, 20), (100, 300), (60, 64), (127, 129)] {
+            for word in first / 64..end.div_ceil(64) {
+                let mask = word_mask(word, first, end);
+                for bit in 0..64 {
+                    let page = word * 64 + bit;
+                    assert_eq!(mask >> bit & 1 == 1, (first..end).contains(&page), "page {page} of {first}..{end}");
+                }
+            }
+        }
     }
 }

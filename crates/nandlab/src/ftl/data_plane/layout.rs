@@ -13,7 +13,7 @@
 //! out), so a group with a bad block is narrower, and one with no good
 //! block is never used.
 
-use crate::nand::Geometry;
+use crate::nand::{FastDiv, Geometry};
 
 /// Unit index of each linear plane: units run channel → chip → die → plane,
 /// so unit `i` is on channel `i % channels`.
@@ -55,6 +55,12 @@ pub(super) struct Layout {
     /// Good blocks of each group, first `width` of `planes_per_group` slots.
     members: Vec<u32>,
     width: Vec<u32>,
+    /// Division by pages per block, blocks per plane and planes per group
+    /// without a `div` instruction: every page the data plane programs,
+    /// moves or invalidates is mapped to its block, group and plane.
+    ppb_div: FastDiv,
+    bpp_div: FastDiv,
+    planes_div: FastDiv,
 }
 
 impl Layout {
@@ -74,7 +80,34 @@ impl Layout {
             unit_of_phys,
             members: vec![0; groups * planes_per_group as usize],
             width: vec![0; groups],
+            ppb_div: FastDiv::new(g.pages_per_block()),
+            bpp_div: FastDiv::new(g.blocks_per_plane()),
+            planes_div: FastDiv::new(planes_per_group),
         }
+    }
+
+    /// The block of page `ppn`.
+    #[inline(always)]
+    pub fn block_of_ppn(&self, ppn: u32) -> u32 {
+        self.ppb_div.quotient(ppn)
+    }
+
+    /// The page offset of page `ppn` in its block (its row in its group).
+    #[inline(always)]
+    pub fn page_in_block(&self, ppn: u32) -> u32 {
+        self.ppb_div.remainder(ppn)
+    }
+
+    /// The block offset of `block` in its plane (its group's, on every plane).
+    #[inline(always)]
+    pub fn block_in_plane(&self, block: u32) -> u32 {
+        self.bpp_div.remainder(block)
+    }
+
+    /// The plane of `block` within its unit (0 when a unit is a plane).
+    #[inline(always)]
+    pub fn plane_in_unit(&self, block: u32) -> u32 {
+        self.planes_div.remainder(self.bpp_div.quotient(block))
     }
 
     pub fn groups(&self) -> u32 {
@@ -107,8 +140,8 @@ impl Layout {
         if self.planes_per_group == 1 {
             return block;
         }
-        let plane = block / self.blocks_per_plane;
-        (plane / self.planes_per_group) * self.blocks_per_plane + (block - plane * self.blocks_per_plane)
+        let plane = self.bpp_div.quotient(block);
+        self.planes_div.quotient(plane) * self.blocks_per_plane + (block - plane * self.blocks_per_plane)
     }
 
     /// Recompute the members of every group from the bad-block marks.
@@ -139,9 +172,14 @@ impl Layout {
         self.members[(group * self.planes_per_group + i) as usize]
     }
 
-    /// Which member of `group` block `block` is (its index among the usable ones).
+    /// Which member of `group` block `block` is (its index among the usable
+    /// ones): its plane in the unit when the group has a block on every
+    /// plane, else found among the members.
     #[inline]
     pub fn member_index(&self, group: u32, block: u32) -> u32 {
+        if self.width(group) == self.planes_per_group {
+            return self.plane_in_unit(block);
+        }
         self.members(group).iter().position(|&b| b == block).expect("a member of the group") as u32
     }
 
@@ -187,6 +225,34 @@ mod tests {
         .unwrap()
     }
 
+    /// The divisions by multiplication agree with plain division, on
+    /// shapes that are not powers of two too.
+    #[test]
+    fn address_math_matches_division() {
+        for (planes, blocks, pages) in [(2, 4, 4), (3, 5, 6), (1, 7, 3)] {
+            let g = crate::nand::GeometryConfig {
+                planes_per_die: planes,
+                blocks_per_plane: blocks,
+                pages_per_block: pages,
+                ..geometry(1).config().clone()
+            }
+            .validate()
+            .unwrap();
+            let mut l = Layout::new(&g, planes > 1);
+            l.set_members(&vec![false; g.blocks() as usize]);
+            for ppn in 0..g.pages() as u32 {
+                let block = ppn / pages;
+                assert_eq!(l.block_of_ppn(ppn), block);
+                assert_eq!(l.page_in_block(ppn), ppn % pages);
+                assert_eq!(l.block_in_plane(block), block % blocks);
+                assert_eq!(l.plane_in_unit(block), block / blocks % planes);
+                let group = if planes == 1 { block } else { block / blocks / planes * blocks + block % blocks };
+                assert_eq!(l.group_of_block(block), group);
+                assert_eq!(l.member_index(group, block), block / blocks % planes);
+            }
+        }
+    }
+
     #[test]
     fn units_stripe_channel_first() {
         let g = geometry(2);
@@ -217,6 +283,7 @@ mod tests {
             }
         }
         assert_eq!((l.width(4), l.width(5)), (2, 1), "group 5 lost its plane-1 block");
+        assert_eq!((l.member_index(4, l.block_on_plane(4, 1)), l.member_index(5, l.block_on_plane(5, 0))), (1, 0));
         // Slots fill a row across the members first.
         let (a, b) = (l.member(4, 0), l.member(4, 1));
         let ppb = g.pages_per_block();

@@ -107,7 +107,7 @@ impl GcRow {
 impl DataPlane {
     /// The plane (within its die) of page `ppn`.
     fn plane_in_die(&self, ppn: u32) -> u32 {
-        (ppn / self.ppb / self.layout.blocks_per_plane) % self.layout.planes_per_group
+        self.layout.plane_in_unit(self.layout.block_of_ppn(ppn))
     }
 
     // ----- host writes -----
@@ -144,9 +144,11 @@ impl DataPlane {
             // Nothing is staged (it would be in this row): GC may run.
             None => self.alloc_page_slow(flash, m, unit, stream)?,
         };
+        // Programmed with its row, soon: warm its NAND state now.
+        flash.prefetch_page(page(ppn));
         // The slot taken ended its row when the frontier moved on to the next.
         let row_done = self.units[unit].frontier[stream as usize].member == 0;
-        let (group, row) = (self.group_of_ppn(ppn), ppn % self.ppb);
+        let (group, row) = (self.group_of_ppn(ppn), self.layout.page_in_block(ppn));
         let s = &mut self.staged;
         if s.n == 0 {
             (s.unit, s.stream, s.group, s.row) = (unit, stream, group, row);
@@ -171,12 +173,16 @@ impl DataPlane {
         }
         self.staged.n = 0;
         self.staged.buf_used = 0;
-        let pages = self.staged.pages;
+        // The staged pages are read in place, one at a time (nothing stages
+        // while a row is programmed): a copy of the whole row was a `memcpy`
+        // per host request.
         let mut oobs = [[0u8; OOB_BYTES]; MAX_PLANES_PER_GROUP];
-        for (oob, p) in oobs.iter_mut().zip(&pages[..n]) {
+        for (k, oob) in oobs.iter_mut().enumerate().take(n) {
+            let p = self.staged.pages[k];
             *oob = encode_oob(OOB_DATA | stream << 4, p.lpn, self.next_seq());
             self.summary_entry(flash, p.ppn, oob)?;
         }
+        let pages = &self.staged.pages[..n];
         if n == 1 {
             let p = &pages[0];
             self.counters.host_single_plane_programs += 1;
@@ -185,12 +191,13 @@ impl DataPlane {
             self.counters.host_multi_plane_programs += 1;
             let mut ops =
                 [ProgramOp { page: PageAddr(0), src: pages[0].buf, src_sector: 0, oob: &[] }; MAX_PLANES_PER_GROUP];
-            for ((op, p), oob) in ops.iter_mut().zip(&pages[..n]).zip(&oobs) {
+            for ((op, p), oob) in ops.iter_mut().zip(pages).zip(&oobs) {
                 *op = ProgramOp { page: page(p.ppn), src: p.buf, src_sector: p.sector, oob };
             }
             flash.program_multi(Cause::Host, &ops[..n])?;
         }
-        for p in &pages[..n] {
+        for k in 0..n {
+            let p = self.staged.pages[k];
             self.host_page_programmed(m, unit, p.lpn, p.tag, p.ppn);
         }
         self.write_due_summary(flash)
@@ -256,10 +263,16 @@ impl DataPlane {
             };
             let (src, index, kind, _) = pages[next[plane]];
             next[plane] += 1;
-            if row.n > 0 && (self.group_of_ppn(row.copies[0].dst) != f.group || row.copies[0].dst % self.ppb != f.row) {
+            if row.n > 0
+                && (self.group_of_ppn(row.copies[0].dst) != f.group
+                    || self.layout.page_in_block(row.copies[0].dst) != f.row)
+            {
                 self.issue_gc_row(flash, m, victim, cause, &mut row)?;
             }
             let dst = self.take_slot(unit, stream).expect("the frontier has room");
+            // Its slot is programmed when the row is issued: warm it now, so
+            // the row's misses overlap.
+            flash.prefetch_page(page(dst));
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
             self.summary_entry(flash, dst, &oob)?;
             row.copies[row.n] = RowCopy { src, dst, index, kind, oob };
@@ -274,8 +287,8 @@ impl DataPlane {
     /// Whether the pages share a block offset and page offset (one multi-plane read).
     fn one_offset(&self, mut pages: impl Iterator<Item = u32>) -> bool {
         let Some(first) = pages.next() else { return true };
-        let bpp = self.layout.blocks_per_plane;
-        let at = |p: u32| ((p / self.ppb) % bpp, p % self.ppb);
+        let l = &self.layout;
+        let at = |p: u32| (l.block_in_plane(l.block_of_ppn(p)), l.page_in_block(p));
         pages.all(|p| at(p) == at(first))
     }
 

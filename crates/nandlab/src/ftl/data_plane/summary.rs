@@ -250,13 +250,13 @@ impl DataPlane {
     }
 
     fn record_summary_entry(&mut self, ppn: u32, oob: &[u8; OOB_BYTES]) {
-        let block = ppn / self.ppb;
+        let block = self.layout.block_of_ppn(ppn);
         let group = self.layout.group_of_block(block);
         let unit = self.table.unit[group as usize] as usize;
         let stream = usize::from(self.group_stream[group as usize]);
         let width = self.layout.width(group);
         let member = if width == 1 { 0 } else { self.layout.member_index(group, block) };
-        let slot = (ppn % self.ppb) * width + member;
+        let slot = self.layout.page_in_block(ppn) * width + member;
         let entries = self.data_capacity(group);
         let s = self.summaries.as_mut().expect("summaries on");
         let buffer = unit * s.streams + stream;
