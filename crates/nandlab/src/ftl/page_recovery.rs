@@ -108,7 +108,7 @@ impl PageMap {
 
     /// The next page of the trim log, opening a group when needed.
     fn trim_log_page(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<u32, FtlError> {
-        let full = self.trim_log.last().map_or(true, |&g| self.trim_log_next >= dp.group_capacity(g));
+        let full = self.trim_log.last().is_none_or(|&g| self.trim_log_next >= dp.group_capacity(g));
         if full {
             let unit = (0..dp.units()).max_by_key(|&u| dp.unit_free_groups(u)).unwrap_or(0);
             if dp.unit_free_groups(unit) as u32 <= dp.fg_threshold() {

@@ -59,7 +59,7 @@ impl DataPlane {
         m.before_gc_step(self, flash)?;
         let mut neediest = None::<(usize, usize)>;
         for (unit, u) in self.units.iter().enumerate() {
-            if neediest.map_or(true, |(_, free)| u.free.len() < free) {
+            if neediest.is_none_or(|(_, free)| u.free.len() < free) {
                 neediest = Some((unit, u.free.len()));
             }
         }

@@ -69,7 +69,7 @@ impl WearLevelingPolicy for StaticThreshold {
                 continue;
             }
             min_all = min_all.min(ec);
-            if movable(b) && coldest.map_or(true, |(_, e)| ec < e) {
+            if movable(b) && coldest.is_none_or(|(_, e)| ec < e) {
                 coldest = Some((b, ec));
             }
         }
