@@ -329,10 +329,13 @@ fn figures_of(r: &Value) -> Figures {
     }
 }
 
+/// The median of `v` (0 for none).
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 {
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0

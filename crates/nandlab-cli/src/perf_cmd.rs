@@ -1,5 +1,6 @@
 //! `nandlab perf` (timed simulation) and `nandlab bench perf`.
 
+use crate::bench::median;
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::trace_cmd::StressTraceArgs;
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
@@ -399,6 +400,11 @@ struct Scenario {
     /// Arguments, in parts (shared between scenarios).
     args: &'static [&'static [&'static str]],
     mqsim: Mqsim,
+    /// `nandlab stress` arguments issuing the same requests untimed, if
+    /// the scenario has an exact untimed twin (one flow, a fixed request
+    /// count, no preconditioning): its speed is the floor of the timed
+    /// run's, the FTL, NAND checks and oracle alone (see [`untimed_floor`]).
+    untimed: Option<&'static [&'static str]>,
 }
 
 /// MQSim's figures for a scenario. Speed: measured running MQSim on the
@@ -444,6 +450,11 @@ const GC_HEAVY: &[&str] = &[
     "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
     "--io_size", "1000x", "--requests", "3000000",
 ];
+/// The GC-heavy run's untimed twin: the same 3 million 8 KiB random writes.
+#[rustfmt::skip]
+const GC_HEAVY_UNTIMED: &[&str] = &[
+    "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--write_size", "24576000000",
+];
 /// Preconditioned to 75 % first (MQSim's Initial_Occupancy_Percentage).
 const PRE75: &[&str] = &["--precondition", "75%", "--precondition-max", "0.5"];
 
@@ -454,6 +465,7 @@ const SCENARIOS: [Scenario; 5] = [
         gc_geometry: false,
         args: &[S1],
         mqsim: MQSIM_S1,
+        untimed: None,
     },
     Scenario {
         name: "mqsim-s1-pre75",
@@ -461,6 +473,7 @@ const SCENARIOS: [Scenario; 5] = [
         gc_geometry: false,
         args: &[S1, PRE75],
         mqsim: Mqsim { requests_per_cpu_second: Some(25_700.0), simulated: None },
+        untimed: None,
     },
     Scenario {
         name: "mqsim-s2",
@@ -468,6 +481,7 @@ const SCENARIOS: [Scenario; 5] = [
         gc_geometry: false,
         args: &[S2],
         mqsim: MQSIM_S2,
+        untimed: None,
     },
     Scenario {
         name: "mqsim-s2-pre75",
@@ -475,6 +489,7 @@ const SCENARIOS: [Scenario; 5] = [
         gc_geometry: false,
         args: &[S2, PRE75],
         mqsim: Mqsim { requests_per_cpu_second: Some(35_600.0), simulated: None },
+        untimed: None,
     },
     Scenario {
         name: "gc-heavy",
@@ -482,6 +497,7 @@ const SCENARIOS: [Scenario; 5] = [
         gc_geometry: true,
         args: &[GC_HEAVY],
         mqsim: Mqsim { requests_per_cpu_second: Some(33_500.0), simulated: None },
+        untimed: Some(GC_HEAVY_UNTIMED),
     },
 ];
 
@@ -494,7 +510,8 @@ pub struct BenchPerfArgs {
     /// Runs per scenario (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// Extra arguments passed to each `nandlab perf` run.
+    /// Extra arguments passed to each `nandlab perf` run (the untimed
+    /// floor, a `nandlab stress` run, is then left out).
     #[arg(last = true)]
     pub extra: Vec<String>,
 }
@@ -552,16 +569,76 @@ fn figures_of(r: &Value) -> Figures {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+/// Run a scenario's untimed twin `runs` times in `nandlab stress` and
+/// print its speed beside the timed run's: the CPU a request costs with
+/// the FTL, the NAND checks and the oracle alone, so what the timing,
+/// write cache and host model add is a measured difference, and how far a
+/// speed target is from the floor under it is plain on any machine.
+/// False if a run failed or found a violation.
+#[allow(clippy::too_many_arguments)]
+fn untimed_floor(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    device: &[&std::ffi::OsStr],
+    args: &[&str],
+    runs: usize,
+    timed_per_cpu_s: f64,
+    mqsim_per_cpu_s: Option<f64>,
+) -> bool {
+    let mut rates = Vec::new();
+    let mut ok = true;
+    for i in 0..runs {
+        let json = dir.join(format!("{name}-untimed-{i}.json"));
+        let report = Command::new(exe)
+            .arg("stress")
+            .args(device)
+            .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
+            .arg(&json)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .ok()
+            .and_then(|_| std::fs::read_to_string(&json).ok())
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let Some(r) = report else {
+            println!("  untimed run {}: failed (no report)", i + 1);
+            return false;
+        };
+        let h = &r["host"];
+        let count = |k: &str| h[k].as_f64().unwrap_or(0.0);
+        let requests =
+            count("write_requests") + count("read_requests") + count("trim_requests") + count("flush_requests");
+        let cpu = r["cpu_seconds"].as_f64().unwrap_or(0.0).max(1e-9);
+        let errors = r["errors"].as_u64().unwrap_or(0);
+        ok &= errors == 0;
+        println!(
+            "  untimed run {}: {requests:>9.0} requests in `nandlab stress`, {:>9.0} requests/CPU-s, WAF {:.3}; CPU {cpu:6.2} s; peak RSS {:6.0} MiB{}",
+            i + 1,
+            requests / cpu,
+            r["waf"].as_f64().unwrap_or(0.0),
+            r["peak_rss_bytes"].as_f64().unwrap_or(0.0) / f64::from(1u32 << 20),
+            if errors > 0 { format!("  ({errors} ERRORS)") } else { String::new() }
+        );
+        rates.push(requests / cpu);
     }
+    let floor = median(rates);
+    let us = |per_s: f64| 1e6 / per_s.max(1e-9);
+    println!(
+        "  untimed floor (same FTL, NAND checks, oracle and requests; no timing, write cache or host model): {floor:.0} requests/CPU-s, {:.2} CPU-µs per request; timed {:.2} CPU-µs: the timed model adds {:.2}",
+        us(floor),
+        us(timed_per_cpu_s),
+        us(timed_per_cpu_s) - us(floor)
+    );
+    if let Some(m) = mqsim_per_cpu_s {
+        println!(
+            "  30x MQSim allows {:.2} CPU-µs per request; the untimed floor alone is {:.0} % of that budget ({:.1}x MQSim with no timing at all)",
+            us(30.0 * m),
+            100.0 * us(floor) / us(30.0 * m),
+            floor / m
+        );
+    }
+    ok
 }
 
 /// The GC-heavy device: mqsim-default with 128 blocks per plane and 64 pages per block.
@@ -680,6 +757,18 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
                     med(|f| f.req_per_cpu_s_all) / m
                 );
             }
+            // Extra arguments are perf options: with them the stress twin
+            // would not be the same run, so the floor is left out.
+            if let (Some(args), true) = (sc.untimed, a.extra.is_empty()) {
+                let device: Vec<&std::ffi::OsStr> = if sc.gc_geometry {
+                    vec!["--config".as_ref(), gc_config.as_os_str()]
+                } else {
+                    vec!["--preset".as_ref(), "mqsim-default".as_ref()]
+                };
+                let timed = med(|f| f.req_per_cpu_s);
+                let mqsim = sc.mqsim.requests_per_cpu_second;
+                failed |= !untimed_floor(&exe, &dir, sc.name, &device, args, runs, timed, mqsim);
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -738,6 +827,22 @@ mod tests {
         let bad = PerfArgs { flows: vec!["bogus=1".into()], ..Default::default() };
         let e = build_flows(&c, &base, &bad, &StressTraceArgs::default(), 1).err().expect("rejected");
         assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn the_gc_heavy_untimed_twin_issues_the_same_requests() {
+        let value = |args: &[&str], key: &str| {
+            let i = args.iter().position(|a| *a == key).unwrap_or_else(|| panic!("{key} missing"));
+            args[i + 1].to_string()
+        };
+        let bytes = |v: String| nandlab::workload::size::parse_bytes(&v).unwrap();
+        let requests: u64 = value(GC_HEAVY, "--requests").parse().unwrap();
+        assert_eq!(bytes(value(GC_HEAVY_UNTIMED, "--write_size")), requests * bytes(value(GC_HEAVY, "--bs")));
+        for key in ["--rw", "--bs", "--blockalign", "--size"] {
+            assert_eq!(value(GC_HEAVY, key), value(GC_HEAVY_UNTIMED, key), "{key}");
+        }
+        let gc = SCENARIOS.iter().find(|s| s.name == "gc-heavy").unwrap();
+        assert_eq!(gc.untimed, Some(GC_HEAVY_UNTIMED));
     }
 
     #[test]

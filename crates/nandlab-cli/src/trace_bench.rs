@@ -133,16 +133,6 @@ fn generate(path: &Path, format: TraceFormat, size: u64) -> std::io::Result<u64>
     Ok(lines)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 pub fn run(args: TraceBenchArgs) -> ExitCode {
     let size = match parse_bytes(&args.size) {
         Ok(s) if s > 0 => s,
@@ -221,8 +211,8 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
             rates.push(secs);
         }
         let request_rates: Vec<f64> = rates.iter().map(|s| requests as f64 / s).collect();
-        let secs = median(rates);
-        let cpu_secs = median(cpu).max(1e-9);
+        let secs = crate::bench::median(rates);
+        let cpu_secs = crate::bench::median(cpu).max(1e-9);
         println!(
             "{:10} {:>12} {:>12} {:>8.0} {:>12.0} {:>12.0} {:>8.1} {:>14.0} {:>14.0} {:>10.1}  {}",
             format.name(),
