@@ -11,6 +11,7 @@
 
 use clap::{Subcommand, ValueEnum};
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 #[derive(Subcommand)]
@@ -233,20 +234,14 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
             let mut figures = Vec::new();
             for i in 0..runs {
                 let json = dir.join(format!("{name}-{ftl}-{i}.json"));
-                let status = Command::new(&exe)
-                    .arg("stress")
+                let mut cmd = Command::new(&exe);
+                cmd.arg("stress")
                     .args(["--preset", preset, "--ftl", entry.ftl, "--no-progress", "--json"])
                     .arg(&json)
                     .args(entry.args.iter())
                     .args(args.split_whitespace())
-                    .args(extra)
-                    .stdout(std::process::Stdio::null())
-                    .status();
-                let parsed = status
-                    .ok()
-                    .and_then(|_| std::fs::read_to_string(&json).ok())
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-                let Some(report) = parsed else {
+                    .args(extra);
+                let Some(report) = report_of(cmd, &json) else {
                     println!("  run {}: failed (no report)", i + 1);
                     failed = true;
                     break;
@@ -327,6 +322,18 @@ fn figures_of(r: &Value) -> Figures {
         rss_mib: f("peak_rss_bytes") / f64::from(1u32 << 20),
         errors: r["errors"].as_u64().unwrap_or(0),
     }
+}
+
+/// Run `cmd` (a `nandlab` subcommand writing its JSON report to `json`),
+/// with its stdout discarded, and read the report back: `None` if it did
+/// not run or left no readable report. Every bench runs each measurement
+/// as its own process this way, so peak RSS is that run's alone.
+pub(crate) fn report_of(mut cmd: Command, json: &Path) -> Option<Value> {
+    cmd.stdout(std::process::Stdio::null())
+        .status()
+        .ok()
+        .and_then(|_| std::fs::read_to_string(json).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
 }
 
 /// The median of `v` (0 for none).

@@ -295,20 +295,14 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
         let mut rows: Vec<[f64; 6]> = Vec::new();
         for i in 0..runs {
             let json = dir.join(format!("{ftl}-{i}.json"));
-            let status = Command::new(&exe)
-                .arg("crash")
+            let mut cmd = Command::new(&exe);
+            cmd.arg("crash")
                 .args(["--preset", preset, "--ftl", ftl, "--json"])
                 .arg(&json)
                 .args(["--crash-points", &points.to_string()])
                 .args(BENCH_CRASH_ARGS.split_whitespace())
-                .args(extra)
-                .stdout(std::process::Stdio::null())
-                .status();
-            let report = status
-                .ok()
-                .and_then(|_| std::fs::read_to_string(&json).ok())
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-            let Some(r) = report else {
+                .args(extra);
+            let Some(r) = crate::bench::report_of(cmd, &json) else {
                 println!("  run {}: failed (no report)", i + 1);
                 failed = true;
                 break;

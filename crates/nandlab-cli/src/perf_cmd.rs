@@ -1,6 +1,6 @@
 //! `nandlab perf` (timed simulation) and `nandlab bench perf`.
 
-use crate::bench::median;
+use crate::bench::{median, report_of};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::trace_cmd::StressTraceArgs;
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
@@ -450,6 +450,10 @@ const GC_HEAVY: &[&str] = &[
     "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
     "--io_size", "1000x", "--requests", "3000000",
 ];
+/// Options every `bench perf` run takes, timed or untimed (the JSON
+/// report's path follows).
+#[rustfmt::skip]
+const COMMON: &[&str] = &["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"];
 /// The GC-heavy run's untimed twin: the same 3 million 8 KiB random writes.
 #[rustfmt::skip]
 const GC_HEAVY_UNTIMED: &[&str] = &[
@@ -575,33 +579,25 @@ fn figures_of(r: &Value) -> Figures {
 /// write cache and host model add is a measured difference, and how far a
 /// speed target is from the floor under it is plain on any machine.
 /// False if a run failed or found a violation.
-#[allow(clippy::too_many_arguments)]
+/// True (nothing to run) for a scenario without an untimed twin.
 fn untimed_floor(
     exe: &Path,
     dir: &Path,
-    name: &str,
+    sc: &Scenario,
     device: &[&std::ffi::OsStr],
-    args: &[&str],
     runs: usize,
     timed_per_cpu_s: f64,
-    mqsim_per_cpu_s: Option<f64>,
 ) -> bool {
+    let Some(args) = sc.untimed else {
+        return true;
+    };
     let mut rates = Vec::new();
     let mut ok = true;
     for i in 0..runs {
-        let json = dir.join(format!("{name}-untimed-{i}.json"));
-        let report = Command::new(exe)
-            .arg("stress")
-            .args(device)
-            .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
-            .arg(&json)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .ok()
-            .and_then(|_| std::fs::read_to_string(&json).ok())
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        let Some(r) = report else {
+        let json = dir.join(format!("{}-untimed-{i}.json", sc.name));
+        let mut cmd = Command::new(exe);
+        cmd.arg("stress").args(device).args(COMMON).arg(&json).args(args);
+        let Some(r) = report_of(cmd, &json) else {
             println!("  untimed run {}: failed (no report)", i + 1);
             return false;
         };
@@ -630,7 +626,7 @@ fn untimed_floor(
         us(timed_per_cpu_s),
         us(timed_per_cpu_s) - us(floor)
     );
-    if let Some(m) = mqsim_per_cpu_s {
+    if let Some(m) = sc.mqsim.requests_per_cpu_second {
         println!(
             "  30x MQSim allows {:.2} CPU-µs per request; the untimed floor alone is {:.0} % of that budget ({:.1}x MQSim with no timing at all)",
             us(30.0 * m),
@@ -686,28 +682,22 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
     let mut failed = false;
     for sc in SCENARIOS.iter().filter(|s| a.scenarios.is_empty() || a.scenarios.iter().any(|n| n == s.name)) {
         println!("\n{}: {}", sc.name, sc.description);
+        let device: Vec<&std::ffi::OsStr> = if sc.gc_geometry {
+            vec!["--config".as_ref(), gc_config.as_os_str()]
+        } else {
+            vec!["--preset".as_ref(), "mqsim-default".as_ref()]
+        };
         let mut figures = Vec::new();
         for i in 0..runs {
             let json = dir.join(format!("{}-{i}.json", sc.name));
             let mut cmd = Command::new(&exe);
-            cmd.arg("perf");
-            if sc.gc_geometry {
-                cmd.arg("--config").arg(&gc_config);
-            } else {
-                cmd.args(["--preset", "mqsim-default"]);
-            }
-            let status = cmd
-                .args(["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"])
+            cmd.arg("perf")
+                .args(&device)
+                .args(COMMON)
                 .arg(&json)
                 .args(sc.args.iter().flat_map(|part| part.iter()))
-                .args(&a.extra)
-                .stdout(std::process::Stdio::null())
-                .status();
-            let parsed = status
-                .ok()
-                .and_then(|_| std::fs::read_to_string(&json).ok())
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-            let Some(report) = parsed else {
+                .args(&a.extra);
+            let Some(report) = report_of(cmd, &json) else {
                 println!("  run {}: failed (no report)", i + 1);
                 failed = true;
                 break;
@@ -759,15 +749,8 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
             }
             // Extra arguments are perf options: with them the stress twin
             // would not be the same run, so the floor is left out.
-            if let (Some(args), true) = (sc.untimed, a.extra.is_empty()) {
-                let device: Vec<&std::ffi::OsStr> = if sc.gc_geometry {
-                    vec!["--config".as_ref(), gc_config.as_os_str()]
-                } else {
-                    vec!["--preset".as_ref(), "mqsim-default".as_ref()]
-                };
-                let timed = med(|f| f.req_per_cpu_s);
-                let mqsim = sc.mqsim.requests_per_cpu_second;
-                failed |= !untimed_floor(&exe, &dir, sc.name, &device, args, runs, timed, mqsim);
+            if a.extra.is_empty() {
+                failed |= !untimed_floor(&exe, &dir, sc, &device, runs, med(|f| f.req_per_cpu_s));
             }
         }
     }
