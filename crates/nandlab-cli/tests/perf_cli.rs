@@ -97,7 +97,7 @@ fn bad_perf_input_exits_2_with_a_clear_message() {
 
 #[test]
 fn perf_replays_a_trace_open_loop_at_its_timestamps() {
-    let trace = &support::shared_trace("mqsim_tpcc-small.trace");
+    let trace = &support::public_trace("mqsim_tpcc-small.trace");
     let json = std::env::temp_dir().join(format!("nandlab-perf-trace-{}.json", std::process::id()));
     let (code, stdout, stderr) =
         nandlab(&["perf", "--preset", "femu-bbssd", "--trace", trace, "--seed", "1", "--json", json.to_str().unwrap()]);
@@ -114,7 +114,7 @@ fn perf_replays_a_trace_open_loop_at_its_timestamps() {
 
 #[test]
 fn a_trace_flow_runs_beside_synthetic_flows() {
-    let trace = support::shared_trace("mqsim_tpcc-small.trace");
+    let trace = support::public_trace("mqsim_tpcc-small.trace");
     let flow = format!("trace={trace}");
     let args = ["--preset", "femu-bbssd", "--flow", &flow, "--flow", "rw=randwrite,bs=4k,iodepth=4,arrival=rate:20000"];
     // The trace's requests arrive from 0.94 s to 1.08 s.

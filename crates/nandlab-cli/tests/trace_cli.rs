@@ -13,7 +13,7 @@ fn nandlab(args: &[&str]) -> Output {
 }
 
 fn shared(name: &str) -> String {
-    support::shared_trace(name)
+    support::public_trace(name)
 }
 
 fn temp(name: &str, text: &str) -> PathBuf {
@@ -110,8 +110,9 @@ fn trace_stats_counts_the_public_traces() {
     assert_eq!(t["format"], "mqsim");
     assert_eq!(t["footprint_exact"], true);
     assert_eq!(stats("mqsim_wsrch-small.trace")["requests"], 24_783);
-    let b = stats("apress_blkparse.txt");
-    assert_eq!((b["format"].as_str(), b["lines"].as_u64()), (Some("blkparse"), Some(50_000)));
+    let b = stats("blkparse_sample.txt");
+    let lines = std::fs::read_to_string(shared("blkparse_sample.txt")).unwrap().lines().count() as u64;
+    assert_eq!((b["format"].as_str(), b["lines"].as_u64()), (Some("blkparse"), Some(lines)));
     assert_eq!(b["skipped_bad_lines"], 0);
     let o = nandlab(&["trace", "stats", &shared("mqsim_tpcc-small.trace")]);
     let table = String::from_utf8_lossy(&o.stdout);
@@ -284,7 +285,7 @@ fn blkparse_completions(path: &str) -> [(u64, u64); 4] {
 
 #[test]
 fn blkparse_sample_stats_count_what_the_completion_lines_say() {
-    let path = shared("apress_blkparse.txt");
+    let path = shared("blkparse_sample.txt");
     let want = blkparse_completions(&path);
     assert!(want[0].0 > 0 && want[1].0 > 0, "the sample has reads and writes: {want:?}");
     let j = stats_json(&path, &[]);

@@ -1,7 +1,7 @@
 //! Each trace reader on hand-written fixtures with known requests (headers,
 //! blank lines, huge sizes, zero lengths, a missing final newline; every
 //! fixture is also read with CRLF line endings and a byte order mark), the
-//! public traces in `shared/traces/`, compression, auto-detection, and bad
+//! public traces in `tests/data/traces/`, compression, auto-detection, and bad
 //! input.
 
 mod support;
@@ -16,7 +16,7 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces").join(name)
 }
 
-use support::shared_trace as shared;
+use support::public_trace as shared;
 
 fn read_all(path: &Path, o: &ReaderOptions) -> (Vec<TraceRequest>, TraceReader) {
     let mut r = TraceReader::open(path, o).unwrap_or_else(|e| panic!("{e}"));
@@ -299,22 +299,41 @@ fn mqsim_wsrch_small_counts_its_unterminated_last_line() {
     assert_eq!(v.last().unwrap().line, 24_783);
 }
 
+/// `[requests, bytes]` of `op` among the `events` of the blkparse sample,
+/// over every device, as `make_blkparse_sample.py` counted them.
+fn blkparse_expected(events: &str, op: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(shared("blkparse_sample.expected.json")).unwrap();
+    let want: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let devices = want[events].as_object().unwrap_or_else(|| panic!("no `{events}` in the expected counts"));
+    devices
+        .values()
+        .map(|d| (d[op][0].as_u64().unwrap_or(0), d[op][1].as_u64().unwrap_or(0)))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
 #[test]
-fn apress_blkparse_sample_parses_completely() {
-    let (v, r) = read_all(&shared("apress_blkparse.txt"), &ReaderOptions::default());
-    assert_eq!(r.format(), TraceFormat::Blkparse);
-    assert_eq!(r.counts().lines, 50_000);
-    assert_eq!(r.counts().skipped_bad_lines, 0);
-    // 171 completions: 78 R, 86 W, 7 WS (one of them without a length).
-    assert_eq!(v.len(), 171);
-    assert_eq!(v.iter().filter(|r| r.op == Read).count(), 78);
-    assert_eq!(v.iter().filter(|r| r.op == Write).count(), 93);
-    assert_eq!(v.iter().filter(|r| r.size_bytes == 0).count(), 1);
-    // Queued: 15,524 Q events, two of them barriers (WBS) with a preflush.
-    let o = ReaderOptions { blkparse_events: Some(BlkparseEvents::Queued), ..ReaderOptions::default() };
-    let (q, _) = read_all(&shared("apress_blkparse.txt"), &o);
-    assert_eq!(q.len(), 15_526);
-    assert_eq!(q.iter().filter(|r| r.op == Flush).count(), 2);
+fn blkparse_sample_parses_completely_and_counts_what_its_generator_wrote() {
+    let path = shared("blkparse_sample.txt");
+    let lines = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
+    for (events, which) in [
+        (BlkparseEvents::Completed, "completed"),
+        (BlkparseEvents::Issued, "issued"),
+        (BlkparseEvents::Queued, "queued"),
+    ] {
+        let o = ReaderOptions { blkparse_events: Some(events), ..ReaderOptions::default() };
+        let (v, r) = read_all(&path, &o);
+        assert_eq!(r.format(), TraceFormat::Blkparse);
+        assert_eq!(r.counts().skipped_bad_lines, 0, "{which}");
+        assert!(r.counts().lines <= lines && r.counts().lines > lines - 20, "{which}: {} of {lines}", r.counts().lines);
+        for (op, name) in [(Read, "read"), (Write, "write"), (Trim, "trim"), (Flush, "flush")] {
+            let got = v.iter().filter(|r| r.op == op).fold((0, 0), |a, r| (a.0 + 1, a.1 + r.size_bytes));
+            assert_eq!(got, blkparse_expected(which, name), "{which} {name}");
+        }
+    }
+    // The sample has every kind of request, so the comparison above means something.
+    for op in ["read", "write", "trim", "flush"] {
+        assert!(blkparse_expected("completed", op).0 > 10, "{op}");
+    }
 }
 
 #[test]

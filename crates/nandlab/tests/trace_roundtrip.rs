@@ -127,7 +127,7 @@ fn every_fixture_round_trips_through_every_target() {
 
 #[test]
 fn mqsim_to_mqsim_is_exact_on_a_public_trace() {
-    let src = source(&support::shared_trace("mqsim_tpcc-small.trace"));
+    let src = source(&support::public_trace("mqsim_tpcc-small.trace"));
     let (bytes, dropped) = convert(&src, TargetFormat::Mqsim);
     assert_eq!(dropped, 0);
     assert_eq!(rows(&read_back(bytes, TargetFormat::Mqsim)), rows(&src));

@@ -2,14 +2,10 @@
 
 use std::path::Path;
 
-/// A public trace from `shared/traces/` (see its SOURCES.md), found in a
-/// directory above this crate: beside a clone and beside a worktree alike.
-pub fn shared_trace(name: &str) -> String {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|d| d.join("shared/traces").join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("shared/traces/{name} not found above {}", here.display()))
-        .display()
-        .to_string()
+/// A public trace the repository carries in `crates/nandlab/tests/data/traces/`
+/// (see its SOURCES.md for origin and licence).
+pub fn public_trace(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nandlab/tests/data/traces").join(name);
+    assert!(path.exists(), "{} is missing from the repository", path.display());
+    path.display().to_string()
 }

@@ -95,13 +95,10 @@ pub fn drain(w: &mut dyn Workload) -> Vec<nandlab::workload::HostRequest> {
     v
 }
 
-/// A public trace from `shared/traces/` (see its SOURCES.md): the first
-/// `shared/traces/NAME` found in a directory above this crate, so the tests
-/// find it beside a clone (`../shared`) and beside a worktree alike.
-pub fn shared_trace(name: &str) -> std::path::PathBuf {
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|d| d.join("shared/traces").join(name))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("shared/traces/{name} not found above {}", here.display()))
+/// A public trace the repository carries in `tests/data/traces/` (see its
+/// SOURCES.md for origin and licence).
+pub fn public_trace(name: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces").join(name);
+    assert!(path.exists(), "{} is missing from the repository", path.display());
+    path
 }
