@@ -367,6 +367,27 @@ fn page_with_power_loss_protection_keeps_every_acknowledged_trim() {
     assert_passes(&r);
 }
 
+/// `nandlab crash --preset tiny --ftl page --power-cut write_cache_lost=off
+/// --no-nested --seed 5 --crash-at 5053:between --max-requests 2118`: the
+/// cut falls after request 2117. Request 2103 trimmed LBA 38056..38080 (no
+/// flush since); request 2116 wrote LBA 38000..38064 and was acknowledged as
+/// durable. The recovered disk shows that write on 38056..38064 and zeros
+/// on the trim's tail 38064..38080: both acknowledged requests survived.
+/// The checker once took the durable write there for the trim being lost.
+#[test]
+fn with_power_loss_protection_a_durable_write_over_part_of_an_acknowledged_trim_is_no_lost_trim() {
+    let config = tiny();
+    assert_eq!(config.ftl_name, "page");
+    let mut o = protected(5, 0);
+    o.points = PointSelection::At(vec![PowerCut { op_index: 5053, during: false }]);
+    o.max_requests = Some(2118);
+    o.nested = false;
+    o.threads = 1;
+    let r = campaign(&config, &preset_workload(&config), &o);
+    assert_eq!((r.points_tested, r.points[0].request), (1, 2117));
+    assert_passes(&r);
+}
+
 // ----- choosing points -----
 
 #[test]

@@ -10,7 +10,12 @@
 //! part or whole.
 //!
 //! A write acknowledged as durable means different things per guarantee.
-//! Under baseline only that write is durable. Under OPTR the disk after a
+//! Under baseline only that write is durable: it enters the floor while the
+//! operations issued before it stay pending, so where it covers one of them
+//! its floor version *supersedes* that operation (is newer than it), and
+//! the checks below never ask a sector showing the floor whether such an
+//! operation landed; on the sectors it does not cover, the operation is as
+//! pending as before. Under OPTR the disk after a
 //! cut must be a prefix of the requests, and a prefix that contains the
 //! durable write contains everything issued before it: so the history
 //! makes every pending operation before it durable too, as a flush would
@@ -168,7 +173,7 @@ impl CrashHistory {
         for op in &self.ops {
             // A write acknowledged as durable after `op` already set the
             // floor of its sectors: `op` must not go over it.
-            let newer = |v: u32| v != NEVER && v != TRIMMED && v > op.write;
+            let newer = |v: u32| supersedes(v, op);
             let end = op.lba + u64::from(op.sectors);
             let mut s = op.lba;
             while s < end {
@@ -384,7 +389,7 @@ impl CrashChecker<'_> {
             return;
         }
         if self.h.floor.first_sector(s0, len, |v| v != w).is_none() {
-            self.constrain_floor(s0, len);
+            self.constrain_floor(s0, len, w);
             return;
         }
         let Some(p) = self.pos_of_write(w).filter(|&p| {
@@ -427,7 +432,7 @@ impl CrashChecker<'_> {
             .positions_near(s)
             .filter(|&p| {
                 let op = self.op(p);
-                op.trim && op.covers(s) && (floor_zero || op.write >= v)
+                op.trim && op.covers(s) && !supersedes(v, op)
             })
             .collect();
         if !floor_zero && trims.is_empty() {
@@ -460,9 +465,12 @@ impl CrashChecker<'_> {
         true
     }
 
-    /// Sectors `s0 ..` show their floor version: each pending operation
-    /// covering one of them must be beyond the prefix.
-    fn constrain_floor(&mut self, s0: u64, len: u32) {
+    /// Sectors `s0 ..` show their floor version `v`: each pending
+    /// operation covering one of them must be beyond the prefix, unless `v`
+    /// supersedes it (under baseline a write acknowledged as durable enters
+    /// the floor while the operations issued before it stay pending; where
+    /// it covers them, showing it says nothing of whether they landed).
+    fn constrain_floor(&mut self, s0: u64, len: u32, v: u32) {
         if !self.constrains() {
             return;
         }
@@ -475,7 +483,7 @@ impl CrashChecker<'_> {
                 .positions_near(from)
                 .filter(|&p| {
                     let op = self.op(p);
-                    op.lba < to && op.lba + u64::from(op.sectors) > from
+                    op.lba < to && op.lba + u64::from(op.sectors) > from && !supersedes(v, op)
                 })
                 .min();
             if let Some(q) = first {
@@ -599,6 +607,15 @@ fn intersect(set: &[(i64, i64)], union: &[(i64, i64)]) -> Vec<(i64, i64)> {
     }
     out.sort_unstable();
     out
+}
+
+/// Whether floor version `v` of a sector of `op` was issued after `op`
+/// (a write acknowledged as durable over it), so that `op` no longer decides
+/// what the sector reads. A trim's id is that of the last write issued
+/// before it, so a write with a larger id came after the trim.
+#[inline]
+fn supersedes(v: u32, op: &PendingOp) -> bool {
+    v != NEVER && v != TRIMMED && v > op.write
 }
 
 fn describe(version: u32) -> String {

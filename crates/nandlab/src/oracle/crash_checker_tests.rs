@@ -217,3 +217,100 @@ fn with_power_loss_protection_an_acknowledged_trim_must_survive() {
         only(&check_with(h.checker(None).all_acknowledged_durable(), &[Run::data(0, 1, 8)]), Rule::LostDurableWrite);
     }
 }
+
+// ----- a write acknowledged as durable over part of an earlier pending operation -----
+
+/// Write 1 flushed on 0..32; then `earlier` (pending, on 8..24); then write
+/// 3 acknowledged as durable over 0..12: it covers the head 8..12 of
+/// `earlier`, whose tail 12..24 stays pending. (The case: trim
+/// request 2103 of LBA 38056..38080, then durable write request 2116 of
+/// LBA 38000..38064.)
+fn durable_write_over_the_head_of(g: Guarantee, earlier: PendingOp) -> CrashHistory {
+    let mut h = CrashHistory::new(32, 4, g);
+    h.record(Some(w(0, 0, 32, 1)), false, Some(Durability::Volatile));
+    h.record(None, true, None);
+    let durability = (!earlier.trim).then_some(Durability::Volatile);
+    h.record(Some(earlier), false, durability);
+    h.record(Some(w(2, 0, 12, 3)), false, Some(Durability::Durable));
+    h
+}
+fn pending_trim() -> PendingOp {
+    t(1, 8, 16, 1)
+}
+fn pending_write() -> PendingOp {
+    w(1, 8, 16, 2)
+}
+fn acked(h: &CrashHistory, runs: &[Run]) -> ViolationLog {
+    check_with(h.checker(None).all_acknowledged_durable(), runs)
+}
+
+#[test]
+fn with_power_loss_protection_a_durable_write_over_the_head_of_a_pending_trim_passes_with_zeros_on_the_tail() {
+    // The durable write on 0..12, the trim's uncovered tail 12..24 trimmed,
+    // write 1 beyond.
+    let disk = [Run::data(0, 3, 12), Run::filler(RunKind::Zero, 12), Run::data(24, 1, 8)];
+    for g in [BASE, OPTR] {
+        let h = durable_write_over_the_head_of(g, pending_trim());
+        assert!(check(&h, None, &disk).is_clean(), "{g:?}");
+        let log = acked(&h, &disk);
+        assert!(log.is_clean(), "{g:?}: {:?}", log.kept());
+    }
+}
+
+#[test]
+fn with_power_loss_protection_a_durable_write_over_the_head_of_a_pending_write_passes_with_it_on_the_tail() {
+    let disk = [Run::data(0, 3, 12), Run::data(12, 2, 12), Run::data(24, 1, 8)];
+    for g in [BASE, OPTR] {
+        let h = durable_write_over_the_head_of(g, pending_write());
+        assert!(check(&h, None, &disk).is_clean(), "{g:?}");
+        let log = acked(&h, &disk);
+        assert!(log.is_clean(), "{g:?}: {:?}", log.kept());
+    }
+}
+
+#[test]
+fn a_trim_lost_on_the_tail_a_later_durable_write_does_not_cover_is_caught() {
+    // The tail shows write 1, the data the trim removed.
+    let disk = [Run::data(0, 3, 12), Run::data(12, 1, 20)];
+    let mut h = durable_write_over_the_head_of(BASE, pending_trim());
+    assert!(check(&h, None, &disk).is_clean(), "baseline alone: the trim is still pending");
+    let log = acked(&h, &disk);
+    only(&log, Rule::LostDurableWrite);
+    assert!(log.kept()[0].message.contains("LBA 12 does not show request 1 (trim"), "{:?}", log.kept());
+    // A flush makes the tail's trim durable (and only the tail's).
+    h.record(None, true, None);
+    only(&check(&h, None, &disk), Rule::LostDurableWrite);
+    let legal = [Run::data(0, 3, 12), Run::filler(RunKind::Zero, 12), Run::data(24, 1, 8)];
+    assert!(check(&h, None, &legal).is_clean());
+    // Under OPTR the durable write made the whole trim durable: a prefix holding it holds the trim.
+    let ho = durable_write_over_the_head_of(OPTR, pending_trim());
+    only(&acked(&ho, &disk), Rule::NotAPrefix);
+}
+
+#[test]
+fn a_write_lost_on_the_tail_a_later_durable_write_does_not_cover_is_caught() {
+    let h = durable_write_over_the_head_of(BASE, pending_write());
+    for tail in [Run::data(12, 1, 12), Run::filler(RunKind::Zero, 12)] {
+        let disk = [Run::data(0, 3, 12), tail, Run::data(24, 1, 8)];
+        let log = acked(&h, &disk);
+        only(&log, Rule::LostDurableWrite);
+        assert!(log.kept()[0].message.contains("LBA 12"), "{:?}", log.kept());
+    }
+    // Nor may the head show the pending write the durable one superseded.
+    only(&acked(&h, &[Run::data(0, 3, 8), Run::data(8, 2, 16), Run::data(24, 1, 8)]), Rule::LostDurableWrite);
+}
+
+#[test]
+fn with_power_loss_protection_a_durable_write_does_not_excuse_a_later_operation_over_it() {
+    // A trim (request 3) and a write (request 4, write 4) issued after the
+    // durable write, over its sectors 0..4 and 4..8: showing the durable
+    // write there loses them.
+    for later in [t(3, 0, 4, 3), w(3, 4, 4, 4)] {
+        let mut h = durable_write_over_the_head_of(BASE, pending_trim());
+        h.record(Some(later), false, (!later.trim).then_some(Durability::Volatile));
+        let disk = [Run::data(0, 3, 12), Run::filler(RunKind::Zero, 12), Run::data(24, 1, 8)];
+        let log = acked(&h, &disk);
+        only(&log, Rule::LostDurableWrite);
+        assert!(log.kept()[0].message.contains("request 3"), "{later:?}: {:?}", log.kept());
+    }
+}
