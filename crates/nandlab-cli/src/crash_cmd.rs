@@ -205,6 +205,10 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 }
 
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
+    let [json] = match crate::outputs::prepare(&device.inputs(None), [("--json", args.json.as_deref())]) {
+        Ok(o) => o,
+        Err(e) => return crate::input_error(e),
+    };
     let config = match device.load() {
         Ok(c) => c,
         Err(e) => return crate::input_error(e),
@@ -226,10 +230,10 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
     if let Some(sh) = &mut report.shrunk {
         sh.command = Some(reproducer(seed, sh));
     }
-    finish(&report, args)
+    finish(&report, args, json)
 }
 
-fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
+fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::Output>) -> ExitCode {
     print!("{}", report.summary());
     if !args.quiet {
         let failed: Vec<_> = report.points.iter().filter(|p| !p.passed).collect();
@@ -253,11 +257,10 @@ fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
     if let Some(cmd) = report.shrunk.as_ref().and_then(|s| s.command.as_ref()) {
         println!("\nReproduce the shrunk finding with:\n  {cmd}");
     }
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize");
-        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
-        if let Err(e) = written {
-            return crate::input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return crate::input_error(e);
         }
     }
     if report.has_findings() {

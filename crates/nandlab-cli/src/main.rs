@@ -6,6 +6,7 @@
 mod bench;
 mod crash_cmd;
 mod options;
+mod outputs;
 mod perf_cmd;
 mod trace_bench;
 mod trace_cmd;
@@ -148,6 +149,10 @@ fn stress_command(
     trace: &trace_cmd::StressTraceArgs,
     run: &RunArgs,
 ) -> ExitCode {
+    let [json] = match outputs::prepare(&device.inputs(trace.trace.as_deref()), [("--json", run.json.as_deref())]) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
     let config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
@@ -156,7 +161,7 @@ fn stress_command(
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
         Err(e) => return input_error(e),
-        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json),
         Ok(None) => {}
     }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
@@ -171,11 +176,17 @@ fn stress_command(
             Ok(w) => w,
             Err(e) => return input_error(e),
         };
-    run_stress(&config, &mut workload, seed, run)
+    run_stress(&config, &mut workload, seed, run, json)
 }
 
 /// Run `workload` on the device and report.
-fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, seed: u64, run: &RunArgs) -> ExitCode {
+fn run_stress(
+    config: &Config,
+    workload: &mut dyn nandlab::workload::Workload,
+    seed: u64,
+    run: &RunArgs,
+    json: Option<outputs::Output>,
+) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
     eprintln!("  workload: {}", workload.describe());
     let opts = stress::StressOptions {
@@ -209,11 +220,11 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         }
     }
     let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
-    finish_report(&report, run.json.as_deref(), trace_line.as_deref())
+    finish_report(&report, json, trace_line.as_deref())
 }
 
 /// Print the summary and violations, write JSON, and choose the exit code.
-fn finish_report(report: &StressReport, json: Option<&std::path::Path>, extra: Option<&str>) -> ExitCode {
+fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Option<&str>) -> ExitCode {
     print!("{}", report.summary());
     if let Some(line) = extra {
         println!("{line}");
@@ -234,11 +245,10 @@ fn finish_report(report: &StressReport, json: Option<&std::path::Path>, extra: O
             println!("\nReproduce with:\n  {cmd}");
         }
     }
-    if let Some(path) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize");
-        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
-        if let Err(e) = written {
-            return input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return input_error(e);
         }
     }
     if report.errors > 0 {

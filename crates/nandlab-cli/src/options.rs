@@ -44,6 +44,16 @@ pub struct DeviceArgs {
 }
 
 impl DeviceArgs {
+    /// The input files of a run, as (option, path), for [`crate::outputs::prepare`]:
+    /// the configuration file and the given traces.
+    pub fn inputs<'a>(
+        &'a self,
+        traces: impl IntoIterator<Item = &'a std::path::Path>,
+    ) -> Vec<(&'static str, &'a std::path::Path)> {
+        let config = self.config.iter().map(|c| ("--config", c.as_path()));
+        config.chain(traces.into_iter().map(|t| ("--trace", t))).collect()
+    }
+
     /// The configuration with every command-line override applied.
     pub fn load(&self) -> Result<Config, String> {
         let mut config = match (&self.preset, &self.config) {
