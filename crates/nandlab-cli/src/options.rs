@@ -115,7 +115,7 @@ pub struct WorkloadArgs {
     #[arg(long, help_heading = "Workload (fio names)")]
     pub rw: Option<String>,
     /// Request size (4k, 64KiB, …).
-    #[arg(long, help_heading = "Workload (fio names)")]
+    #[arg(long, conflicts_with = "bsrange", help_heading = "Workload (fio names)")]
     pub bs: Option<String>,
     /// Request sizes MIN-MAX, drawn among multiples of MIN.
     #[arg(long, help_heading = "Workload (fio names)")]
