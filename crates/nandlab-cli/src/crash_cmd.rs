@@ -162,6 +162,7 @@ impl CrashArgs {
             shrink: !self.no_shrink,
             oracle_unit_sectors: self.oracle_unit,
             verify_chunk_sectors: 128,
+            stop: Default::default(),
         })
     }
 }
@@ -209,6 +210,7 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Ok(o) => o,
         Err(e) => return crate::input_error(e),
     };
+    let stop = crate::signals::install();
     let config = match device.load() {
         Ok(c) => c,
         Err(e) => return crate::input_error(e),
@@ -219,7 +221,7 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
     };
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let opts = match args.options(seed, config.logical_bytes()) {
-        Ok(o) => o,
+        Ok(o) => CrashOptions { stop, ..o },
         Err(e) => return crate::input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
@@ -227,6 +229,9 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
     };
+    if report.interrupted {
+        crate::signals::announce();
+    }
     if let Some(sh) = &mut report.shrunk {
         sh.command = Some(reproducer(seed, sh));
     }
@@ -263,11 +268,7 @@ fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::O
             return crate::input_error(e);
         }
     }
-    if report.has_findings() {
-        ExitCode::from(crate::EXIT_VIOLATIONS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit_code(report.has_findings(), report.interrupted)
 }
 
 /// The `bench crash` workload: uniform random 8-64 KiB writes (8 KiB

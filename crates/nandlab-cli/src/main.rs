@@ -1,13 +1,15 @@
 //! `nandlab`: the command-line front end of the nandlab library.
 //!
 //! Exit codes: 0 when a run is clean, 1 when it found violations, 2 for bad
-//! input (configuration, options, files).
+//! input (configuration, options, files), 130 when a run without violations
+//! was interrupted (SIGINT, SIGTERM; see `signals`).
 
 mod bench;
 mod crash_cmd;
 mod options;
 mod outputs;
 mod perf_cmd;
+mod signals;
 mod trace_bench;
 mod trace_cmd;
 
@@ -153,6 +155,7 @@ fn stress_command(
         Ok(o) => o,
         Err(e) => return input_error(e),
     };
+    let stop = signals::install();
     let config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
@@ -161,7 +164,7 @@ fn stress_command(
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
         Err(e) => return input_error(e),
-        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json, stop),
         Ok(None) => {}
     }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
@@ -176,7 +179,7 @@ fn stress_command(
             Ok(w) => w,
             Err(e) => return input_error(e),
         };
-    run_stress(&config, &mut workload, seed, run, json)
+    run_stress(&config, &mut workload, seed, run, json, stop)
 }
 
 /// Run `workload` on the device and report.
@@ -186,6 +189,7 @@ fn run_stress(
     seed: u64,
     run: &RunArgs,
     json: Option<outputs::Output>,
+    stop: nandlab::run::StopFlag,
 ) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
     eprintln!("  workload: {}", workload.describe());
@@ -196,6 +200,7 @@ fn run_stress(
         remount_verify: run.remount,
         oracle_unit_sectors: run.oracle_unit,
         idle_every: run.idle_every,
+        stop,
     };
     let bar = progress_bar(run.no_progress);
     let result = stress::run(config, workload, &opts, &mut |p| {
@@ -213,6 +218,9 @@ fn run_stress(
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
+    if report.interrupted {
+        signals::announce();
+    }
     report.reproduce = Some(reproduce);
     if let Some(w) = &report.workload_report {
         for warning in trace_cmd::warnings(w) {
@@ -251,8 +259,15 @@ fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Op
             return input_error(e);
         }
     }
-    if report.errors > 0 {
+    exit_code(report.errors > 0, report.interrupted)
+}
+
+/// The exit code of a run: a finding (1) before an interruption (130).
+pub(crate) fn exit_code(findings: bool, interrupted: bool) -> ExitCode {
+    if findings {
         ExitCode::from(EXIT_VIOLATIONS)
+    } else if interrupted {
+        ExitCode::from(signals::EXIT_INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     }

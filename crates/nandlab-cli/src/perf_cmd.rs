@@ -279,6 +279,7 @@ pub fn perf_command(
         Ok(o) => o,
         Err(e) => return input_error(e),
     };
+    let stop = crate::signals::install();
     let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
@@ -320,6 +321,7 @@ pub fn perf_command(
             precondition: parse_precondition(p)?,
             idle_gc: !p.no_idle_gc,
             remount_verify: run.remount,
+            stop: stop.clone(),
         })
     })() {
         Ok(o) => o,
@@ -346,6 +348,9 @@ pub fn perf_command(
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
+    if report.run.interrupted {
+        crate::signals::announce();
+    }
     report.run.reproduce = Some(reproduce);
     finish(&report, json, csv)
 }
@@ -387,11 +392,7 @@ fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> Exi
             return code;
         }
     }
-    if r.errors > 0 {
-        ExitCode::from(EXIT_VIOLATIONS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit_code(r.errors > 0, r.interrupted)
 }
 
 // ----- nandlab bench perf -----
