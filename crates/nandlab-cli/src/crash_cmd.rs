@@ -211,10 +211,11 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Err(e) => return crate::input_error(e),
     };
     let stop = crate::signals::install();
-    let config = match device.load() {
+    let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return crate::input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
         Err(e) => return crate::input_error(e),

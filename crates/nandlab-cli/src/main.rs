@@ -156,10 +156,11 @@ fn stress_command(
         Err(e) => return input_error(e),
     };
     let stop = signals::install();
-    let config = match device.load() {
+    let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
@@ -177,7 +178,7 @@ fn stress_command(
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,
-            Err(e) => return input_error(e),
+            Err(e) => return input_error(config.locate_error(&e)),
         };
     run_stress(&config, &mut workload, seed, run, json, stop)
 }

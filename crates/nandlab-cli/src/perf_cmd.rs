@@ -105,6 +105,10 @@ where
             .and_then(|mut t| t.remove("v"))
             .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
         table.insert(k.trim().to_string(), value);
+        // Read after each assignment, so an error names the one at fault.
+        toml::Value::Table(table.clone())
+            .try_into::<T>()
+            .map_err(|e: toml::de::Error| format!("--{what} {}: {}", a.trim(), e.message().trim()))?;
     }
     toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("--{what}: {}", e.message().trim()))
 }
@@ -284,6 +288,7 @@ pub fn perf_command(
         Ok(c) => c,
         Err(e) => return input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     if let Err(e) = config.require_timing().map(|_| ()) {
         return input_error(e);
     }
@@ -300,7 +305,7 @@ pub fn perf_command(
         Ok(Some(flow)) => vec![flow],
         Ok(None) => match build_flows(&config, &spec, p, trace, seed) {
             Ok(f) => f,
-            Err(e) => return input_error(e),
+            Err(e) => return input_error(config.locate_error(&e)),
         },
         Err(e) => return input_error(e),
     };

@@ -564,7 +564,7 @@ pub fn run_with_factory(
         dram_budget_bytes: config.dram_budget_bytes,
         seed: derive_seed(opts.seed, "ftl"),
     };
-    let info = factory(&env_probe).map_err(RunError::Input)?.info();
+    let info = factory(&env_probe).map_err(|e| RunError::Input(config.locate_error(&e)))?.info();
     let guarantee = opts.guarantee.unwrap_or(info.guarantee);
     let plan = Plan { config, factory: factory.clone(), spec, opts, guarantee, unit };
     let planned = plan_points(&plan)?;
@@ -593,7 +593,7 @@ pub fn run_with_factory(
 
 fn new_workload(config: &Config, spec: &SyntheticSpec, seed: u64) -> Result<SyntheticWorkload, RunError> {
     SyntheticWorkload::new(spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed)
-        .map_err(RunError::Input)
+        .map_err(|e| RunError::Input(config.locate_error(&e)))
 }
 
 fn thread_count(asked: usize, points: usize) -> usize {

@@ -164,7 +164,7 @@ impl Session {
             dram_budget_bytes: config.dram_budget_bytes,
             seed: derive_seed(seed, "ftl"),
         };
-        let mut ftl = factory(&env).map_err(RunError::Input)?;
+        let mut ftl = factory(&env).map_err(|e| RunError::Input(config.locate_error(&e)))?;
         let info = ftl.info();
         // What the FTL needs of the geometry is checked before the drive is
         // built, so a device file that cannot hold it is bad input, not an

@@ -283,14 +283,14 @@ mod tests {
         let config = Config::preset("tiny").unwrap();
         let mut s = Session::new(&config, 1, 8, 10).unwrap();
         let spec = PreconditionSpec { max_overwrite: 40.0, ..Default::default() };
-        let r = precondition(&mut s, &spec, 1, &mut |_, _| {}).unwrap();
+        let r = precondition(&mut s, &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
         assert!(r.steady, "{:?}", r.windows);
         assert!(r.waf_steady > 1.5, "overwrites on a full drive amplify: {}", r.waf_steady);
         assert!(s.flash.log().is_clean());
         // Capped before steady state: the report says so.
         let mut s = Session::new(&config, 1, 8, 10).unwrap();
         let capped = PreconditionSpec { max_overwrite: 0.1, ..Default::default() };
-        let r = precondition(&mut s, &capped, 1, &mut |_, _| {}).unwrap();
+        let r = precondition(&mut s, &capped, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
         assert!(!r.steady);
         assert_eq!(r.windows.len(), 1);
     }
