@@ -571,6 +571,8 @@ pub fn run_with_factory(
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
     let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
+    // Also when the stop came during the counting pass (no point planned yet).
+    report.interrupted |= opts.stop.is_set();
     report.measured.run_wall_seconds = started.elapsed().as_secs_f64();
     report.measured.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
     if opts.shrink && !report.interrupted {
