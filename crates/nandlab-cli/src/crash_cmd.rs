@@ -162,6 +162,7 @@ impl CrashArgs {
             shrink: !self.no_shrink,
             oracle_unit_sectors: self.oracle_unit,
             verify_chunk_sectors: 128,
+            stop: Default::default(),
         })
     }
 }
@@ -205,17 +206,23 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 }
 
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
-    let config = match device.load() {
+    let [json] = match crate::outputs::prepare(&device.inputs(None), [("--json", args.json.as_deref())]) {
+        Ok(o) => o,
+        Err(e) => return crate::input_error(e),
+    };
+    let stop = crate::signals::install();
+    let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return crate::input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
         Err(e) => return crate::input_error(e),
     };
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let opts = match args.options(seed, config.logical_bytes()) {
-        Ok(o) => o,
+        Ok(o) => CrashOptions { stop, ..o },
         Err(e) => return crate::input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
@@ -223,13 +230,16 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
     };
+    if report.interrupted {
+        crate::signals::announce();
+    }
     if let Some(sh) = &mut report.shrunk {
         sh.command = Some(reproducer(seed, sh));
     }
-    finish(&report, args)
+    finish(&report, args, json)
 }
 
-fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
+fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::Output>) -> ExitCode {
     print!("{}", report.summary());
     if !args.quiet {
         let failed: Vec<_> = report.points.iter().filter(|p| !p.passed).collect();
@@ -253,18 +263,13 @@ fn finish(report: &CrashReport, args: &CrashArgs) -> ExitCode {
     if let Some(cmd) = report.shrunk.as_ref().and_then(|s| s.command.as_ref()) {
         println!("\nReproduce the shrunk finding with:\n  {cmd}");
     }
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize");
-        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
-        if let Err(e) = written {
-            return crate::input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return crate::input_error(e);
         }
     }
-    if report.has_findings() {
-        ExitCode::from(crate::EXIT_VIOLATIONS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit_code(report.has_findings(), report.interrupted)
 }
 
 /// The `bench crash` workload: uniform random 8-64 KiB writes (8 KiB

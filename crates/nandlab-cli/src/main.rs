@@ -1,12 +1,15 @@
 //! `nandlab`: the command-line front end of the nandlab library.
 //!
 //! Exit codes: 0 when a run is clean, 1 when it found violations, 2 for bad
-//! input (configuration, options, files).
+//! input (configuration, options, files), 130 when a run without violations
+//! was interrupted (SIGINT, SIGTERM; see `signals`).
 
 mod bench;
 mod crash_cmd;
 mod options;
+mod outputs;
 mod perf_cmd;
+mod signals;
 mod trace_bench;
 mod trace_cmd;
 
@@ -148,15 +151,21 @@ fn stress_command(
     trace: &trace_cmd::StressTraceArgs,
     run: &RunArgs,
 ) -> ExitCode {
-    let config = match device.load() {
+    let [json] = match outputs::prepare(&device.inputs(trace.trace.as_deref()), [("--json", run.json.as_deref())]) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    let stop = signals::install();
+    let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
         Err(e) => return input_error(e),
-        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json, stop),
         Ok(None) => {}
     }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
@@ -169,13 +178,20 @@ fn stress_command(
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,
-            Err(e) => return input_error(e),
+            Err(e) => return input_error(config.locate_error(&e)),
         };
-    run_stress(&config, &mut workload, seed, run)
+    run_stress(&config, &mut workload, seed, run, json, stop)
 }
 
 /// Run `workload` on the device and report.
-fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, seed: u64, run: &RunArgs) -> ExitCode {
+fn run_stress(
+    config: &Config,
+    workload: &mut dyn nandlab::workload::Workload,
+    seed: u64,
+    run: &RunArgs,
+    json: Option<outputs::Output>,
+    stop: nandlab::run::StopFlag,
+) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
     eprintln!("  workload: {}", workload.describe());
     let opts = stress::StressOptions {
@@ -185,6 +201,7 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         remount_verify: run.remount,
         oracle_unit_sectors: run.oracle_unit,
         idle_every: run.idle_every,
+        stop,
     };
     let bar = progress_bar(run.no_progress);
     let result = stress::run(config, workload, &opts, &mut |p| {
@@ -202,6 +219,9 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
+    if report.interrupted {
+        signals::announce();
+    }
     report.reproduce = Some(reproduce);
     if let Some(w) = &report.workload_report {
         for warning in trace_cmd::warnings(w) {
@@ -209,11 +229,11 @@ fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, s
         }
     }
     let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
-    finish_report(&report, run.json.as_deref(), trace_line.as_deref())
+    finish_report(&report, json, trace_line.as_deref())
 }
 
 /// Print the summary and violations, write JSON, and choose the exit code.
-fn finish_report(report: &StressReport, json: Option<&std::path::Path>, extra: Option<&str>) -> ExitCode {
+fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Option<&str>) -> ExitCode {
     print!("{}", report.summary());
     if let Some(line) = extra {
         println!("{line}");
@@ -234,15 +254,21 @@ fn finish_report(report: &StressReport, json: Option<&std::path::Path>, extra: O
             println!("\nReproduce with:\n  {cmd}");
         }
     }
-    if let Some(path) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize");
-        let written = if path.as_os_str() == "-" { Ok(println!("{text}")) } else { std::fs::write(path, text + "\n") };
-        if let Err(e) = written {
-            return input_error(format!("{}: cannot write the JSON report: {e}", path.display()));
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return input_error(e);
         }
     }
-    if report.errors > 0 {
+    exit_code(report.errors > 0, report.interrupted)
+}
+
+/// The exit code of a run: a finding (1) before an interruption (130).
+pub(crate) fn exit_code(findings: bool, interrupted: bool) -> ExitCode {
+    if findings {
         ExitCode::from(EXIT_VIOLATIONS)
+    } else if interrupted {
+        ExitCode::from(signals::EXIT_INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     }

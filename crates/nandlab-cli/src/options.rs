@@ -44,6 +44,16 @@ pub struct DeviceArgs {
 }
 
 impl DeviceArgs {
+    /// The input files of a run, as (option, path), for [`crate::outputs::prepare`]:
+    /// the configuration file and the given traces.
+    pub fn inputs<'a>(
+        &'a self,
+        traces: impl IntoIterator<Item = &'a std::path::Path>,
+    ) -> Vec<(&'static str, &'a std::path::Path)> {
+        let config = self.config.iter().map(|c| ("--config", c.as_path()));
+        config.chain(traces.into_iter().map(|t| ("--trace", t))).collect()
+    }
+
     /// The configuration with every command-line override applied.
     pub fn load(&self) -> Result<Config, String> {
         let mut config = match (&self.preset, &self.config) {
@@ -65,8 +75,12 @@ impl DeviceArgs {
                 config.ftl_name = name.clone();
             }
         }
+        if self.ftl.is_some() {
+            config.clear_overrides("ftl");
+        }
         for a in &self.ftl_opt {
             let (key, value) = parse_assignment(a)?;
+            config.note_override("ftl", &key, format!("--ftl-opt {}", a.trim()));
             config.ftl_options.insert(key, value);
         }
         // The policy flags are sugar for string-valued FTL options.
@@ -77,6 +91,7 @@ impl DeviceArgs {
             ("wear_leveling", &self.wear_leveling),
         ] {
             if let Some(v) = value {
+                config.note_override("ftl", key, format!("--{} {}", key.replace('_', "-"), v.trim()));
                 config.ftl_options.insert(key.to_string(), toml::Value::String(v.trim().to_string()));
             }
         }
@@ -105,7 +120,7 @@ pub struct WorkloadArgs {
     #[arg(long, help_heading = "Workload (fio names)")]
     pub rw: Option<String>,
     /// Request size (4k, 64KiB, …).
-    #[arg(long, help_heading = "Workload (fio names)")]
+    #[arg(long, conflicts_with = "bsrange", help_heading = "Workload (fio names)")]
     pub bs: Option<String>,
     /// Request sizes MIN-MAX, drawn among multiples of MIN.
     #[arg(long, help_heading = "Workload (fio names)")]
@@ -150,6 +165,33 @@ fn size(option: &str, text: &str) -> Result<SizeSpec, String> {
 }
 
 impl WorkloadArgs {
+    /// Tell `config` which workload fields these options set, so an error
+    /// about one names the option rather than the file.
+    pub fn note_overrides(&self, config: &mut Config) {
+        let text = |v: &Option<String>| v.clone();
+        let number = |v: Option<u32>| v.map(|n| n.to_string());
+        for (key, value) in [
+            ("rw", text(&self.rw)),
+            ("bs", text(&self.bs)),
+            ("bsrange", text(&self.bsrange)),
+            ("blockalign", text(&self.blockalign)),
+            ("rwmixread", number(self.rwmixread)),
+            ("offset", text(&self.offset)),
+            ("size", text(&self.size)),
+            ("io_size", text(&self.io_size)),
+            ("write_size", text(&self.write_size)),
+            ("random_distribution", text(&self.random_distribution)),
+            ("iodepth", number(self.iodepth)),
+            ("numjobs", number(self.numjobs)),
+            ("fsync", number(self.fsync)),
+            ("trim_percent", self.trim_percent.map(|t| t.to_string())),
+        ] {
+            if let Some(v) = value {
+                config.note_override("workload", key, format!("--{key} {v}"));
+            }
+        }
+    }
+
     /// Apply the given options over a base specification (the preset's).
     pub fn apply(&self, mut s: SyntheticSpec) -> Result<SyntheticSpec, String> {
         if let Some(rw) = &self.rw {

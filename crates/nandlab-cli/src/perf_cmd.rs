@@ -2,6 +2,7 @@
 
 use crate::bench::{median, report_of};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
+use crate::outputs::Output;
 use crate::trace_cmd::StressTraceArgs;
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
 use clap::Args;
@@ -104,6 +105,10 @@ where
             .and_then(|mut t| t.remove("v"))
             .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
         table.insert(k.trim().to_string(), value);
+        // Read after each assignment, so an error names the one at fault.
+        toml::Value::Table(table.clone())
+            .try_into::<T>()
+            .map_err(|e: toml::de::Error| format!("--{what} {}: {}", a.trim(), e.message().trim()))?;
     }
     toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("--{what}: {}", e.message().trim()))
 }
@@ -271,10 +276,19 @@ pub fn perf_command(
     run: &RunArgs,
     p: &PerfArgs,
 ) -> ExitCode {
+    let traces =
+        trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow_trace_path(f)).map(Path::new));
+    let outputs = [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref())];
+    let [json, csv] = match crate::outputs::prepare(&device.inputs(traces), outputs) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    let stop = crate::signals::install();
     let mut config = match device.load() {
         Ok(c) => c,
         Err(e) => return input_error(e),
     };
+    workload_args.note_overrides(&mut config);
     if let Err(e) = config.require_timing().map(|_| ()) {
         return input_error(e);
     }
@@ -291,7 +305,7 @@ pub fn perf_command(
         Ok(Some(flow)) => vec![flow],
         Ok(None) => match build_flows(&config, &spec, p, trace, seed) {
             Ok(f) => f,
-            Err(e) => return input_error(e),
+            Err(e) => return input_error(config.locate_error(&e)),
         },
         Err(e) => return input_error(e),
     };
@@ -312,6 +326,7 @@ pub fn perf_command(
             precondition: parse_precondition(p)?,
             idle_gc: !p.no_idle_gc,
             remount_verify: run.remount,
+            stop: stop.clone(),
         })
     })() {
         Ok(o) => o,
@@ -338,21 +353,21 @@ pub fn perf_command(
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
+    if report.run.interrupted {
+        crate::signals::announce();
+    }
     report.run.reproduce = Some(reproduce);
-    finish(&report, run.json.as_deref(), p.timeseries.as_deref())
+    finish(&report, json, csv)
 }
 
-fn write_file(path: &Path, text: String, what: &str) -> Result<(), ExitCode> {
-    let r = if path.as_os_str() == "-" {
-        println!("{text}");
-        Ok(())
-    } else {
-        std::fs::write(path, text)
-    };
-    r.map_err(|e| input_error(format!("{}: cannot write the {what}: {e}", path.display())))
+fn write_file(out: Output, mut text: String) -> Result<(), ExitCode> {
+    if out.is_stdout() {
+        text.push('\n'); // as printed before outputs were written through `Output`
+    }
+    out.write(text.as_bytes()).map_err(input_error)
 }
 
-fn finish(report: &PerfReport, json: Option<&Path>, csv: Option<&Path>) -> ExitCode {
+fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> ExitCode {
     print!("{}", report.summary());
     let r = &report.run;
     if !r.violations.is_empty() {
@@ -371,22 +386,18 @@ fn finish(report: &PerfReport, json: Option<&Path>, csv: Option<&Path>) -> ExitC
             println!("\nReproduce with:\n  {cmd}");
         }
     }
-    if let Some(path) = json {
+    if let Some(out) = json {
         let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
-        if let Err(code) = write_file(path, text, "JSON report") {
+        if let Err(code) = write_file(out, text) {
             return code;
         }
     }
-    if let Some(path) = csv {
-        if let Err(code) = write_file(path, to_csv(&report.perf.timeseries), "time series") {
+    if let Some(out) = csv {
+        if let Err(code) = write_file(out, to_csv(&report.perf.timeseries)) {
             return code;
         }
     }
-    if r.errors > 0 {
-        ExitCode::from(EXIT_VIOLATIONS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit_code(r.errors > 0, r.interrupted)
 }
 
 // ----- nandlab bench perf -----

@@ -446,9 +446,11 @@ fn convert(
     if let Err(e) = convert::check_fio_file(fio_file) {
         return input_error(format!("--fio-file {e}"));
     }
-    if let Err(e) = refuse_same_file(input, output) {
-        return input_error(e);
-    }
+    let [prepared] = match crate::outputs::prepare(&[("the trace to convert", input)], [("-o", Some(output))]) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    let prepared = prepared.expect("given");
     let mut stream = match open_stream(input, reader, transform, capacity) {
         Ok(s) => s,
         Err(e) => return input_error(e),
@@ -456,9 +458,12 @@ fn convert(
     if let Some(why) = stream.reader().chosen_because() {
         eprintln!("  trace format: {} (auto: {why})", stream.reader().format());
     }
-    let out: Box<dyn Write> = match open_output(output) {
+    let out: Box<dyn Write> = match prepared
+        .file()
+        .and_then(|f| compressed(f, output, prepared.is_stdout()).map_err(|e| format!("{}: {e}", output.display())))
+    {
         Ok(o) => o,
-        Err(e) => return input_error(format!("{}: {e}", output.display())),
+        Err(e) => return input_error(e),
     };
     let mut writer = TraceWriter::new(out, target, fio_file);
     let io_error = |e: std::io::Error| input_error(format!("{}: {e}", output.display()));
@@ -467,11 +472,9 @@ fn convert(
             Ok(Some(r)) => {
                 if let Err(e) = writer.write(&r) {
                     let r = stream.reader();
-                    // The partial output would read back, but it is not the trace asked for.
+                    // The partial output would read back, but it is not the trace asked
+                    // for: it is dropped uncommitted, and the temporary file removed.
                     drop(writer);
-                    if output.as_os_str() != "-" {
-                        let _ = std::fs::remove_file(output);
-                    }
                     return input_error(e.located(r.name(), r.format(), &output.display().to_string()));
                 }
             }
@@ -484,6 +487,9 @@ fn convert(
         Err(e) => return io_error(e),
     };
     drop(out); // finishes the compressed stream
+    if let Err(e) = prepared.commit() {
+        return input_error(e);
+    }
     let r = stream.reader();
     eprintln!(
         "converted {} ({}) to {} {}: {} requests written",
@@ -513,48 +519,13 @@ fn convert(
     ExitCode::SUCCESS
 }
 
-/// Refuse to write over the input: the output would be truncated before
-/// the input is read. Compares the files themselves (device and inode), so
-/// another path, a symbolic or a hard link to the input is caught too.
-fn refuse_same_file(input: &Path, output: &Path) -> Result<(), String> {
-    if output.as_os_str() == "-" {
-        return Ok(());
+/// A writer into `file` (the output's temporary file, or stdout for `-`),
+/// compressed by a `.gz` / `.zst` suffix of `path`.
+fn compressed(file: Box<dyn Write>, path: &Path, stdout: bool) -> std::io::Result<Box<dyn Write>> {
+    if stdout {
+        return Ok(Box::new(std::io::BufWriter::new(file)));
     }
-    if same_file(input, output) {
-        return Err(format!(
-            "{}: the output is the input file {} (writing would truncate it first); choose another output",
-            output.display(),
-            input.display()
-        ));
-    }
-    Ok(())
-}
-
-/// Whether two paths name one existing file (a missing one never does).
-#[cfg(unix)]
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// Whether two paths name one existing file (a missing one never does).
-#[cfg(not(unix))]
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
-/// A writer for `path`: stdout for `-`, compressed by a `.gz` / `.zst` suffix.
-fn open_output(path: &Path) -> std::io::Result<Box<dyn Write>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::BufWriter::new(std::io::stdout())));
-    }
-    let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let file = std::io::BufWriter::with_capacity(1 << 20, file);
     let name = path.to_string_lossy();
     Ok(if name.ends_with(".gz") {
         // flate2's encoder writes the gzip trailer when dropped.

@@ -143,6 +143,11 @@ pub struct Config {
     /// and its text, so checks made after loading still name file and line.
     file: String,
     text: std::sync::Arc<str>,
+    /// The `[device]` field that set the logical capacity (errors about it name it).
+    capacity_field: &'static str,
+    /// Fields set on the command line after loading: (table, key) → how
+    /// (e.g. `--ftl-opt gc_policy=x`); errors about them name the option.
+    overrides: Vec<((String, String), String)>,
 }
 
 /// Default device DRAM when a configuration does not say: 1 GiB.
@@ -188,7 +193,8 @@ impl Config {
             reason,
         };
         let geometry = raw.geometry.validate().map_err(|e| err("geometry", e.field, e.reason))?;
-        let logical_sectors = logical_capacity(&raw.device, &geometry).map_err(|(k, r)| err("device", k, r))?;
+        let (capacity_field, logical_sectors) =
+            logical_capacity(&raw.device, &geometry).map_err(|(k, r)| err("device", k, r))?;
         let dram_budget_bytes = raw.device.dram_bytes.map_or(DEFAULT_DRAM_BYTES, |d| d.resolve(geometry.raw_bytes()));
         let bad = raw.device.factory_bad_block_percent;
         if !(0.0..50.0).contains(&bad) {
@@ -223,6 +229,8 @@ impl Config {
             host,
             file: file.to_string(),
             text: text.into(),
+            capacity_field,
+            overrides: Vec::new(),
         })
     }
 
@@ -230,12 +238,64 @@ impl Config {
     /// loaded (e.g. a requirement of the FTL chosen on the command line),
     /// naming the file and, where the key is set, its line.
     pub fn field_error(&self, table: &str, key: &str, reason: String) -> ConfigError {
+        if let Some((_, option)) = self.overrides.iter().find(|((t, k), _)| t == table && k == key) {
+            return ConfigError { file: option.clone(), line: None, field: String::new(), reason };
+        }
         ConfigError {
             file: self.file.clone(),
             line: locate(&self.text, table, key),
             field: if table.is_empty() { key.to_string() } else { format!("{table}.{key}") },
             reason,
         }
+    }
+
+    /// Record that `table.key` was set on the command line by `option`
+    /// (`--ftl-opt gc_policy=x`, `--rwmixread 101`): errors about it then
+    /// name the option instead of the file.
+    pub fn note_override(&mut self, table: &str, key: &str, option: String) {
+        self.overrides.retain(|((t, k), _)| !(t == table && k == key));
+        self.overrides.push(((table.to_string(), key.to_string()), option));
+    }
+
+    /// Forget the command-line origin of every `table` field (an `--ftl`
+    /// that replaces the configuration's FTL drops its options).
+    pub fn clear_overrides(&mut self, table: &str) {
+        self.overrides.retain(|((t, _), _)| t != table);
+    }
+
+    /// An error an FTL or the workload reported about this configuration,
+    /// placed where the user set the value: `workload option `K`: why` and
+    /// `… option `K`: why` (an FTL's) become file:line: `table.K`: why, or
+    /// the command-line option that set K; an FTL's complaint about the
+    /// logical capacity names the `[device]` field that set it. Other
+    /// messages are returned as they are.
+    pub fn locate_error(&self, message: &str) -> String {
+        if let Some(rest) =
+            message.strip_prefix("workload option `").or_else(|| message.strip_prefix("workload options `"))
+        {
+            if let Some((key, _)) = rest.split_once('`') {
+                let reason = rest.split_once(": ").map_or(message, |(_, r)| r);
+                let reason = if message.starts_with("workload options") { message } else { reason };
+                return self.field_error("workload", key, reason.to_string()).to_string();
+            }
+        }
+        if let Some((_, rest)) = message.split_once("unknown option `") {
+            if let Some((key, _)) = rest.split_once('`') {
+                return self.field_error("ftl", key, message.to_string()).to_string();
+            }
+        }
+        if let Some((head, rest)) = message.split_once("option `") {
+            let head = head.trim();
+            if let Some((key, reason)) = rest.split_once("`: ") {
+                if !head.contains(' ') || head.starts_with("ftl `") {
+                    return self.field_error("ftl", key, reason.to_string()).to_string();
+                }
+            }
+        }
+        if message.contains("logical capacity") {
+            return self.field_error("device", self.capacity_field, message.to_string()).to_string();
+        }
+        message.to_string()
     }
 
     /// The timing of a device, or an error saying that `perf` needs one.
@@ -267,7 +327,7 @@ impl Config {
     }
 }
 
-fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<u64, (&'static str, String)> {
+fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<(&'static str, u64), (&'static str, String)> {
     let sector = u64::from(g.sector_size_bytes());
     let given = [d.logical_sectors.is_some(), d.logical_bytes.is_some(), d.spare_percent.is_some()];
     if given.iter().filter(|&&x| x).count() > 1 {
@@ -301,7 +361,7 @@ fn logical_capacity(d: &DeviceConfig, g: &Geometry) -> Result<u64, (&'static str
             format!("{sectors} sectors: at most 2^32 - 1 logical sectors are supported (use larger sectors)"),
         ));
     }
-    Ok(sectors)
+    Ok((field, sectors))
 }
 
 /// 1-based line of byte offset `at`.
@@ -367,6 +427,26 @@ mod tests {
         assert_eq!(vst.logical_sectors, 124_822_461);
         let mq = Config::preset("mqsim-default").unwrap();
         assert_eq!(mq.geometry.raw_bytes(), 512 << 30);
+    }
+
+    #[test]
+    fn ftl_and_workload_errors_are_placed_in_the_file_or_on_the_option_that_set_them() {
+        let mut c = Config::parse(PRESETS[0].1, "t.toml").unwrap();
+        let line = PRESETS[0].1.lines().position(|l| l.starts_with("rwmixread")).unwrap() + 1;
+        let e = c.locate_error("workload option `rwmixread`: must be within 0..=100");
+        assert_eq!(e, format!("t.toml:{line}: `workload.rwmixread`: must be within 0..=100"));
+        c.note_override("workload", "rwmixread", "--rwmixread 101".into());
+        assert_eq!(c.locate_error("workload option `rwmixread`: bad"), "--rwmixread 101: bad");
+        let e = c.locate_error("ftl `page` option `gc_policy`: unknown victim policy");
+        assert!(e.starts_with("t.toml:") && e.ends_with("`ftl.gc_policy`: unknown victim policy"), "{e}");
+        assert_eq!(c.locate_error("something else"), "something else");
+    }
+
+    #[test]
+    fn a_bad_latency_in_a_file_says_what_is_accepted() {
+        let text = PRESETS[1].1.replace("read_latency_us = ", "read_latency_us = \"abc\" # ");
+        let e = Config::parse(&text, "t.toml").unwrap_err();
+        assert!(e.line.is_some() && e.reason.contains("a number (40), or one per page type"), "{e}");
     }
 
     #[test]

@@ -411,6 +411,16 @@ impl DataPlane {
         let per_die = planes > 1 && opts.multi_plane.unwrap_or(planes as usize <= MAX_PLANES_PER_GROUP);
         let layout = Layout::new(g, per_die);
         let per_unit = g.blocks_per_plane();
+        for (key, value) in [
+            ("gc_foreground_free_percent", opts.gc_foreground_free_percent),
+            ("gc_background_free_percent", opts.gc_background_free_percent),
+        ] {
+            if !(0.0..=100.0).contains(&value) {
+                return Err(format!(
+                    "{ftl} option `{key}`: {value} is not a percentage (expected a number from 0 to 100)"
+                ));
+            }
+        }
         let pct = |p: f64| (p / 100.0 * f64::from(per_unit)).ceil() as u32;
         if opts.gc_foreground_free_blocks == 0 {
             return Err(format!(

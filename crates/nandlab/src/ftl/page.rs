@@ -201,9 +201,15 @@ impl PageFtl {
         }
         let lpns = lpns_u64 as u32;
         if lpns_u64 >= g.pages() {
+            // The map is per page: a partial last page takes a whole one.
+            let max_pages = g.pages() - 1;
             return Err(format!(
-                "page: logical capacity ({lpns} pages) must be smaller than the physical capacity ({} pages)",
-                g.pages()
+                "page: the logical capacity of {} sectors takes {lpns_u64} whole pages of {spp} sectors \
+                 (rounded up), all {} pages of the flash, leaving none spare; \
+                 at most {} logical sectors ({max_pages} pages) fit",
+                env.logical_sectors,
+                g.pages(),
+                max_pages * u64::from(spp)
             ));
         }
         let mut dp = DataPlane::new("page", &g, lpns, &opts.data, None, env.seed)?;

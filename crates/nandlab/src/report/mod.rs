@@ -183,6 +183,10 @@ impl RemountSummary {
     }
 }
 
+/// The summary line of an interrupted run.
+pub const INTERRUPTED_LINE: &str =
+    "  stopped    interrupted (SIGINT or SIGTERM) at a request boundary: partial results, of the requests run so far";
+
 /// The report of a `stress` run.
 #[derive(Clone, Debug, Serialize)]
 pub struct StressReport {
@@ -210,6 +214,11 @@ pub struct StressReport {
     pub violations: Vec<Violation>,
     /// Why the run stopped before the workload ended, if it did.
     pub stopped_early: Option<String>,
+    /// Stopped by a signal (SIGINT, SIGTERM) at a request boundary: the
+    /// figures are those of the requests run until then. Absent from the
+    /// JSON when false, so uninterrupted reports are as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub remount: Option<RemountSummary>,
     /// The command that reproduces this run (set by the CLI).
     pub reproduce: Option<String>,
@@ -317,6 +326,9 @@ impl StressReport {
         );
         if let Some(why) = &self.stopped_early {
             let _ = writeln!(s, "  stopped    early: {why}");
+        }
+        if self.interrupted {
+            let _ = writeln!(s, "{INTERRUPTED_LINE}");
         }
         if self.errors == 0 && self.warnings == 0 {
             let _ = writeln!(s, "  result     PASS — no violations");

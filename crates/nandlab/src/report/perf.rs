@@ -375,6 +375,9 @@ impl PerfReport {
         if let Some(why) = &r.stopped_early {
             let _ = writeln!(s, "  stopped    early: {why}");
         }
+        if r.interrupted {
+            let _ = writeln!(s, "{}", super::INTERRUPTED_LINE);
+        }
         if r.errors == 0 && r.warnings == 0 {
             let _ = writeln!(s, "  result     PASS — no violations (oracle on)");
         } else {

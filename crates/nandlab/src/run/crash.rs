@@ -180,6 +180,9 @@ pub struct CrashOptions {
     pub oracle_unit_sectors: Option<u32>,
     /// Sectors read per request when verifying the recovered disk.
     pub verify_chunk_sectors: u32,
+    /// Stop at the next request boundary of the base runs when set (see
+    /// [`StopFlag`](super::StopFlag)); the points not reached are untested.
+    pub stop: super::StopFlag,
 }
 
 impl Default for CrashOptions {
@@ -199,6 +202,7 @@ impl Default for CrashOptions {
             shrink: true,
             oracle_unit_sectors: None,
             verify_chunk_sectors: 128,
+            stop: super::StopFlag::default(),
         }
     }
 }
@@ -308,6 +312,10 @@ pub struct CrashReport {
     pub shrunk: Option<Shrunk>,
     /// A failure of the base run itself (the FTL failed without a power cut).
     pub base_failure: Option<String>,
+    /// Stopped by a signal (SIGINT, SIGTERM): the points not reached were
+    /// not tested and nothing was shrunk. Absent from the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub threads: usize,
     /// Times, rates and memory (in the JSON beside the other fields).
     #[serde(flatten)]
@@ -387,7 +395,11 @@ impl CrashReport {
             self.points_tested,
             self.passed,
             self.failed,
-            if self.not_reached > 0 { format!(", {} beyond the workload", self.not_reached) } else { String::new() }
+            match (self.not_reached, self.interrupted) {
+                (0, _) => String::new(),
+                (n, false) => format!(", {n} beyond the workload"),
+                (n, true) => format!(", {n} not reached (interrupted)"),
+            }
         );
         let torn = self.points.iter().filter(|p| p.tore).count();
         let _ = writeln!(s, "  cuts       {torn} tore a program or erase");
@@ -398,6 +410,9 @@ impl CrashReport {
         self.write_speed(&mut s);
         if let Some(b) = &self.base_failure {
             let _ = writeln!(s, "  base run   FAILED: {b}");
+        }
+        if self.interrupted {
+            let _ = writeln!(s, "{}", crate::report::INTERRUPTED_LINE);
         }
         if let Some(first) = self.points.iter().find(|p| !p.passed) {
             if let Some(v) = &first.first {
@@ -524,6 +539,7 @@ struct ThreadOutcome {
     first_request_op: Option<u64>,
     test_cpu: f64,
     test_wall: f64,
+    interrupted: bool,
 }
 
 /// Run a crash campaign of the configured FTL.
@@ -548,16 +564,18 @@ pub fn run_with_factory(
         dram_budget_bytes: config.dram_budget_bytes,
         seed: derive_seed(opts.seed, "ftl"),
     };
-    let info = factory(&env_probe).map_err(RunError::Input)?.info();
+    let info = factory(&env_probe).map_err(|e| RunError::Input(config.locate_error(&e)))?.info();
     let guarantee = opts.guarantee.unwrap_or(info.guarantee);
     let plan = Plan { config, factory: factory.clone(), spec, opts, guarantee, unit };
     let planned = plan_points(&plan)?;
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
     let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
+    // Also when the stop came during the counting pass (no point planned yet).
+    report.interrupted |= opts.stop.is_set();
     report.measured.run_wall_seconds = started.elapsed().as_secs_f64();
     report.measured.run_cpu_seconds = resources::cpu_seconds() - cpu_start;
-    if opts.shrink {
+    if opts.shrink && !report.interrupted {
         let (shrink_started, shrink_cpu) = (Instant::now(), resources::cpu_seconds());
         report.shrunk = shrink::shrink(&plan, &report, threads);
         report.measured.shrink_wall_seconds = shrink_started.elapsed().as_secs_f64();
@@ -577,7 +595,7 @@ pub fn run_with_factory(
 
 fn new_workload(config: &Config, spec: &SyntheticSpec, seed: u64) -> Result<SyntheticWorkload, RunError> {
     SyntheticWorkload::new(spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed)
-        .map_err(RunError::Input)
+        .map_err(|e| RunError::Input(config.locate_error(&e)))
 }
 
 fn thread_count(asked: usize, points: usize) -> usize {
@@ -677,7 +695,7 @@ fn count_ops(plan: &Plan) -> Result<OpCounts, RunError> {
     let first_request = session.flash.op_index();
     let mut requests = 0;
     while let Some(req) = next_request(&mut workload)? {
-        if plan.opts.max_requests.is_some_and(|m| requests >= m) {
+        if plan.opts.max_requests.is_some_and(|m| requests >= m) || plan.opts.stop.is_set() {
             break;
         }
         warm.before(&req, session.flash.op_index());
@@ -748,6 +766,7 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
         first_request_op: None,
         test_cpu: 0.0,
         test_wall: 0.0,
+        interrupted: false,
     };
     let absolute = matches!(plan.opts.points, PointSelection::At(_));
     let (mut session, mut workload) = match (new_session(plan), new_workload(plan.config, plan.spec, plan.opts.seed)) {
@@ -764,6 +783,10 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
     let mut next = 0;
     let mut requests = 0u64;
     while next < points.len() {
+        if plan.opts.stop.is_set() {
+            out.interrupted = true;
+            break;
+        }
         let req = match next_request(&mut workload) {
             Ok(Some(r)) => r,
             Ok(None) => break,
@@ -843,7 +866,9 @@ fn assemble(
     let (mut not_reached, mut test_cpu, mut base_failure, mut window_start) = (0, 0.0, None, 0);
     let mut first_request_op = None;
     let mut test_wall: f64 = 0.0;
+    let mut interrupted = false;
     for o in outcomes {
+        interrupted |= o.interrupted;
         points.extend(o.results);
         not_reached += o.not_reached;
         test_cpu += o.test_cpu;
@@ -883,6 +908,7 @@ fn assemble(
         points,
         shrunk: None,
         base_failure,
+        interrupted,
         threads,
         measured: CrashMeasurements { test_cpu_seconds: test_cpu, test_wall_seconds: test_wall, ..Default::default() },
     }

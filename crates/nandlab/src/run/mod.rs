@@ -26,6 +26,8 @@ use crate::violation::{Rule, Severity, Violation};
 use crate::workload::{HostOp, HostRequest, Workload, WorkloadError};
 use serde::Serialize;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Why a run could not start or had to stop (as opposed to violations, which
@@ -38,6 +40,25 @@ pub enum RunError {
     /// The workload failed (a bad trace line; exit code 2).
     #[error("workload: {0}")]
     Workload(String),
+}
+
+/// A request from outside a run to stop it early: the CLI sets it on SIGINT
+/// or SIGTERM. Runs poll it between host requests (never inside one), so a
+/// stopped run reports what it did, marked `interrupted`, exactly as the
+/// same run cut at that request would. Unset by default.
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(Option<Arc<AtomicBool>>);
+
+impl StopFlag {
+    /// A stop flag read from `flag` (set it to stop the run).
+    pub fn new(flag: Arc<AtomicBool>) -> StopFlag {
+        StopFlag(Some(flag))
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_set(&self) -> bool {
+        self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+    }
 }
 
 /// Host-side counters.
@@ -143,7 +164,7 @@ impl Session {
             dram_budget_bytes: config.dram_budget_bytes,
             seed: derive_seed(seed, "ftl"),
         };
-        let mut ftl = factory(&env).map_err(RunError::Input)?;
+        let mut ftl = factory(&env).map_err(|e| RunError::Input(config.locate_error(&e)))?;
         let info = ftl.info();
         // What the FTL needs of the geometry is checked before the drive is
         // built, so a device file that cannot hold it is bad input, not an

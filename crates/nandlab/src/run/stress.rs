@@ -7,7 +7,7 @@
 //! an optional clean power cycle mounts a fresh FTL instance on the same
 //! flash and reads every logical sector back through the oracle.
 
-use super::{registry_factory, FtlFactory, Lookahead, RunError, Session};
+use super::{registry_factory, FtlFactory, Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::Cause;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
@@ -28,6 +28,8 @@ pub struct StressOptions {
     pub oracle_unit_sectors: Option<u32>,
     /// Background work after every this many requests (0: never).
     pub idle_every: u64,
+    /// Stop at the next request boundary when set (see [`StopFlag`]).
+    pub stop: StopFlag,
 }
 
 impl Default for StressOptions {
@@ -39,6 +41,7 @@ impl Default for StressOptions {
             remount_verify: false,
             oracle_unit_sectors: None,
             idle_every: 0,
+            stop: StopFlag::default(),
         }
     }
 }
@@ -104,8 +107,13 @@ pub fn run_with_factory(
     let mut session = Session::with_factory(config, factory, opts.seed, unit, opts.keep_violations)?;
     let mut samples = WafSamples::new();
     let mut stopped_early = None;
+    let mut interrupted = false;
     let mut ahead = Lookahead::new(Session::PREFETCH_DISTANCE);
     while let Some(req) = ahead.next(workload)? {
+        if opts.stop.is_set() {
+            interrupted = true;
+            break;
+        }
         if let Some(r) = ahead.fill(workload) {
             session.prefetch(&r, true);
         }
@@ -142,7 +150,8 @@ pub fn run_with_factory(
     let requests = session.requests();
     let workload_wall = started.elapsed().as_secs_f64();
 
-    let remount = (opts.remount_verify && stopped_early.is_none()).then(|| session.remount_and_verify());
+    let remount =
+        (opts.remount_verify && stopped_early.is_none() && !interrupted).then(|| session.remount_and_verify());
 
     let wall = started.elapsed().as_secs_f64();
     let host_bytes = session.host.read_bytes + session.host.write_bytes;
@@ -169,6 +178,7 @@ pub fn run_with_factory(
         warnings: 0,
         violations: Vec::new(),
         stopped_early,
+        interrupted,
         remount,
         reproduce: None,
         wall_seconds: wall,

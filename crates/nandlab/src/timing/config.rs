@@ -27,11 +27,42 @@ use crate::workload::size::SizeSpec;
 use serde::{Deserialize, Serialize};
 
 /// A latency for every page type, or one per page type in bit order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum PerPageType {
     All(f64),
     ByType(Vec<f64>),
+}
+
+/// Read by hand rather than derived (untagged): a wrong value then says what
+/// is accepted, not "data did not match any variant of untagged enum".
+impl<'de> Deserialize<'de> for PerPageType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PerPageType;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a latency in microseconds: a number (40), or one per page type in bit order ([40, 60])")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<PerPageType, E> {
+                Ok(PerPageType::All(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<PerPageType, E> {
+                Ok(PerPageType::All(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<PerPageType, E> {
+                Ok(PerPageType::All(v as f64))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<PerPageType, A::Error> {
+                let mut values = Vec::new();
+                while let Some(v) = seq.next_element::<f64>()? {
+                    values.push(v);
+                }
+                Ok(PerPageType::ByType(values))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl PerPageType {

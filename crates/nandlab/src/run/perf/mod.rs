@@ -40,7 +40,7 @@
 pub mod device;
 pub mod precondition;
 
-use super::{Lookahead, RunError, Session};
+use super::{Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::host::Arrival;
@@ -81,6 +81,9 @@ pub struct PerfOptions {
     /// After the run: write the cache back, power-cycle cleanly, mount a
     /// fresh FTL and verify every sector (untimed).
     pub remount_verify: bool,
+    /// Stop issuing at the next arrival when set (see [`StopFlag`]); the
+    /// requests in flight complete.
+    pub stop: StopFlag,
 }
 
 impl Default for PerfOptions {
@@ -96,6 +99,7 @@ impl Default for PerfOptions {
             precondition: None,
             idle_gc: true,
             remount_verify: false,
+            stop: StopFlag::default(),
         }
     }
 }
@@ -200,6 +204,9 @@ impl Ord for Event {
     }
 }
 
+/// `perf.stopped` when a stop was asked for ([`PerfOptions::stop`]).
+const INTERRUPTED: &str = "interrupted";
+
 /// The run loop's state.
 struct Sim {
     events: BinaryHeap<Event>,
@@ -289,9 +296,11 @@ pub fn run(
     });
     let mut device = TimedDevice::new(config, opts.seed, unit, opts.keep_violations, opts.interval_ns)?;
     let precondition = match &opts.precondition {
-        Some(spec) => Some(precondition::precondition(&mut device.session, spec, opts.seed, &mut |done, total| {
-            progress(PerfProgress { phase: "precondition", done, total: Some(total) })
-        })?),
+        Some(spec) => {
+            Some(precondition::precondition(&mut device.session, spec, opts.seed, &opts.stop, &mut |done, total| {
+                progress(PerfProgress { phase: "precondition", done, total: Some(total) })
+            })?)
+        }
         None => None,
     };
     // The timed phase's figures start here.
@@ -422,6 +431,8 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
             sim.stopping = Some("runtime reached".into());
         } else if opts.max_requests.is_some_and(|m| sim.issued >= m) {
             sim.stopping = Some("request count reached".into());
+        } else if opts.stop.is_set() {
+            sim.stopping = Some(INTERRUPTED.into());
         }
     }
     if sim.stopping.is_some() || sim.flows[f].finished {
@@ -619,6 +630,7 @@ fn build_report(
     let wall = started.elapsed().as_secs_f64();
     let stopped_early =
         if session.ftl_failed() || session.flash.log().errors() > 0 { sim.stopping.clone() } else { None };
+    let interrupted = sim.stopping.as_deref() == Some(INTERRUPTED);
     let mut run = StressReport {
         schema_version: report::SCHEMA_VERSION,
         mode: "perf",
@@ -647,6 +659,7 @@ fn build_report(
         warnings: 0,
         violations: Vec::new(),
         stopped_early,
+        interrupted,
         remount: None,
         reproduce: None,
         wall_seconds: wall,
@@ -656,7 +669,7 @@ fn build_report(
         peak_rss_bytes: resources::peak_rss_bytes(),
     };
     drop(model);
-    let remount_ok = run.stopped_early.is_none();
+    let remount_ok = run.stopped_early.is_none() && !run.interrupted;
     let mut device = device;
     if opts.remount_verify && remount_ok {
         run.remount = Some(remount_and_verify(&mut device));

@@ -41,7 +41,7 @@
 //! map and valid bits are the cache misses that dominate), and the fill is
 //! written in 1 MiB requests.
 
-use super::super::{RunError, Session};
+use super::super::{RunError, Session, StopFlag};
 use crate::flash::{Cause, Flash};
 use crate::report::resources;
 use crate::seed::rng_for;
@@ -132,6 +132,7 @@ pub fn precondition(
     session: &mut Session,
     spec: &PreconditionSpec,
     seed: u64,
+    stop: &StopFlag,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<PreconditionReport, RunError> {
     if !(spec.fill_percent > 0.0 && spec.fill_percent <= 100.0) {
@@ -145,7 +146,7 @@ pub fn precondition(
     let g = session.flash.geometry().clone();
     // Untimed: the observers (the timing model) are detached meanwhile.
     let observers = std::mem::take(session.flash.observers_mut());
-    let result = fill_and_overwrite(session, spec, seed, progress);
+    let result = fill_and_overwrite(session, spec, seed, stop, progress);
     *session.flash.observers_mut() = observers;
     let (sequential_pages, random_pages, windows, steady) = result?;
     let page_bytes = u64::from(g.sectors_per_page()) * u64::from(g.sector_size_bytes());
@@ -168,6 +169,7 @@ fn fill_and_overwrite(
     session: &mut Session,
     spec: &PreconditionSpec,
     seed: u64,
+    stop: &StopFlag,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(u64, u64, Vec<PreconditionWindow>, bool), RunError> {
     let g = session.flash.geometry().clone();
@@ -179,18 +181,22 @@ fn fill_and_overwrite(
     let random_cap = (pages as f64 * spec.max_overwrite) as u64;
     let total = (pages + random_cap) * page_bytes;
     let write = |lba: u64, sectors: u32| HostRequest { op: HostOp::Write, lba, sectors, arrival_ns: 0, job: 0 };
-    let stop = |s: &Session| s.ftl_failed() || s.flash.log().errors() > 0;
+    let halt = |s: &Session| s.ftl_failed() || s.flash.log().errors() > 0 || stop.is_set();
 
     // Sequential fill, in large requests.
     let chunk = (256 / u64::from(spp)).max(1) * 8;
     let mut p = 0;
-    while p < pages && !stop(session) {
+    while p < pages && !halt(session) {
         let n = chunk.min(pages - p);
         session.submit(&write(p * u64::from(spp), (n * u64::from(spp)) as u32))?;
         p += n;
         if p % (chunk * 1024) == 0 {
             progress(p * page_bytes, total);
         }
+    }
+
+    if stop.is_set() {
+        return Ok((p, 0, Vec::new(), false));
     }
 
     // Random page-sized overwrites in windows until steady.
@@ -204,11 +210,14 @@ fn fill_and_overwrite(
     let mut steady = false;
     // Pages are drawn ahead so their table entries are prefetched.
     let mut ahead: [u64; Session::PREFETCH_DISTANCE + 1] = std::array::from_fn(|_| rng.random_range(0..pages));
-    while random < random_cap && !steady && !stop(session) {
+    while random < random_cap && !steady && !halt(session) {
         let s0 = session.flash.stats();
         let (h0, a0) = (s0.cause(Cause::Host).programs(), s0.total().programs());
         let n = window.min(random_cap - random);
         for i in 0..n {
+            if stop.is_set() {
+                return Ok((pages, random + i, windows, false));
+            }
             let page = ahead[0];
             ahead.rotate_left(1);
             let newest = ahead.last_mut().expect("not empty");
@@ -274,14 +283,14 @@ mod tests {
         let config = Config::preset("tiny").unwrap();
         let mut s = Session::new(&config, 1, 8, 10).unwrap();
         let spec = PreconditionSpec { max_overwrite: 40.0, ..Default::default() };
-        let r = precondition(&mut s, &spec, 1, &mut |_, _| {}).unwrap();
+        let r = precondition(&mut s, &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
         assert!(r.steady, "{:?}", r.windows);
         assert!(r.waf_steady > 1.5, "overwrites on a full drive amplify: {}", r.waf_steady);
         assert!(s.flash.log().is_clean());
         // Capped before steady state: the report says so.
         let mut s = Session::new(&config, 1, 8, 10).unwrap();
         let capped = PreconditionSpec { max_overwrite: 0.1, ..Default::default() };
-        let r = precondition(&mut s, &capped, 1, &mut |_, _| {}).unwrap();
+        let r = precondition(&mut s, &capped, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
         assert!(!r.steady);
         assert_eq!(r.windows.len(), 1);
     }
