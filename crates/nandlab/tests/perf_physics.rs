@@ -10,6 +10,7 @@ use nandlab::report::perf::PerfReport;
 use nandlab::run::perf::device::TimedDevice;
 use nandlab::run::perf::precondition::{precondition, PreconditionSpec};
 use nandlab::run::perf::{self, Flow, PerfOptions};
+use nandlab::run::StopFlag;
 use nandlab::timing::{Breakdown, Component, FlashTiming};
 use nandlab::workload::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
@@ -96,7 +97,7 @@ fn qd1_read_latency_is_exactly_the_sum_of_its_path() {
         "pcie_generation = 3\npcie_lanes = 4\ncommand_overhead_ns = 2500\nfirmware_ns_per_request = 1500",
     );
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &mut |_, _| {}).unwrap();
+    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
     let link = config.host.link_ns(4096);
     assert_eq!(link, 1041, "4096 B at 3938.46 MB/s, rounded up");
@@ -415,7 +416,7 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
         ftl,
     );
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &mut |_, _| {}).unwrap();
+    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     let cell_ns = std::rc::Rc::new(std::cell::Cell::new(0));
     dev.session.flash.add_observer(Box::new(CellWork { t_r, t_prog, t_bers, ns: cell_ns.clone() }));
     dev.start_timing();
@@ -467,7 +468,7 @@ fn idle_steps_never_run_past_the_next_arrival() {
     let config = device_with(2, 2, 1, 4096, timing, FAST_HOST, "gc_background_free_percent = 60");
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
     let spec = PreconditionSpec { max_overwrite: 0.5, ..Default::default() };
-    precondition(&mut dev.session, &spec, 1, &mut |_, _| {}).unwrap();
+    precondition(&mut dev.session, &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
     // A gap shorter than one step (a block of 32 pages takes ~9 ms to
     // collect): nothing may start.
@@ -573,7 +574,7 @@ fn the_oracle_checks_every_read_while_timed() {
     }
     // The check is live: a corrupted page is reported through the timed path.
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &mut |_, _| {}).unwrap();
+    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
     for p in 0..dev.session.flash.nand().geometry().pages() {
         if dev.session.flash.nand().is_programmed(nandlab::nand::PageAddr(p)) {
