@@ -31,7 +31,10 @@
 //! runs: each outstanding request holds an event and a record (a few
 //! hundred bytes with its flow's share), and 2^20 is past what hosts keep
 //! in flight (Linux gives a device at most a few thousand tags per
-//! hardware queue) while staying in a few hundred MiB.
+//! hardware queue) while staying in a few hundred MiB. Open-loop flows
+//! whose arrivals outpace the device would pile up requests without end:
+//! the run stops issuing when that many are outstanding, and says so
+//! (`stopped`).
 //!
 //! # Looking ahead
 //!
@@ -481,6 +484,10 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
             sim.stopping = Some("runtime reached".into());
         } else if opts.max_requests.is_some_and(|m| sim.issued >= m) {
             sim.stopping = Some("request count reached".into());
+        } else if sim.in_flight >= MAX_OUTSTANDING {
+            sim.stopping = Some(format!(
+                "{MAX_OUTSTANDING} requests outstanding (the most a simulation holds): the open-loop arrivals outpace the device"
+            ));
         }
     }
     if sim.stopping.is_some() || sim.flows[f].finished {
@@ -926,6 +933,23 @@ mod tests {
             let l = &p.latency;
             l.get("read").map_or(0, |s| s.count) + l.get("write").map_or(0, |s| s.count)
         });
+    }
+
+    #[test]
+    fn open_loop_arrivals_outpacing_the_device_stop_at_the_outstanding_bound() {
+        // 10^12 IOPS: every gap rounds to 0 ns, so every request arrives
+        // before any completes; without the bound they all stay in flight.
+        let spec = SyntheticSpec {
+            rw: crate::workload::synthetic::RwMode::RandRead,
+            io_size: Some(crate::workload::size::SizeSpec::Bytes(1 << 40)),
+            ..SyntheticSpec::default()
+        };
+        let config = Config::preset("tiny-timed").unwrap();
+        let flows = Flow::synthetic(&spec, Some(Arrival::Rate { iops: 1e12, poisson: false }), 0, &config, 1).unwrap();
+        let opts = PerfOptions { max_requests: Some(MAX_OUTSTANDING + 1000), ..PerfOptions::default() };
+        let r = run_flows(flows, opts).unwrap();
+        assert_eq!(r.perf.requests, MAX_OUTSTANDING);
+        assert!(r.perf.stopped.as_deref().unwrap().contains("outpace the device"), "{:?}", r.perf.stopped);
     }
 
     #[test]
