@@ -10,6 +10,9 @@
 //! current simulated time can never matter again and are pruned (a slot of
 //! the calendar at a time, see [`Timeline::prune`]), so a timeline holds
 //! little more than the work in flight: no allocation in steady state.
+//! Its calendar has at most [`MAX_SLOTS`] slots whatever the times booked
+//! (a booking further ahead widens the slots), so its memory follows the
+//! intervals held, not the simulated time between them.
 //!
 //! Each interval carries one tag bit (here: "reserved by garbage
 //! collection") so that a wait can be attributed to what caused it;
