@@ -103,7 +103,7 @@ fn merge_pairs<T: Clone>(v: &mut Vec<T>, absorb: impl Fn(&mut T, &T)) {
     v.truncate(n.div_ceil(2));
 }
 
-/// Merge neighbouring pairs of a flash series (see [`merge_pairs`]).
+/// Merge neighbouring pairs of a flash series (an odd last one stays alone).
 pub fn merge_flash_pairs(v: &mut Vec<FlashInterval>) {
     merge_pairs(v, |a, b| a.absorb(b));
 }

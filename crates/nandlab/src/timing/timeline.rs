@@ -10,7 +10,7 @@
 //! current simulated time can never matter again and are pruned (a slot of
 //! the calendar at a time, see [`Timeline::prune`]), so a timeline holds
 //! little more than the work in flight: no allocation in steady state.
-//! Its calendar has at most [`MAX_SLOTS`] slots whatever the times booked
+//! Its calendar has at most `MAX_SLOTS` (8192) slots whatever the times booked
 //! (a booking further ahead widens the slots), so its memory follows the
 //! intervals held, not the simulated time between them.
 //!
