@@ -143,3 +143,104 @@ fn a_run_too_short_to_time_reports_no_speed() {
     assert!(report["perf"]["host_mb_per_cpu_second"].is_null());
     assert_eq!(report["perf"]["requests"], 20);
 }
+
+/// A scratch file of this test process.
+fn scratch(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("nandlab-perf-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn durations_past_one_second_in_a_device_file_exit_2_naming_file_line_key_and_bound() {
+    let preset = include_str!("../../../presets/tiny-timed.toml");
+    for (key, value) in [
+        ("firmware_ns_per_request", "1e18"),
+        ("firmware_ns_per_request", "1e12"),
+        ("command_latency_ns", "1e20"),
+        ("read_latency_us", "1e9"),
+    ] {
+        let line = preset.lines().position(|l| l.starts_with(&format!("{key} ="))).expect("the preset sets it") + 1;
+        let text: String = preset
+            .lines()
+            .map(|l| if l.starts_with(&format!("{key} =")) { format!("{key} = {value}") } else { l.into() })
+            .map(|l| l + "\n")
+            .collect();
+        let path = scratch(&format!("{key}.toml"), &text);
+        let (code, stdout, err) = nandlab(&["perf", "--config", path.to_str().unwrap(), "--no-progress"]);
+        std::fs::remove_file(&path).ok();
+        assert_eq!(code, 2, "{key} = {value}: {stdout}{err}");
+        assert!(err.contains(&format!("{}:{line}", path.display())), "{key} = {value}: {err}");
+        assert!(err.contains(key) && err.contains("(1 s)"), "{key} = {value}: {err}");
+        assert!(!stdout.contains("bottleneck"), "nothing ran: {stdout}");
+    }
+    let (code, _, err) =
+        nandlab(&["perf", "--preset", "tiny-timed", "--host", "command_overhead_ns=1e20", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--host command_overhead_ns") && err.contains("10^9 ns (1 s)"), "{err}");
+}
+
+#[test]
+fn perf_requests_0_exits_2_naming_the_option() {
+    let (code, stdout, err) = nandlab(&["perf", "--preset", "tiny-timed", "--requests", "0", "--no-progress"]);
+    assert_eq!(code, 2, "{stdout}{err}");
+    assert!(err.contains("--requests: must be at least 1"), "{err}");
+    assert!(!stdout.contains("bottleneck"), "{stdout}");
+}
+
+#[test]
+fn outstanding_requests_and_arrival_rates_past_their_bounds_exit_2_with_the_bound() {
+    let (code, _, err) =
+        nandlab(&["perf", "--preset", "tiny-timed", "--numjobs", "4096", "--iodepth", "65535", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--numjobs x --iodepth") && err.contains("at most 1048576"), "{err}");
+    let (code, _, err) = nandlab(&["perf", "--preset", "tiny-timed", "--arrival", "rate:1e-9", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--arrival") && err.contains("at least 0.001 IOPS"), "{err}");
+    let (code, _, err) = nandlab(&["perf", "--preset", "tiny-timed", "--interval", "1e12s", "--no-progress"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--interval") && err.contains("2^62 ns"), "{err}");
+}
+
+#[test]
+fn a_trace_time_past_the_end_of_simulated_time_exits_2() {
+    let trace = scratch("far.trace", "0 0 0 8 0\n1000 0 8 8 1\n18446744073709551615 0 16 8 0\n");
+    let (code, stdout, err) = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "mqsim",
+        "--no-progress",
+    ]);
+    std::fs::remove_file(&trace).ok();
+    assert_eq!(code, 2, "{stdout}{err}");
+    assert!(err.contains("18446744073709551615 ns") && err.contains("past its end"), "{err}");
+}
+
+#[test]
+fn a_one_nanosecond_interval_gives_a_bounded_series_and_says_its_interval() {
+    let (code, stdout, err, report) =
+        perf_json("1ns", &["--preset", "tiny-timed", "--interval", "1ns", "--requests", "2000", "--seed", "1"]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let p = &report["perf"];
+    assert!(p["timeseries"].as_array().unwrap().len() <= 65_536);
+    assert!(p["timeseries_interval_s"].as_f64().unwrap() > 1e-9, "the interval doubled");
+}
+
+#[test]
+fn a_drive_taking_a_second_per_request_reports_its_true_small_iops() {
+    let (code, stdout, err, report) = perf_json(
+        "slow",
+        &["--preset", "tiny-timed", "--host", "firmware_ns_per_request=1e9", "--requests", "10", "--seed", "1"],
+    );
+    assert_eq!(code, 0, "{stdout}{err}");
+    let iops = report["perf"]["iops"].as_f64().unwrap();
+    assert!(iops > 0.9 && iops < 1.0, "{iops}");
+    let (code, stdout, err, _) =
+        perf_json("slower", &["--preset", "tiny-timed", "--arrival", "rate:0.001", "--requests", "3", "--seed", "1"]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("3 requests: 0.0015 IOPS"), "not 0 IOPS: {stdout}");
+}

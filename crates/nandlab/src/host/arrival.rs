@@ -10,7 +10,9 @@
 //!   replay.
 //! - **Fixed rate** (`rate:IOPS`, `poisson:IOPS`, fio's `rate_iops` with
 //!   `rate_process=linear|poisson`): open loop, evenly spaced or with
-//!   exponentially distributed gaps.
+//!   exponentially distributed gaps; at least 0.001 IOPS (one request per
+//!   1000 s of simulated time): slower rates reach the end of simulated
+//!   time (see [`crate::timing`]) within a few million requests.
 
 use crate::seed::Rng;
 use rand::RngExt;
@@ -52,6 +54,9 @@ impl fmt::Display for Arrival {
     }
 }
 
+/// The slowest fixed rate, IOPS: see the module docs.
+pub const MIN_RATE_IOPS: f64 = 0.001;
+
 /// Parse `closed`, `timestamps[:SCALE]`, `rate:IOPS` or `poisson:IOPS`
 /// (`iodepth` fills in the closed loop's depth).
 pub fn parse_arrival(text: &str, iodepth: u32) -> Result<Arrival, String> {
@@ -71,8 +76,15 @@ pub fn parse_arrival(text: &str, iodepth: u32) -> Result<Arrival, String> {
     match kind {
         "closed" if arg.is_none() => Ok(Arrival::Closed { iodepth }),
         "timestamps" => Ok(Arrival::Timestamps { time_scale: if arg.is_some() { number("0.5")? } else { 1.0 } }),
-        "rate" => Ok(Arrival::Rate { iops: number("10000")?, poisson: false }),
-        "poisson" => Ok(Arrival::Rate { iops: number("10000")?, poisson: true }),
+        "rate" | "poisson" => {
+            let iops = number("10000")?;
+            if iops < MIN_RATE_IOPS {
+                return Err(format!(
+                    "`{text}`: the rate must be at least {MIN_RATE_IOPS} IOPS (one request per 1000 s)"
+                ));
+            }
+            Ok(Arrival::Rate { iops, poisson: kind == "poisson" })
+        }
         _ => Err(format!("`{text}`: arrival must be closed, timestamps[:SCALE], rate:IOPS or poisson:IOPS")),
     }
 }
@@ -90,6 +102,15 @@ mod tests {
         assert!(parse_arrival("rate", 1).is_err());
         assert!(parse_arrival("rate:-3", 1).is_err());
         assert!(parse_arrival("sometimes", 1).is_err());
+    }
+
+    #[test]
+    fn rates_below_one_request_per_1000_s_are_refused_with_the_bound() {
+        for text in ["rate:1e-9", "poisson:0.0009"] {
+            let e = parse_arrival(text, 1).unwrap_err();
+            assert!(e.contains("at least 0.001 IOPS"), "{text}: {e}");
+        }
+        assert_eq!(parse_arrival("rate:0.001", 1).unwrap(), Arrival::Rate { iops: 0.001, poisson: false });
     }
 
     #[test]

@@ -21,6 +21,9 @@
 //! Packet and protocol overheads beyond line coding are not modelled; give
 //! `link_bandwidth_mbps` to use a measured figure. PCIe is full duplex (one
 //! timeline per direction); SATA is half duplex (one shared timeline).
+//!
+//! `command_overhead_ns` and `firmware_ns_per_request` are at most 10^9 ns
+//! (1 s): see [`crate::timing`] on the bounds of simulated time.
 
 use serde::{Deserialize, Serialize};
 
@@ -120,11 +123,13 @@ fn pcie_lane_bytes_per_s(generation: u32) -> Option<u64> {
 impl HostConfig {
     /// Check every field; the error names the field.
     pub fn validate(&self) -> Result<Host, (&'static str, String)> {
+        // At most 1 s (crate::timing::MAX_DURATION_NS): far beyond any
+        // real controller, and simulated time never overflows.
         let nonneg = |v: f64, f: &'static str| {
-            if v.is_finite() && v >= 0.0 {
+            if v.is_finite() && (0.0..=crate::timing::MAX_DURATION_NS as f64).contains(&v) {
                 Ok(v.round() as u64)
             } else {
-                Err((f, "must be a non-negative number".to_string()))
+                Err((f, format!("{v}: must be between 0 and 10^9 ns (1 s)")))
             }
         };
         let command_overhead_ns = nonneg(self.command_overhead_ns, "command_overhead_ns")?;
@@ -195,7 +200,7 @@ impl HostConfig {
                         return Err(("pcie_generation", "NVMe needs pcie_generation or pcie_lane_mbps".into()))
                     }
                 };
-                Ok(lane * u64::from(lanes))
+                Ok(lane.saturating_mul(u64::from(lanes)))
             }
             Interface::Sata => match self.sata_gbps {
                 // 8b/10b: 10 line bits per byte.
@@ -233,6 +238,20 @@ mod tests {
         assert_eq!(h.link_bytes_per_s, 600_000_000);
         assert_eq!((h.queues, h.queue_depth, h.full_duplex), (1, 32, false));
         assert_eq!(h.link_ns(4096), 6827);
+    }
+
+    #[test]
+    fn host_times_past_one_second_are_refused_with_the_bound() {
+        for v in [1e20, 1e18, 1e12, 1.5e9, -1.0, f64::NAN] {
+            let c = HostConfig { command_overhead_ns: v, ..Default::default() };
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.0, "command_overhead_ns");
+            assert!(e.1.contains("10^9 ns (1 s)"), "{v}: {}", e.1);
+            let f = HostConfig { firmware_ns_per_request: v, ..Default::default() };
+            assert_eq!(f.validate().unwrap_err().0, "firmware_ns_per_request", "{v}");
+        }
+        let ok = HostConfig { firmware_ns_per_request: 1e9, ..Default::default() };
+        assert_eq!(ok.validate().unwrap().firmware_ns, 1_000_000_000);
     }
 
     #[test]

@@ -223,6 +223,19 @@ fn rate_text(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 
+/// A figure with `decimals` decimals, or, when that would print a
+/// non-zero figure as 0, with two significant digits (0.001 IOPS on a drive
+/// that takes 1000 s per request is not 0).
+fn figure(v: f64, decimals: usize) -> String {
+    let text = format!("{v:.decimals$}");
+    if v > 0.0 && v.is_finite() && text.trim_start_matches(['0', '.']).is_empty() {
+        let digits = (1 - v.log10().floor() as i64).clamp(decimals as i64, 30) as usize;
+        format!("{v:.digits$}")
+    } else {
+        text
+    }
+}
+
 /// The report of a `perf` run.
 #[derive(Clone, Debug, Serialize)]
 pub struct PerfReport {
@@ -258,8 +271,15 @@ impl PerfReport {
         for f in &p.flows {
             let _ = writeln!(
                 s,
-                "  flow       {} (queue {}): {} — {}; {} requests, {:.0} IOPS, mean {:.1} µs, p99 {:.1} µs",
-                f.name, f.queue, f.workload, f.arrival, f.requests, f.iops, f.latency_mean_us, f.latency_p99_us
+                "  flow       {} (queue {}): {} — {}; {} requests, {} IOPS, mean {:.1} µs, p99 {:.1} µs",
+                f.name,
+                f.queue,
+                f.workload,
+                f.arrival,
+                f.requests,
+                figure(f.iops, 0),
+                f.latency_mean_us,
+                f.latency_p99_us
             );
         }
         let d = &p.device;
@@ -292,8 +312,12 @@ impl PerfReport {
         }
         let _ = writeln!(
             s,
-            "  simulated  {:.4} s, {} requests: {:.0} IOPS, read {:.1} MB/s, write {:.1} MB/s",
-            p.simulated_seconds, p.completed, p.iops, p.read_mbps, p.write_mbps
+            "  simulated  {:.4} s, {} requests: {} IOPS, read {} MB/s, write {} MB/s",
+            p.simulated_seconds,
+            p.completed,
+            figure(p.iops, 0),
+            figure(p.read_mbps, 1),
+            figure(p.write_mbps, 1)
         );
         let _ = writeln!(
             s,
@@ -385,5 +409,20 @@ impl PerfReport {
             let _ = writeln!(s, "  result     {verdict} — {} errors, {} warnings", r.errors, r.warnings);
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_nonzero_rate_is_printed_as_itself_not_as_zero() {
+        assert_eq!(figure(0.000999, 0), "0.00100");
+        assert_eq!(figure(0.04, 1), "0.040");
+        assert_eq!(figure(216.4, 0), "216", "normal figures keep their format");
+        assert_eq!(figure(2.71, 1), "2.7");
+        assert_eq!(figure(0.0, 1), "0.0");
+        assert_eq!(figure(0.6, 0), "1", "rounds to a non-zero figure: unchanged");
     }
 }

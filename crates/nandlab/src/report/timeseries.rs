@@ -7,8 +7,16 @@
 //! comes from a histogram reset at each boundary. Flash work (GC pages
 //! moved, blocks erased, pages programmed) is binned by the time it
 //! completes by the timing model and joined at the end.
+//!
+//! The series holds at most [`MAX_SERIES_BINS`] intervals, so its memory
+//! does not depend on the simulated time or the `--interval`: when one
+//! more would be needed the interval doubles and each pair of neighbouring
+//! intervals merges into one (counts and sums add; a merged p99 is the
+//! larger of the two, an upper bound, since the histograms are gone). The
+//! report's `timeseries_interval_s` is the interval in the end; the flash
+//! series does the same and is merged to the coarser of the two.
 
-use crate::timing::FlashInterval;
+use crate::timing::{FlashInterval, MAX_SERIES_BINS};
 use crate::workload::HostOp;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -43,6 +51,61 @@ pub struct IntervalRow {
     pub pages_read: u64,
     /// Mean busy share of the dies in the interval.
     pub die_utilisation: f64,
+    /// Sums kept to merge intervals (not reported): requests of every
+    /// kind, bytes read and written, latencies.
+    #[serde(skip)]
+    sums: RowSums,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+struct RowSums {
+    requests: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    latency_ns: u128,
+}
+
+impl IntervalRow {
+    /// The rates of an interval of `secs` seconds from its sums.
+    fn set_rates(&mut self, secs: f64) {
+        let n = self.sums.requests;
+        self.length_s = secs;
+        self.iops = n as f64 / secs;
+        self.read_mbps = self.sums.read_bytes as f64 / 1e6 / secs;
+        self.write_mbps = self.sums.write_bytes as f64 / 1e6 / secs;
+        self.latency_mean_us = if n == 0 { 0.0 } else { self.sums.latency_ns as f64 / n as f64 / 1000.0 };
+    }
+
+    /// Merge the next interval into this one (before the flash work is joined).
+    fn absorb(&mut self, next: &IntervalRow) {
+        self.reads += next.reads;
+        self.writes += next.writes;
+        self.sums.requests += next.sums.requests;
+        self.sums.read_bytes += next.sums.read_bytes;
+        self.sums.write_bytes += next.sums.write_bytes;
+        self.sums.latency_ns += next.sums.latency_ns;
+        self.latency_p99_us = self.latency_p99_us.max(next.latency_p99_us);
+        self.free_blocks = next.free_blocks;
+        self.set_rates(self.length_s + next.length_s);
+    }
+}
+
+/// Merge neighbouring pairs of `v` in place (an odd last one stays alone).
+fn merge_pairs<T: Clone>(v: &mut Vec<T>, absorb: impl Fn(&mut T, &T)) {
+    let n = v.len();
+    for i in 0..n.div_ceil(2) {
+        let mut a = v[2 * i].clone();
+        if let Some(b) = v.get(2 * i + 1) {
+            absorb(&mut a, b);
+        }
+        v[i] = a;
+    }
+    v.truncate(n.div_ceil(2));
+}
+
+/// Merge neighbouring pairs of a flash series (an odd last one stays alone).
+pub fn merge_flash_pairs(v: &mut Vec<FlashInterval>) {
+    merge_pairs(v, |a, b| a.absorb(b));
 }
 
 /// Builds the series. See the module docs.
@@ -88,32 +151,42 @@ impl SeriesRecorder {
         self.origin_ns = origin_ns;
     }
 
+    /// The start of the open interval, in simulated time (saturating: see
+    /// [`crate::timing`] on the bounds of simulated time).
+    fn open_start_ns(&self) -> u64 {
+        self.origin_ns.saturating_add(self.index.saturating_mul(self.interval_ns))
+    }
+
     /// The end of the open interval, in simulated time.
     fn open_end_ns(&self) -> u64 {
-        self.origin_ns + (self.index + 1) * self.interval_ns
+        self.open_start_ns().saturating_add(self.interval_ns)
     }
 
     /// Close every interval that ends at or before `t_ns` (simulated
-    /// time); `free_blocks` samples the FTL at each closing.
+    /// time); `free_blocks` samples the FTL at the first closing (nothing
+    /// changes it before the next event).
     pub fn roll_to(&mut self, t_ns: u64, free_blocks: &mut dyn FnMut() -> Option<u64>) {
-        while t_ns >= self.open_end_ns() {
-            self.close(self.interval_ns, free_blocks());
+        let mut sample = None;
+        while t_ns >= self.open_end_ns() && self.open_end_ns() < u64::MAX {
+            let free = *sample.get_or_insert_with(&mut *free_blocks);
+            self.close(self.interval_ns, free);
         }
     }
 
-    /// Close the open interval, `length_ns` long.
+    /// Close the open interval, `length_ns` long; past [`MAX_SERIES_BINS`]
+    /// intervals, double the interval (see the module docs).
     fn close(&mut self, length_ns: u64, free_blocks: Option<u64>) {
         let secs = length_ns.max(1) as f64 / 1e9;
         let n = self.requests;
-        self.rows.push(IntervalRow {
-            start_s: (self.index * self.interval_ns) as f64 / 1e9,
+        let mut row = IntervalRow {
+            start_s: self.open_start_ns().saturating_sub(self.origin_ns) as f64 / 1e9,
             length_s: secs,
             reads: self.reads,
             writes: self.writes,
-            iops: n as f64 / secs,
-            read_mbps: self.read_bytes as f64 / 1e6 / secs,
-            write_mbps: self.write_bytes as f64 / 1e6 / secs,
-            latency_mean_us: if n == 0 { 0.0 } else { self.latency_sum_ns as f64 / n as f64 / 1000.0 },
+            iops: 0.0,
+            read_mbps: 0.0,
+            write_mbps: 0.0,
+            latency_mean_us: 0.0,
             latency_p99_us: if n == 0 { 0.0 } else { self.hist.value_at_quantile(0.99) as f64 / 1000.0 },
             foreground_gc_pages_moved: 0,
             background_gc_pages_moved: 0,
@@ -123,9 +196,25 @@ impl SeriesRecorder {
             pages_programmed: 0,
             pages_read: 0,
             die_utilisation: 0.0,
-        });
+            sums: RowSums {
+                requests: n,
+                read_bytes: self.read_bytes,
+                write_bytes: self.write_bytes,
+                latency_ns: self.latency_sum_ns,
+            },
+        };
+        row.set_rates(secs);
+        self.rows.push(row);
         self.index += 1;
-        self.hist.reset();
+        if self.rows.len() >= MAX_SERIES_BINS {
+            // (The count is even: the open interval starts a merged one.)
+            merge_pairs(&mut self.rows, IntervalRow::absorb);
+            self.index /= 2;
+            self.interval_ns = self.interval_ns.saturating_mul(2);
+        }
+        if n > 0 {
+            self.hist.reset();
+        }
         self.reads = 0;
         self.writes = 0;
         self.requests = 0;
@@ -154,21 +243,34 @@ impl SeriesRecorder {
 
     /// Close the last interval (if anything happened in it), dividing by
     /// its real length (it ends at `end_ns`, the last completion), and join
-    /// the flash work binned per interval.
+    /// the flash work binned per interval (`flash`, binned by
+    /// `flash_interval_ns`: the two are merged to the coarser). Returns the
+    /// rows and their interval, ns.
     pub fn finish(
         mut self,
         end_ns: u64,
         free_blocks: Option<u64>,
         flash: &[FlashInterval],
+        flash_interval_ns: u64,
         dies: u32,
-    ) -> Vec<IntervalRow> {
+    ) -> (Vec<IntervalRow>, u64) {
         let mut sample = || free_blocks;
         self.roll_to(end_ns, &mut sample);
-        let open_start = self.origin_ns + self.index * self.interval_ns;
+        let open_start = self.open_start_ns();
         if self.requests > 0 || end_ns > open_start {
             self.close(end_ns.saturating_sub(open_start), free_blocks);
         }
-        for (row, f) in self.rows.iter_mut().zip(flash) {
+        let mut flash = flash.to_vec();
+        let mut flash_interval_ns = flash_interval_ns.max(1);
+        while flash_interval_ns < self.interval_ns {
+            merge_flash_pairs(&mut flash);
+            flash_interval_ns = flash_interval_ns.saturating_mul(2);
+        }
+        while self.interval_ns < flash_interval_ns {
+            merge_pairs(&mut self.rows, IntervalRow::absorb);
+            self.interval_ns = self.interval_ns.saturating_mul(2);
+        }
+        for (row, f) in self.rows.iter_mut().zip(&flash) {
             row.foreground_gc_pages_moved = f.foreground_gc_pages_moved;
             row.background_gc_pages_moved = f.background_gc_pages_moved;
             row.blocks_erased = f.blocks_erased;
@@ -181,7 +283,7 @@ impl SeriesRecorder {
                 f.pages_programmed as f64 / f.host_pages_programmed as f64
             };
         }
-        self.rows
+        (self.rows, self.interval_ns)
     }
 }
 
@@ -233,7 +335,7 @@ mod tests {
             FlashInterval { pages_programmed: 4, host_pages_programmed: 2, blocks_erased: 1, ..Default::default() },
             FlashInterval::default(),
         ];
-        let rows = s.finish(2_600_000_000, Some(5), &flash, 1);
+        let (rows, _) = s.finish(2_600_000_000, Some(5), &flash, 1_000_000_000, 1);
         assert_eq!(rows.len(), 3);
         assert_eq!((rows[0].writes, rows[1].writes, rows[2].reads), (2, 0, 1));
         assert_eq!(rows[0].latency_mean_us, 2.0);
@@ -255,10 +357,50 @@ mod tests {
         s.roll_to(6_100_000_000, &mut free);
         s.record(HostOp::Write, 1000, 4096);
         s.record(HostOp::Write, 1000, 4096);
-        let rows = s.finish(6_250_000_000, None, &[], 1);
+        let (rows, _) = s.finish(6_250_000_000, None, &[], 1_000_000_000, 1);
         assert_eq!(rows.len(), 2, "no empty rows for the 5 s before the trace");
         assert_eq!((rows[0].start_s, rows[0].length_s, rows[0].iops), (0.0, 1.0, 1.0));
         assert_eq!((rows[1].start_s, rows[1].length_s), (1.0, 0.25));
         assert_eq!(rows[1].iops, 8.0, "2 requests in the last 0.25 s");
+    }
+
+    #[test]
+    fn the_series_stays_within_its_bin_cap_whatever_the_time_and_interval() {
+        // 1 ns intervals over 2^62 ns (the end of simulated time): without
+        // the cap, 2^62 rows.
+        let mut s = SeriesRecorder::new(1);
+        let mut free = || Some(3);
+        s.record(HostOp::Write, 1000, 4096);
+        s.roll_to(10, &mut free);
+        s.record(HostOp::Read, 3000, 8192);
+        s.roll_to(1 << 62, &mut free);
+        s.record(HostOp::Write, 5000, 4096);
+        assert!(s.rows.len() < MAX_SERIES_BINS);
+        let flash = vec![FlashInterval { pages_programmed: 2, host_pages_programmed: 1, ..Default::default() }; 100];
+        let (rows, interval) = s.finish((1 << 62) + 7, Some(3), &flash, 1, 1);
+        assert!(rows.len() <= MAX_SERIES_BINS, "{} rows", rows.len());
+        assert!(interval.saturating_mul(MAX_SERIES_BINS as u64) > 1 << 62, "interval {interval} ns");
+        assert_eq!(rows.iter().map(|r| r.reads + r.writes).sum::<u64>(), 3, "no request lost in merging");
+        assert_eq!(rows[0].reads + rows[0].writes, 2, "the first two share the first merged interval");
+        assert_eq!(rows[0].latency_mean_us, 2.0);
+        assert_eq!(rows[0].pages_programmed, 200, "the flash series merged to the same interval");
+        assert_eq!(rows[0].start_s, 0.0);
+        assert_eq!(rows[1].start_s, interval as f64 / 1e9);
+    }
+
+    #[test]
+    fn merging_intervals_adds_counts_and_keeps_the_larger_p99() {
+        let mut s = SeriesRecorder::new(1000);
+        let mut free = || None;
+        for i in 0..MAX_SERIES_BINS as u64 {
+            s.record(HostOp::Write, 1000 * (i % 2 + 1), 4096);
+            s.roll_to((i + 1) * 1000, &mut free);
+        }
+        assert_eq!(s.interval_ns(), 2000, "doubled once");
+        assert_eq!(s.rows.len(), MAX_SERIES_BINS / 2);
+        let r = &s.rows[0];
+        assert_eq!((r.writes, r.latency_mean_us), (2, 1.5));
+        assert!((r.length_s - 2e-6).abs() < 1e-15 && (r.iops - 1e6).abs() < 1e-3, "{r:?}");
+        assert!((r.latency_p99_us - 2.0).abs() < 0.01, "{}", r.latency_p99_us);
     }
 }

@@ -22,6 +22,9 @@
 //! [`crate::nand::geometry`]): SLC has one latency, MLC `[lsb, msb]`, TLC
 //! `[lsb, csb, msb]`, QLC four values in bit order. A single number applies
 //! to every type.
+//!
+//! Every latency is at most 10^6 µs and `command_latency_ns` at most 10^9
+//! ns (1 s both): see [`crate::timing`] on the bounds of simulated time.
 
 use crate::workload::size::SizeSpec;
 use serde::{Deserialize, Serialize};
@@ -94,9 +97,10 @@ impl PerPageType {
     }
 }
 
+/// A latency in µs: at most [`super::MAX_DURATION_NS`] (1 s).
 fn check_latency(v: f64) -> Result<(), String> {
-    if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
-        return Err(format!("{v}: must be a latency between 0 and 10^9 µs"));
+    if !(v.is_finite() && (0.0..=super::MAX_DURATION_NS as f64 / 1000.0).contains(&v)) {
+        return Err(format!("{v}: must be a latency between 0 and 10^6 µs (1 s)"));
     }
     Ok(())
 }
@@ -236,8 +240,13 @@ impl TimingConfig {
         check_latency(self.erase_latency_us).map_err(|e| ("erase_latency_us", e))?;
         check_latency(self.program_suspend_latency_us).map_err(|e| ("program_suspend_latency_us", e))?;
         check_latency(self.erase_suspend_latency_us).map_err(|e| ("erase_suspend_latency_us", e))?;
-        if !(self.command_latency_ns.is_finite() && self.command_latency_ns >= 0.0) {
-            return Err(("command_latency_ns", "must be a non-negative number".into()));
+        if !(self.command_latency_ns.is_finite()
+            && (0.0..=super::MAX_DURATION_NS as f64).contains(&self.command_latency_ns))
+        {
+            return Err((
+                "command_latency_ns",
+                format!("{}: must be between 0 and 10^9 ns (1 s)", self.command_latency_ns),
+            ));
         }
         if !(self.channel_rate_mtps.is_finite() && self.channel_rate_mtps >= 0.0) {
             return Err(("channel_rate_mtps", "must be a non-negative number (0: transfers take no time)".into()));
@@ -251,6 +260,13 @@ impl TimingConfig {
         }
         if !(self.dram_bandwidth_mbps.is_finite() && self.dram_bandwidth_mbps >= 0.0) {
             return Err(("dram_bandwidth_mbps", "must be a non-negative number (0: unlimited)".into()));
+        }
+        if self.dram_bandwidth_mbps > 0.0 && self.dram_bandwidth_mbps.round() < 1.0 {
+            // It would round to 0, which means unlimited.
+            return Err((
+                "dram_bandwidth_mbps",
+                format!("{}: must be 0 (unlimited) or at least 1 MB/s", self.dram_bandwidth_mbps),
+            ));
         }
         if !(self.write_cache_flush_watermark > 0.0 && self.write_cache_flush_watermark <= 1.0) {
             return Err(("write_cache_flush_watermark", "must be within (0, 1]".into()));
@@ -334,6 +350,38 @@ mod tests {
         let e = base().validate(3, 1 << 30).unwrap_err();
         assert_eq!(e.0, "program_latency_us");
         assert!(e.1.contains("3 for this cell type"), "{}", e.1);
+    }
+
+    #[test]
+    fn durations_past_one_second_are_refused_with_the_bound() {
+        for (key, value) in [
+            ("read_latency_us", "1e9"),
+            ("program_latency_us", "[500, 1e9]"),
+            ("erase_latency_us", "2e6"),
+            ("erase_suspend_latency_us", "1e7"),
+            ("command_latency_ns", "1e20"),
+            ("command_latency_ns", "1e12"),
+        ] {
+            let mut table: toml::Table = toml::Value::try_from(base()).unwrap().try_into().unwrap();
+            table.insert(key.into(), toml::from_str::<toml::Table>(&format!("v = {value}")).unwrap()["v"].clone());
+            let c: TimingConfig = toml::Value::Table(table).try_into().unwrap();
+            let e = c.validate(2, 1 << 30).unwrap_err();
+            assert_eq!(e.0, key, "{value}");
+            assert!(e.1.contains("(1 s)"), "{key} = {value}: {}", e.1);
+        }
+        let mut c = base();
+        c.read_latency_us = PerPageType::All(1e6);
+        c.command_latency_ns = 1e9;
+        assert_eq!(c.validate(2, 1 << 30).unwrap().read_ns_by_level, vec![1_000_000_000; 2], "1 s is allowed");
+    }
+
+    #[test]
+    fn a_dram_bandwidth_that_would_round_to_unlimited_is_refused() {
+        let mut c = base();
+        c.dram_bandwidth_mbps = 0.4;
+        let e = c.validate(2, 1 << 30).unwrap_err();
+        assert_eq!(e.0, "dram_bandwidth_mbps");
+        assert!(e.1.contains("at least 1 MB/s"), "{}", e.1);
     }
 
     #[test]

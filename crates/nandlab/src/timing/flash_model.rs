@@ -90,6 +90,7 @@
 use super::breakdown::{Breakdown, Component};
 use super::config::Timing;
 use super::timeline::{Fit, Timeline};
+use super::MAX_SERIES_BINS;
 use crate::flash::{Cause, FlashObserver, FlashOp, OpKind};
 use crate::nand::{FastDiv, Geometry, PagePairing, PageType};
 use serde::Serialize;
@@ -152,6 +153,20 @@ pub struct FlashInterval {
     pub die_busy_ns: u64,
     /// Cell reads of any kind (data, OOB, metadata, copyback sources): a tR each.
     pub pages_read: u64,
+}
+
+impl FlashInterval {
+    /// Add the next interval's work (merging two intervals into one).
+    pub fn absorb(&mut self, o: &FlashInterval) {
+        self.pages_programmed += o.pages_programmed;
+        self.host_pages_programmed += o.host_pages_programmed;
+        self.foreground_gc_pages_moved += o.foreground_gc_pages_moved;
+        self.background_gc_pages_moved += o.background_gc_pages_moved;
+        self.gc_blocks_erased += o.gc_blocks_erased;
+        self.blocks_erased += o.blocks_erased;
+        self.die_busy_ns += o.die_busy_ns;
+        self.pages_read += o.pages_read;
+    }
 }
 
 /// Totals of what the model timed.
@@ -332,6 +347,12 @@ impl FlashTiming {
 
     pub fn counters(&self) -> &FlashTimingCounters {
         &self.counters
+    }
+
+    /// The flash series' interval, ns: the one asked for, doubled each
+    /// time the series reached [`MAX_SERIES_BINS`].
+    pub fn flash_interval_ns(&self) -> u64 {
+        self.interval_ns
     }
 
     pub fn flash_series(&self) -> &[FlashInterval] {
@@ -530,16 +551,23 @@ impl FlashTiming {
     /// The flash series' interval holding `t`: its index and its end, ns.
     /// Consecutive operations mostly fall in the interval of the one
     /// before, so that one is remembered rather than divided for again.
+    /// Past [`MAX_SERIES_BINS`] intervals the interval doubles and
+    /// neighbouring intervals merge (as the time series does).
     #[inline]
     fn bin_of(&mut self, t: u64) -> (usize, u64) {
         let since = t.saturating_sub(self.origin_ns);
         let (i, bin_start) = self.last_bin;
         if since >= bin_start && since - bin_start < self.interval_ns {
-            return (i, self.origin_ns + bin_start + self.interval_ns);
+            return (i, self.origin_ns.saturating_add(bin_start + self.interval_ns));
         }
-        let i = since / self.interval_ns;
+        let mut i = since / self.interval_ns;
+        while i >= MAX_SERIES_BINS as u64 {
+            crate::report::timeseries::merge_flash_pairs(&mut self.flash_series);
+            self.interval_ns = self.interval_ns.saturating_mul(2);
+            i = since / self.interval_ns;
+        }
         self.last_bin = (i as usize, i * self.interval_ns);
-        (i as usize, self.origin_ns + (i + 1) * self.interval_ns)
+        (i as usize, self.origin_ns.saturating_add((i + 1).saturating_mul(self.interval_ns)))
     }
 
     fn bucket(&mut self, t: u64) -> &mut FlashInterval {

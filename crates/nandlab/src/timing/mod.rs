@@ -49,6 +49,20 @@
 //!   they were admitted; a later suspend that delays one of them does not
 //!   delay that queue's admissions.
 
+//!
+//! # Bounds of simulated time
+//!
+//! Simulated time is a `u64` of nanoseconds, but a run ends at
+//! [`TIME_LIMIT_NS`] (2^62 ns, about 146 years): every duration a
+//! configuration may give is at most [`MAX_DURATION_NS`] (1 s), so any sum
+//! the model forms from a time below the limit, even a backlog of a whole
+//! write cache, stays far below `u64::MAX` and never wraps; a request that
+//! would arrive or complete past the limit stops the run with an input
+//! error instead of a wrong report ([`crate::run::perf`]). The timelines
+//! also keep a tag bit in the top bit of a time, so times must stay below
+//! 2^63. Per-interval series ([`MAX_SERIES_BINS`]) and timeline calendars
+//! ([`timeline`]) hold a bounded number of bins whatever the times are.
+
 pub mod breakdown;
 pub mod config;
 pub mod flash_model;
@@ -59,3 +73,20 @@ pub use breakdown::{Breakdown, Component};
 pub use config::{Timing, TimingConfig, WriteCacheMode};
 pub use flash_model::{FlashInterval, FlashTiming, TimingObserver, NO_OWNER};
 pub use timeline::{ServerPool, Timeline};
+
+/// The end of representable simulated time, ns (2^62 ns, about 146
+/// years): see the module docs.
+pub const TIME_LIMIT_NS: u64 = 1 << 62;
+
+/// The longest duration a `[timing]` or `[host]` value may give, ns (1 s):
+/// every cell, command and controller time of a real drive is far shorter,
+/// and the bound keeps sums of simulated times far from overflow.
+pub const MAX_DURATION_NS: u64 = 1_000_000_000;
+
+/// At most this many intervals in a per-interval series (the time series
+/// and the flash series): when one more would be needed, the interval
+/// doubles and neighbouring intervals merge, so memory does not grow with
+/// simulated time or shrink of `--interval`. 65,536 one-second intervals
+/// are 18 hours of simulated time; a 1 ms interval covers 65 s before the
+/// first doubling.
+pub const MAX_SERIES_BINS: usize = 1 << 16;

@@ -10,6 +10,9 @@
 //! current simulated time can never matter again and are pruned (a slot of
 //! the calendar at a time, see [`Timeline::prune`]), so a timeline holds
 //! little more than the work in flight: no allocation in steady state.
+//! Its calendar has at most `MAX_SLOTS` (8192) slots whatever the times booked
+//! (a booking further ahead widens the slots), so its memory follows the
+//! intervals held, not the simulated time between them.
 //!
 //! Each interval carries one tag bit (here: "reserved by garbage
 //! collection") so that a wait can be attributed to what caused it;
@@ -70,6 +73,15 @@ pub struct Fit {
 /// start in it, a few dozen at most on a busy channel.
 const SLOT_SHIFT: u32 = 20;
 
+/// At most this many slots in a calendar (192 KiB of slot headers). A
+/// booking further ahead than that many slots from the first (a long
+/// latency, or a far arrival with work still held) doubles the slot span,
+/// merging neighbouring slots, until it fits: the calendar's memory follows
+/// the intervals held, never the distance in time between them. The span
+/// returns to [`SLOT_SHIFT`] when the timeline empties. Backlogs seen on
+/// real presets hold a few hundred slots, far below it.
+const MAX_SLOTS: usize = 8192;
+
 /// Emptied slot vectors kept for reuse, per timeline. A GC-bound drive
 /// keeps ~300 ms of work booked ahead (~300 slots per timeline) and its
 /// queues swing by that much: with 64 spares it freed and regrew slot
@@ -104,6 +116,8 @@ struct Gap {
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     slots: VecDeque<Vec<Busy>>,
+    /// log2 of the slot span beyond [`SLOT_SHIFT`] (see [`MAX_SLOTS`]).
+    extra_shift: u32,
     /// Start of slot 0, ns (a multiple of the slot span).
     base: u64,
     /// Intervals held (ended ones too, until their slot is forgotten).
@@ -127,7 +141,48 @@ impl Timeline {
     /// forgotten time, which [`Timeline::double_booking`] exposes): that
     /// goes to the first slot.
     fn slot_of(&self, t: u64) -> usize {
-        (t.saturating_sub(self.base) >> SLOT_SHIFT) as usize
+        (t.saturating_sub(self.base) >> self.shift()) as usize
+    }
+
+    /// log2 of a slot's span, ns.
+    #[inline(always)]
+    fn shift(&self) -> u32 {
+        SLOT_SHIFT + self.extra_shift
+    }
+
+    /// Widen the slots until time `t` falls within [`MAX_SLOTS`] of the
+    /// first, merging neighbouring slots (intervals keep their order).
+    #[cold]
+    #[inline(never)]
+    fn coarsen(&mut self, t: u64) {
+        let (old_shift, old_base) = (self.shift(), self.base);
+        let mut shift = old_shift;
+        while t.saturating_sub(old_base >> shift << shift) >> shift >= MAX_SLOTS as u64 {
+            shift += 1;
+        }
+        let base = old_base >> shift << shift;
+        let old = std::mem::take(&mut self.slots);
+        for (i, v) in old.into_iter().enumerate() {
+            let k = ((old_base + ((i as u64) << old_shift) - base) >> shift) as usize;
+            while self.slots.len() <= k {
+                self.slots.push_back(Vec::new());
+            }
+            if self.slots[k].is_empty() {
+                let empty = std::mem::replace(&mut self.slots[k], v);
+                self.recycle(empty);
+            } else {
+                self.slots[k].extend_from_slice(&v);
+                self.recycle(v);
+            }
+        }
+        self.extra_shift = shift - SLOT_SHIFT;
+        self.base = base;
+        // (prune_at may now be early: the next prune recomputes it.)
+    }
+
+    /// Slots in the calendar (for tests and memory accounting).
+    pub fn slots_held(&self) -> usize {
+        self.slots.len()
     }
 
     fn at(&self, (slot, i): Pos) -> Busy {
@@ -182,7 +237,8 @@ impl Timeline {
     #[inline(always)]
     fn walk_from(&self, (slot, i): Pos, until_ns: u64, mut visit: impl FnMut(Pos, &Busy) -> bool) {
         let mut from = i;
-        let mut slot_start = self.base + ((slot as u64) << SLOT_SHIFT);
+        let shift = self.shift();
+        let mut slot_start = self.base + ((slot as u64) << shift);
         for k in slot..self.slots.len() {
             if slot_start >= until_ns {
                 return;
@@ -194,7 +250,7 @@ impl Timeline {
                 }
             }
             from = 0;
-            slot_start += 1 << SLOT_SHIFT;
+            slot_start += 1 << shift;
         }
     }
 
@@ -373,6 +429,9 @@ impl Timeline {
             }
         }
         self.last_end = end;
+        if self.slot_of(start) >= MAX_SLOTS {
+            self.coarsen(start);
+        }
         let slot = self.slot_of(start);
         self.slot_mut(slot).push(Busy::new(start, end, gc));
         self.count += 1;
@@ -384,6 +443,7 @@ impl Timeline {
     #[cold]
     fn restart(&mut self) {
         self.recycle_all();
+        self.extra_shift = 0;
         self.base = self.pruned_to >> SLOT_SHIFT << SLOT_SHIFT;
         self.prune_at = self.base + (1 << SLOT_SHIFT);
     }
@@ -459,7 +519,7 @@ impl Timeline {
     #[inline(never)]
     fn prune_slots(&mut self, now: u64) {
         while let Some(front) = self.slots.front() {
-            let slot_end = self.base + (1 << SLOT_SHIFT);
+            let slot_end = self.base + (1 << self.shift());
             let ends = front.last().map_or(0, Busy::end);
             if slot_end > now || ends > now {
                 self.prune_at = slot_end.max(ends);
@@ -690,5 +750,31 @@ mod tests {
         assert_eq!(p.serve(0, 10), (0, 10));
         assert_eq!(p.serve(0, 10), (10, 20));
         assert_eq!(p.busy_ns(), 30);
+    }
+
+    #[test]
+    fn bookings_far_ahead_keep_the_calendar_bounded_and_still_backfill() {
+        // Work 10^15 ns (11.6 days) and then 2^62 ns ahead: one 1 ms slot
+        // per millisecond would be 10^9 and 4 * 10^12 slots.
+        let mut t = Timeline::default();
+        t.enable_audit();
+        t.book(0, 100, false);
+        t.book(1_000_000_000_000_000, 1_000, true);
+        assert!(t.slots_held() <= MAX_SLOTS, "{} slots", t.slots_held());
+        t.book(1 << 62, 1_000, false);
+        assert!(t.slots_held() <= MAX_SLOTS, "{} slots", t.slots_held());
+        assert_eq!(t.len(), 3);
+        // First fit still finds the gaps, before and between the far work.
+        assert_eq!(t.book(50, 100, false), 100, "right after the first interval");
+        assert_eq!(t.fit(1_000_000_000_000_000 - 10, 20).start, 1_000_000_000_000_000 + 1_000);
+        assert_eq!(t.book(1_000_000_000_000_000 - 10, 10, false), 1_000_000_000_000_000 - 10);
+        assert_eq!(t.gc_ns_between(0, 1 << 62, u64::MAX), 1_000);
+        assert_eq!(t.double_booking(), None);
+        // Pruned empty (slots are forgotten whole), the calendar starts
+        // again at the usual span.
+        t.prune((1 << 62) + (1 << 52));
+        assert_eq!(t.len(), 0);
+        t.book((1 << 62) + (1 << 52), 10, false);
+        assert_eq!(t.extra_shift, 0);
     }
 }

@@ -20,6 +20,22 @@
 //! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
 //! the time series all count from there.
 //!
+//! # Bounds
+//!
+//! A run ends at [`TIME_LIMIT_NS`] of simulated time (about 146 years; see
+//! [`crate::timing`]): a request that would arrive or complete later (a
+//! trace time near 2^64 ns, a very slow rate, a very slow drive) stops the
+//! run with an input error naming the flow, never a wrapped time. The
+//! closed-loop flows keep at most [`MAX_OUTSTANDING`] requests outstanding
+//! in all (`numjobs` x `iodepth` over every flow), checked before anything
+//! runs: each outstanding request holds an event and a record (a few
+//! hundred bytes with its flow's share), and 2^20 is past what hosts keep
+//! in flight (Linux gives a device at most a few thousand tags per
+//! hardware queue) while staying in a few hundred MiB. Open-loop flows
+//! whose arrivals outpace the device would pile up requests without end:
+//! the run stops issuing when that many are outstanding, and says so
+//! (`stopped`).
+//!
 //! # Looking ahead
 //!
 //! On a large drive every request's oracle entry, map entry and old page
@@ -51,14 +67,25 @@ use crate::report::perf::{
 use crate::report::timeseries::SeriesRecorder;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::seed::{derive_seed, rng_for, Rng};
-use crate::timing::Component;
 use crate::timing::WriteCacheMode;
+use crate::timing::{Component, TIME_LIMIT_NS};
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use crate::workload::{HostOp, HostRequest, Workload};
 use device::TimedDevice;
 use precondition::{free_blocks, PreconditionSpec};
 use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
+
+/// At most this many closed-loop requests outstanding over all flows
+/// (`numjobs` x `iodepth`): see the module docs.
+pub const MAX_OUTSTANDING: u64 = 1 << 20;
+
+/// The error of a request past the end of simulated time.
+fn past_time_limit(flow: &str, what: &str, t_ns: u64) -> RunError {
+    RunError::Input(format!(
+        "flow {flow}: a request would {what} at {t_ns} ns of simulated time, past its end ({TIME_LIMIT_NS} ns = 2^62 ns, about 146 years)"
+    ))
+}
 
 /// Options of a perf run.
 #[derive(Clone, Debug)]
@@ -256,7 +283,11 @@ impl Sim {
             Arrival::Timestamps { time_scale } => {
                 match st.ahead.next(st.flow.workload.as_mut())? {
                     Some(r) => {
+                        // (The cast saturates at u64::MAX.)
                         let t = ((r.arrival_ns as f64 * time_scale).round() as u64).max(now);
+                        if t > TIME_LIMIT_NS {
+                            return Err(past_time_limit(&st.flow.name, "arrive (trace time x scale)", t));
+                        }
                         st.pending = Some(r);
                         self.push(t, Kind::Arrival(f as u32));
                     }
@@ -266,7 +297,11 @@ impl Sim {
             }
             Arrival::Rate { iops, poisson } => {
                 let gap = Arrival::rate_gap_ns(iops, poisson, &mut st.rng);
-                self.push(now + gap, Kind::Arrival(f as u32));
+                let t = now.saturating_add(gap);
+                if t > TIME_LIMIT_NS {
+                    return Err(past_time_limit(&st.flow.name, "arrive", t));
+                }
+                self.push(t, Kind::Arrival(f as u32));
                 Ok(())
             }
         }
@@ -285,6 +320,7 @@ pub fn run(
     if flows.is_empty() {
         return Err(RunError::Input("perf needs at least one flow".into()));
     }
+    check_options(&flows, opts)?;
     let spp = config.geometry.sectors_per_page();
     let unit = opts.oracle_unit_sectors.unwrap_or_else(|| {
         flows
@@ -424,6 +460,32 @@ pub fn run(
     )
 }
 
+/// Refuse what cannot run (before anything runs): see the module docs.
+fn check_options(flows: &[Flow], opts: &PerfOptions) -> Result<(), RunError> {
+    if opts.max_requests == Some(0) {
+        return Err(RunError::Input("--requests: must be at least 1 (0 runs nothing)".into()));
+    }
+    if opts.interval_ns == 0 || opts.interval_ns > TIME_LIMIT_NS {
+        return Err(RunError::Input(format!(
+            "--interval: must be between 1 ns and {TIME_LIMIT_NS} ns (2^62 ns, about 146 years), not {} ns",
+            opts.interval_ns
+        )));
+    }
+    let outstanding: u64 = flows
+        .iter()
+        .map(|f| match f.arrival {
+            Arrival::Closed { iodepth } => u64::from(iodepth.max(1)),
+            _ => 0,
+        })
+        .sum();
+    if outstanding > MAX_OUTSTANDING {
+        return Err(RunError::Input(format!(
+            "--numjobs x --iodepth: {outstanding} requests outstanding over all flows; at most {MAX_OUTSTANDING} (2^20) in a simulation (each holds simulator state)"
+        )));
+    }
+    Ok(())
+}
+
 /// A request of flow `f` arrives at `now`.
 fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize, now: u64) -> Result<(), RunError> {
     if sim.stopping.is_none() {
@@ -433,6 +495,10 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
             sim.stopping = Some("request count reached".into());
         } else if opts.stop.is_set() {
             sim.stopping = Some(INTERRUPTED.into());
+        } else if sim.in_flight >= MAX_OUTSTANDING {
+            sim.stopping = Some(format!(
+                "{MAX_OUTSTANDING} requests outstanding (the most a simulation holds): the open-loop arrivals outpace the device"
+            ));
         }
     }
     if sim.stopping.is_some() || sim.flows[f].finished {
@@ -464,6 +530,9 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     }
     let id = sim.issued;
     let c = device.submit(&req, queue, now, id)?;
+    if c.completion_ns > TIME_LIMIT_NS {
+        return Err(past_time_limit(&sim.flows[f].flow.name, "complete", c.completion_ns));
+    }
     sim.issued += 1;
     sim.in_flight += 1;
     sim.flows[f].requests += 1;
@@ -567,7 +636,13 @@ fn build_report(
         device.host().full_duplex,
     );
     let counters = *model.counters();
-    let rows = sim.series.finish(end_ns, free_blocks(session), model.flash_series(), config.geometry.dies());
+    let (rows, interval_ns) = sim.series.finish(
+        end_ns,
+        free_blocks(session),
+        model.flash_series(),
+        model.flash_interval_ns(),
+        config.geometry.dies(),
+    );
     let host_bytes = host.read_bytes + host.write_bytes;
     let g = &config.geometry;
     let perf = PerfSection {
@@ -619,7 +694,7 @@ fn build_report(
         write_cache: device.cache().map(|c| c.counters),
         write_cache_mode: device.timing().config.write_cache.name(),
         suspends: counters.suspends,
-        timeseries_interval_s: opts.interval_ns as f64 / 1e9,
+        timeseries_interval_s: interval_ns as f64 / 1e9,
         timeseries: rows,
         stopped: sim.stopping.clone(),
         timed_cpu_seconds: timed_cpu,
@@ -786,6 +861,124 @@ mod tests {
         let flow = Flow { name: "f".into(), workload: Box::new(BadAfter { good, read: 0 }), arrival };
         let opts = PerfOptions { seed: 1, max_requests, ..PerfOptions::default() };
         run(&config, vec![flow], &opts, &mut |_| {})
+    }
+
+    /// 4 KiB writes, the `at`-th arriving at `arrival_ns`, the others a µs apart.
+    struct FarArrival {
+        at: u64,
+        arrival_ns: u64,
+        read: u64,
+    }
+
+    impl Workload for FarArrival {
+        fn next_request(&mut self) -> Result<Option<HostRequest>, WorkloadError> {
+            self.read += 1;
+            let arrival_ns = if self.read >= self.at { self.arrival_ns } else { self.read * 1000 };
+            Ok(Some(HostRequest { op: HostOp::Write, lba: self.read * 8 % 4096, sectors: 8, arrival_ns, job: 0 }))
+        }
+        fn progress(&self) -> WorkloadProgress {
+            WorkloadProgress::default()
+        }
+        fn alignment_sectors(&self) -> u32 {
+            8
+        }
+        fn describe(&self) -> String {
+            "far-arrival".into()
+        }
+    }
+
+    fn run_flows(flows: Vec<Flow>, opts: PerfOptions) -> Result<PerfReport, RunError> {
+        let config = Config::preset("tiny-timed").expect("preset");
+        run(&config, flows, &PerfOptions { seed: 1, ..opts }, &mut |_| {})
+    }
+
+    fn input_error(r: Result<PerfReport, RunError>) -> String {
+        match r {
+            Err(RunError::Input(e)) => e,
+            Err(e) => panic!("expected an input error, got {e}"),
+            Ok(r) => panic!("expected an input error, got a report of {} requests", r.perf.requests),
+        }
+    }
+
+    #[test]
+    fn a_trace_time_past_the_end_of_simulated_time_is_an_input_error() {
+        let far = |at| Flow {
+            name: "trace".into(),
+            workload: Box::new(FarArrival { at, arrival_ns: u64::MAX, read: 0 }),
+            arrival: Arrival::Timestamps { time_scale: 1.0 },
+        };
+        for at in [1, 3] {
+            let e = input_error(run_flows(vec![far(at)], PerfOptions::default()));
+            assert!(
+                e.contains("flow trace") && e.contains("18446744073709551615 ns") && e.contains("146 years"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rate_that_passes_the_end_of_simulated_time_fails_clearly_in_bounded_memory() {
+        // One request every 10^18 ns (31 years): the fourth arrives past
+        // 2^62 ns. Before the bounds, 10^9 time-series rows per gap.
+        let flows = Flow::synthetic(
+            &SyntheticSpec::default(),
+            Some(Arrival::Rate { iops: 1e-9, poisson: false }),
+            0,
+            &Config::preset("tiny-timed").unwrap(),
+            1,
+        )
+        .unwrap();
+        let e = input_error(run_flows(flows, PerfOptions::default()));
+        assert!(e.contains("flow flow0.job0: a request would arrive at 5000000000000000000 ns"), "{e}");
+    }
+
+    #[test]
+    fn a_one_nanosecond_interval_keeps_the_series_within_its_bin_cap() {
+        let flows =
+            Flow::synthetic(&SyntheticSpec::default(), None, 0, &Config::preset("tiny-timed").unwrap(), 1).unwrap();
+        let opts = PerfOptions { interval_ns: 1, max_requests: Some(300), ..PerfOptions::default() };
+        let r = run_flows(flows, opts).unwrap();
+        let p = &r.perf;
+        assert!(p.timeseries.len() <= crate::timing::MAX_SERIES_BINS, "{} rows", p.timeseries.len());
+        assert!(p.simulated_seconds > 1e-3, "long enough to need doubling: {} s", p.simulated_seconds);
+        assert!(p.timeseries_interval_s > 1e-9, "the interval doubled");
+        assert_eq!(p.timeseries.iter().map(|row| row.reads + row.writes).sum::<u64>(), {
+            let l = &p.latency;
+            l.get("read").map_or(0, |s| s.count) + l.get("write").map_or(0, |s| s.count)
+        });
+    }
+
+    #[test]
+    fn open_loop_arrivals_outpacing_the_device_stop_at_the_outstanding_bound() {
+        // 10^12 IOPS: every gap rounds to 0 ns, so every request arrives
+        // before any completes; without the bound they all stay in flight.
+        let spec = SyntheticSpec {
+            rw: crate::workload::synthetic::RwMode::RandRead,
+            io_size: Some(crate::workload::size::SizeSpec::Bytes(1 << 40)),
+            ..SyntheticSpec::default()
+        };
+        let config = Config::preset("tiny-timed").unwrap();
+        let flows = Flow::synthetic(&spec, Some(Arrival::Rate { iops: 1e12, poisson: false }), 0, &config, 1).unwrap();
+        let opts = PerfOptions { max_requests: Some(MAX_OUTSTANDING + 1000), ..PerfOptions::default() };
+        let r = run_flows(flows, opts).unwrap();
+        assert_eq!(r.perf.requests, MAX_OUTSTANDING);
+        assert!(r.perf.stopped.as_deref().unwrap().contains("outpace the device"), "{:?}", r.perf.stopped);
+    }
+
+    #[test]
+    fn too_many_outstanding_requests_are_refused_before_anything_runs() {
+        let spec = SyntheticSpec { numjobs: 4096, iodepth: 65535, ..SyntheticSpec::default() };
+        let flows = Flow::synthetic(&spec, None, 0, &Config::preset("tiny-timed").unwrap(), 1).unwrap();
+        let e = input_error(run_flows(flows, PerfOptions::default()));
+        assert!(
+            e.contains("--numjobs x --iodepth: 268431360 requests outstanding") && e.contains("at most 1048576"),
+            "{e}"
+        );
+        let e = input_error(run_flows(
+            Flow::synthetic(&SyntheticSpec::default(), None, 0, &Config::preset("tiny-timed").unwrap(), 1).unwrap(),
+            PerfOptions { max_requests: Some(0), ..PerfOptions::default() },
+        ));
+        assert!(e.contains("--requests: must be at least 1"), "{e}");
     }
 
     #[test]
