@@ -15,7 +15,9 @@
 //! `wait4` (user + system CPU time, peak RSS). Both tools' host bytes are
 //! checked to be the trace's. The medians of both, in host GB (10^9 bytes
 //! read + written) per CPU-second, and their ratios are printed; no VST
-//! figure is printed that was not measured in the run.
+//! figure is printed that was not measured in the run. VST is always given
+//! `-c` (replay the trace once): without it, VST repeats the trace until
+//! its write bound, forever on a trace with no writes.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nandlab::workload::synthetic::SyntheticWorkload;
