@@ -191,3 +191,30 @@ fn a_vst_built_for_another_geometry_is_refused_before_any_run() {
     assert!(out.is_empty(), "no run: {out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_vst_that_did_not_write_the_traces_bytes_fails_the_run_with_exit_1() {
+    let dir = scratch("other-work");
+    let vst = fake_vst(&dir, TINY_MAX_LBA);
+    // The same stand-in, but it reports one MB more written than the trace holds.
+    let script = std::fs::read_to_string(&vst).unwrap().replace("w * 512 / 1048576", "w * 512 / 1048576 + 1");
+    std::fs::write(&vst, script).unwrap();
+    let (code, out, err) = nandlab(&[
+        "bench",
+        "stress",
+        "--preset",
+        "tiny",
+        "--workload",
+        "vst-seq",
+        "--runs",
+        "1",
+        "--write-size",
+        "1m",
+        "--vst",
+        vst.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("not the same requests"), "{out}");
+    assert!(!out.contains("nandlab / VST"), "no ratio from a run that did other work: {out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
