@@ -5,33 +5,60 @@
 //! is printed with the individual figures. Nothing here is asserted: speed
 //! is reported, never tested.
 //!
-//! By default every FTL of the zoo runs (see [`ZOO`]), each compared with
-//! the VST figure (Jasmine OpenSSD FTLs on a 2-core machine) of its closest
-//! OpenSSD counterpart; the target is twice that figure.
+//! By default `bench stress` runs every FTL configuration of the zoo (see
+//! [`ZOO`]) on its two workloads and prints nandlab's figures only. With
+//! `--vst PATH` it measures a locally built VST (`vst-jasmine`, with an FTL
+//! shared object) on the same requests in the same run: each workload is
+//! written once as a VST trace ([`nandlab::workload::trace::vst`]), VST's
+//! geometry is checked against the preset's by a run on an empty trace, and
+//! then nandlab and VST runs alternate, each measured as a child process by
+//! `wait4` (user + system CPU time, peak RSS). Both tools' host bytes are
+//! checked to be the trace's. The medians of both, in host GB (10^9 bytes
+//! read + written) per CPU-second, and their ratios are printed; no VST
+//! figure is printed that was not measured in the run. VST is always given
+//! `-c` (replay the trace once): without it, VST repeats the trace until
+//! its write bound, forever on a trace with no writes.
 
-use clap::{Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
+use nandlab::workload::synthetic::SyntheticWorkload;
+use nandlab::workload::trace::vst::{VstTraceCounts, VstTraceWriter};
+use nandlab::workload::Workload;
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// VST's workloads on the vst-jasmine preset: effective host GB/s, requests/s,
-    /// flash ops/s, WAF, CPU time and peak RSS per run, and medians.
+    /// flash ops/s, WAF, CPU time and peak RSS per run, and medians; with
+    /// --vst, VST on the same requests, side by side.
     Stress {
         /// Which workload(s).
         #[arg(long, value_enum, default_value_t = StressBench::All)]
         workload: StressBench,
-        /// Runs per workload (the median is reported).
+        /// Runs per workload (the median is reported); with --vst, runs of
+        /// each tool, alternating.
         #[arg(long, default_value_t = 3)]
         runs: usize,
         /// FTL configurations to measure, by label or FTL name (repeatable;
-        /// default: all of them — page, page-dac, dftl, dftl-whole-table, hybrid, block).
+        /// default: all of them — page, page-dac, dftl, dftl-whole-table, hybrid, block;
+        /// with --vst: page, the configuration of VST's greedy FTL).
         #[arg(long = "ftl")]
         ftls: Vec<String>,
         /// Device preset.
         #[arg(long, default_value = "vst-jasmine")]
         preset: String,
+        /// Bytes each workload writes (a size, or a multiple of the logical capacity).
+        #[arg(long = "write-size", default_value = "4x", value_name = "SIZE")]
+        write_size: String,
+        /// A locally built VST `vst-jasmine` executable: run it on the same
+        /// requests (as a VST trace) in the same run, alternating with
+        /// nandlab, and print both and the ratio.
+        #[arg(long, value_name = "PATH")]
+        vst: Option<PathBuf>,
+        /// The VST FTL shared object (default: ftl_greedy/ftl.so beside --vst).
+        #[arg(long = "vst-ftl", value_name = "PATH", requires = "vst")]
+        vst_ftl: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
         #[arg(last = true)]
         extra: Vec<String>,
@@ -70,37 +97,24 @@ pub enum StressBench {
     VstSeq,
 }
 
-/// The standard stress workloads: (name, description, `nandlab stress` arguments).
+/// The standard stress workloads: (name, description, `nandlab stress`
+/// arguments; `--write_size` is added from `--write-size`).
 const STRESS_WORKLOADS: [(&str, &str, &str); 2] = [
     (
         "vst-rand",
-        "uniform random, 8 KiB aligned, 8-64 KiB requests, 20 % reads, writes = 4x logical capacity, seed 12345",
-        "--rw randrw --rwmixread 20 --bsrange 8k-64k --blockalign 8k --write_size 4x --fsync 0 --trim_percent 0 --seed 12345",
+        "uniform random, 8 KiB aligned, 8-64 KiB requests, 20 % reads, seed 12345",
+        "--rw randrw --rwmixread 20 --bsrange 8k-64k --blockalign 8k --fsync 0 --trim_percent 0 --seed 12345",
     ),
-    (
-        "vst-seq",
-        "sequential 64 KiB writes, 4x logical capacity",
-        "--rw write --bs 64k --write_size 4x --fsync 0 --trim_percent 0 --seed 12345",
-    ),
+    ("vst-seq", "sequential 64 KiB writes", "--rw write --bs 64k --fsync 0 --trim_percent 0 --seed 12345"),
 ];
-
-/// An OpenSSD FTL as VST measured it: effective host GB/s on vst-rand and vst-seq.
-pub struct Counterpart {
-    pub name: &'static str,
-    pub rand_gbps: f64,
-    pub seq_gbps: f64,
-}
-
-const VST_GREEDY: Counterpart = Counterpart { name: "VST greedy page FTL", rand_gbps: 9.2, seq_gbps: 44.8 };
-const VST_DAC: Counterpart = Counterpart { name: "VST DAC", rand_gbps: 4.2, seq_gbps: 31.1 };
-const VST_FASTER: Counterpart = Counterpart { name: "VST FASTer", rand_gbps: 1.6, seq_gbps: 27.3 };
 
 /// One FTL configuration of the bench.
 pub struct ZooEntry {
     pub label: &'static str,
     pub ftl: &'static str,
     pub args: &'static [&'static str],
-    pub counterpart: Counterpart,
+    /// The closest FTL shipped with VST.
+    pub counterpart: &'static str,
     /// Why this counterpart.
     pub why: &'static str,
 }
@@ -111,21 +125,21 @@ pub const ZOO: [ZooEntry; 6] = [
         label: "page",
         ftl: "page",
         args: &[],
-        counterpart: VST_GREEDY,
+        counterpart: "VST's greedy FTL",
         why: "page mapping with greedy GC and the whole map in DRAM, as Jasmine's greedy FTL",
     },
     ZooEntry {
         label: "page-dac",
         ftl: "page",
         args: &["--hot-cold", "dac:4", "--gc-policy", "cost-benefit"],
-        counterpart: VST_DAC,
+        counterpart: "VST's DAC FTL",
         why: "DAC's regions with cost-benefit cleaning over page mapping, as Jasmine's DAC FTL",
     },
     ZooEntry {
         label: "dftl",
         ftl: "dftl",
         args: &[],
-        counterpart: VST_GREEDY,
+        counterpart: "VST's greedy FTL",
         why: "page mapping with greedy GC; DFTL adds the map cache (2 MiB here, 6 % of the table) \
               — no OpenSSD FTL caches its map, so the greedy FTL is the closest",
     },
@@ -133,29 +147,50 @@ pub const ZOO: [ZooEntry; 6] = [
         label: "dftl-whole-table",
         ftl: "dftl",
         args: &["--cmt-bytes", "100%"],
-        counterpart: VST_GREEDY,
+        counterpart: "VST's greedy FTL",
         why: "DFTL given the DRAM Jasmine's greedy FTL has: the same map in DRAM",
     },
     ZooEntry {
         label: "hybrid",
         ftl: "hybrid",
         args: &[],
-        counterpart: VST_FASTER,
+        counterpart: "VST's FASTer FTL",
         why: "FAST's log blocks and merges are FASTer's (without its isolation area)",
     },
     ZooEntry {
         label: "block",
         ftl: "block",
         args: &[],
-        counterpart: VST_FASTER,
+        counterpart: "VST's FASTer FTL",
         why: "no OpenSSD FTL maps whole blocks; FASTer's data blocks are block-mapped, so it is the closest",
     },
 ];
 
+/// What `bench stress` was asked to do.
+pub struct StressBenchArgs {
+    which: StressBench,
+    runs: usize,
+    ftls: Vec<String>,
+    preset: String,
+    write_size: String,
+    vst: Option<PathBuf>,
+    vst_ftl: Option<PathBuf>,
+    extra: Vec<String>,
+}
+
 pub fn run(cmd: BenchCommand) -> ExitCode {
     match cmd {
-        BenchCommand::Stress { workload, runs, ftls, preset, extra } => {
-            bench_stress(workload, runs.max(1), ftls, &preset, &extra)
+        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, extra } => {
+            bench_stress(StressBenchArgs {
+                which: workload,
+                runs: runs.max(1),
+                ftls,
+                preset,
+                write_size,
+                vst,
+                vst_ftl,
+                extra,
+            })
         }
         BenchCommand::Trace(args) => crate::trace_bench::run(args),
         BenchCommand::Perf(args) => crate::perf_cmd::bench_perf(&args),
@@ -174,9 +209,252 @@ struct Figures {
     cpu_s: f64,
     rss_mib: f64,
     errors: u64,
+    host_read_bytes: u64,
+    host_write_bytes: u64,
 }
 
-fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str, extra: &[String]) -> ExitCode {
+/// A locally built VST, checked before any run.
+struct Vst {
+    exe: PathBuf,
+    ftl: PathBuf,
+}
+
+/// Check `--vst` and `--vst-ftl`: both must be files, the first executable.
+fn check_vst(exe: &Path, ftl: Option<&Path>) -> Result<Vst, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(exe).map_err(|e| format!("--vst {}: {e}", exe.display()))?;
+    if !meta.is_file() {
+        return Err(format!("--vst {}: not a file (give VST's vst-jasmine executable)", exe.display()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!("--vst {}: not executable", exe.display()));
+    }
+    let ftl = match ftl {
+        Some(f) => f.to_path_buf(),
+        None => exe.parent().unwrap_or(Path::new(".")).join("ftl_greedy").join("ftl.so"),
+    };
+    match std::fs::metadata(&ftl) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(format!("--vst-ftl {}: not a file (give VST's FTL shared object)", ftl.display())),
+        Err(e) => {
+            return Err(format!(
+                "--vst-ftl {}: {e} (the FTL shared object VST loads; default ftl_greedy/ftl.so beside --vst)",
+                ftl.display()
+            ))
+        }
+    }
+    // Absolute paths: VST runs in the bench's scratch directory.
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    Ok(Vst { exe: abs(exe), ftl: abs(&ftl) })
+}
+
+/// A child process's exit, CPU time and peak RSS, from `wait4`.
+struct Measured {
+    success: bool,
+    status: String,
+    cpu_s: f64,
+    rss_bytes: u64,
+}
+
+/// Run `cmd` to completion and measure it as the kernel accounted it.
+fn run_measured(cmd: &mut Command) -> std::io::Result<Measured> {
+    let child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped (std waits only when
+        // asked to); status and usage are valid for writes.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    drop(child);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (success, status) = if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status) == 0, format!("exit status {}", libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        (false, format!("killed by signal {}", libc::WTERMSIG(status)))
+    } else {
+        (false, format!("wait status {status}"))
+    };
+    Ok(Measured {
+        success,
+        status,
+        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        rss_bytes: (usage.ru_maxrss as u64) * 1024,
+    })
+}
+
+/// What VST printed (its configuration and statistics blocks).
+#[derive(Default, Debug)]
+struct VstOutput {
+    max_lba: Option<u64>,
+    sector_bytes: Option<u64>,
+    passed: bool,
+    read_mb: Option<u64>,
+    write_mb: Option<u64>,
+    bug: Option<String>,
+}
+
+fn parse_vst_output(text: &str) -> VstOutput {
+    let mut o = VstOutput::default();
+    let num = |l: &str, key: &str| l.strip_prefix(key).and_then(|v| v.trim().parse::<u64>().ok());
+    for l in text.lines() {
+        let l = l.trim();
+        if let Some(v) = num(l, "Max LBA:") {
+            o.max_lba = Some(v);
+        } else if let Some(v) = num(l, "Sector size:") {
+            o.sector_bytes = Some(v);
+        } else if let Some(v) = num(l, "Total read (MB):") {
+            o.read_mb = Some(v);
+        } else if let Some(v) = num(l, "Total write (MB):") {
+            o.write_mb = Some(v);
+        } else if l == "Pass!" {
+            o.passed = true;
+        } else if l.starts_with("Bug detected") && o.bug.is_none() {
+            o.bug = Some(l.to_string());
+        }
+    }
+    o
+}
+
+/// Run VST on `trace` in `dir` (it writes `vst.log` into its working
+/// directory), replaying the trace once (`-c`).
+fn run_vst(vst: &Vst, trace: &Path, dir: &Path) -> Result<(Measured, VstOutput), String> {
+    let out_path = dir.join("vst.out");
+    let out = std::fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let m = run_measured(
+        Command::new(&vst.exe)
+            .arg(trace)
+            .arg(&vst.ftl)
+            .arg("-c")
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err),
+    )
+    .map_err(|e| format!("cannot run {}: {e}", vst.exe.display()))?;
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let parsed = parse_vst_output(&text);
+    if !m.success || !parsed.passed {
+        let tail: Vec<&str> = text.lines().rev().take(4).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!(
+            "VST {}{}: {}",
+            m.status,
+            if parsed.passed { "" } else { ", no `Pass!`" },
+            parsed.bug.clone().unwrap_or_else(|| tail.join(" / "))
+        ));
+    }
+    Ok((m, parsed))
+}
+
+/// The arguments of one `nandlab stress` run of the bench (after `stress`).
+fn stress_args(preset: &str, entry: &ZooEntry, workload_args: &str, write_size: &str, extra: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = ["--preset", preset, "--ftl", entry.ftl, "--no-progress"].map(String::from).to_vec();
+    a.extend(entry.args.iter().map(|s| s.to_string()));
+    a.extend(workload_args.split_whitespace().map(String::from));
+    a.extend(["--write_size".to_string(), write_size.to_string()]);
+    a.extend(extra.iter().cloned());
+    a
+}
+
+/// `nandlab stress`'s device, workload and run options, parsed as the
+/// stress command parses them, to build the very workload a run issues.
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct StressLine {
+    #[command(flatten)]
+    device: crate::options::DeviceArgs,
+    #[command(flatten)]
+    workload: crate::options::WorkloadArgs,
+    #[command(flatten)]
+    run: crate::options::RunArgs,
+}
+
+/// A workload written as a VST trace.
+struct VstTrace {
+    path: PathBuf,
+    counts: VstTraceCounts,
+}
+
+impl VstTrace {
+    fn read_bytes(&self) -> u64 {
+        self.counts.read_sectors * 512
+    }
+    fn write_bytes(&self) -> u64 {
+        self.counts.write_sectors * 512
+    }
+}
+
+/// Write the requests `nandlab stress ARGS` issues as a VST trace at
+/// `path`; also returns the device's logical sectors.
+fn write_vst_trace(args: &[String], path: &Path) -> Result<(VstTrace, u64), String> {
+    let line = StressLine::try_parse_from(args)
+        .map_err(|e| format!("--vst: the stress arguments cannot be replayed by VST: {}", e.to_string().trim()))?;
+    let config = line.device.load()?;
+    let sector = config.geometry.sector_size_bytes();
+    if sector != 512 {
+        return Err(format!(
+            "--vst: preset {} has {sector}-byte sectors; VST's traces count 512-byte sectors",
+            config.name
+        ));
+    }
+    let spec = line.workload.apply(config.workload.clone().unwrap_or_default())?;
+    let seed = line.run.seed.ok_or("--vst: the workload needs a seed to be replayed")?;
+    let mut workload = SyntheticWorkload::new(&spec, config.logical_bytes(), sector, seed)?;
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = VstTraceWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
+    while let Some(r) = workload.next_request().map_err(|e| e.to_string())? {
+        w.write(&r).map_err(|e| format!("--vst: the workload cannot be written as a VST trace: {e}"))?;
+    }
+    let (_, counts) = w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((VstTrace { path: path.to_path_buf(), counts }, config.logical_sectors))
+}
+
+/// Host GB (10^9 bytes) per CPU-second, if the CPU time is measurable.
+fn gb_per_cpu_s(bytes: u64, cpu_s: f64) -> Option<f64> {
+    nandlab::report::perf::per_cpu_second(bytes as f64 / 1e9, cpu_s)
+}
+
+fn fmt_rate(v: Option<f64>) -> String {
+    v.map_or_else(|| "    n/a".to_string(), |v| format!("{v:7.2}"))
+}
+
+/// Side-by-side figures of one tool in one run.
+#[derive(Clone, Copy)]
+struct Side {
+    cpu_s: f64,
+    rss_mib: f64,
+}
+
+/// The medians of one workload and configuration, side by side.
+struct Compared {
+    nandlab_rate: Option<f64>,
+    vst_rate: Option<f64>,
+    rss_ratio: f64,
+}
+
+fn bench_stress(a: StressBenchArgs) -> ExitCode {
+    let vst = match &a.vst {
+        None => None,
+        Some(p) => match check_vst(p, a.vst_ftl.as_deref()) {
+            Ok(v) => Some(v),
+            Err(e) => return crate::input_error(e),
+        },
+    };
+    if let Err(e) = a.write_size.parse::<nandlab::workload::size::SizeSpec>() {
+        return crate::input_error(format!("--write-size {}: {e}", a.write_size));
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -184,11 +462,15 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
             return ExitCode::from(2);
         }
     };
-    let entries: Vec<&ZooEntry> = if ftls.is_empty() {
-        ZOO.iter().collect()
+    let entries: Vec<&ZooEntry> = if a.ftls.is_empty() {
+        if vst.is_some() {
+            ZOO.iter().filter(|e| e.label == "page").collect()
+        } else {
+            ZOO.iter().collect()
+        }
     } else {
         let mut chosen = Vec::new();
-        for f in &ftls {
+        for f in &a.ftls {
             let matching: Vec<&ZooEntry> = ZOO.iter().filter(|e| e.label == f || e.ftl == f).collect();
             if matching.is_empty() {
                 let labels: Vec<&str> = ZOO.iter().map(|e| e.label).collect();
@@ -204,44 +486,112 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
         }
         chosen
     };
+    let workloads: Vec<(&str, &str, &str)> = STRESS_WORKLOADS
+        .into_iter()
+        .filter(|(name, _, _)| {
+            a.which == StressBench::All
+                || a.which.to_possible_value().map(|v| v.get_name().to_string()) == Some(name.to_string())
+        })
+        .collect();
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("error: {}: {e}", dir.display());
         return ExitCode::from(2);
     }
+    let code = bench_stress_in(&a, vst.as_ref(), &exe, &entries, &workloads, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    code
+}
+
+fn bench_stress_in(
+    a: &StressBenchArgs,
+    vst: Option<&Vst>,
+    exe: &Path,
+    entries: &[&ZooEntry],
+    workloads: &[(&str, &str, &str)],
+    dir: &Path,
+) -> ExitCode {
+    let preset = a.preset.as_str();
+    let runs = a.runs;
+    // With VST: every workload as a VST trace, and VST's geometry checked, before any run.
+    let mut traces: Vec<Option<VstTrace>> = Vec::new();
+    if let Some(vst) = vst {
+        let mut logical = 0;
+        for (name, _, args) in workloads {
+            let sargs = stress_args(preset, entries[0], args, &a.write_size, &a.extra);
+            match write_vst_trace(&sargs, &dir.join(format!("{name}.trace"))) {
+                Ok((t, l)) => {
+                    logical = l;
+                    traces.push(Some(t));
+                }
+                Err(e) => return crate::input_error(e),
+            }
+        }
+        let empty = dir.join("empty.trace");
+        if let Err(e) = std::fs::write(&empty, "") {
+            return crate::input_error(format!("{}: {e}", empty.display()));
+        }
+        match run_vst(vst, &empty, dir) {
+            Err(e) => {
+                return crate::input_error(format!("--vst {}: a run on an empty trace failed: {e}", vst.exe.display()))
+            }
+            Ok((_, out)) => {
+                if out.max_lba.map(|m| m + 1) != Some(logical) || out.sector_bytes != Some(512) {
+                    return crate::input_error(format!(
+                        "--vst {}: VST models {} logical sectors of {} bytes, preset {preset} has {logical} of 512: \
+                         the same requests would not be the same work (VST's geometry is compiled in)",
+                        vst.exe.display(),
+                        out.max_lba.map_or("?".to_string(), |m| (m + 1).to_string()),
+                        out.sector_bytes.map_or("?".to_string(), |s| s.to_string()),
+                    ));
+                }
+            }
+        }
+    } else {
+        traces.resize_with(workloads.len(), || None);
+    }
     println!(
-        "nandlab bench stress — preset {preset}, {runs} run(s) per workload, one process per run (single-threaded)"
+        "nandlab bench stress — preset {preset}, {runs} run(s) per workload, one process per run (single-threaded){}",
+        if let Some(v) = vst {
+            format!(
+                "\nside by side with VST: {} {} -c, runs alternating; CPU time and peak RSS of each child by wait4",
+                v.exe.display(),
+                v.ftl.display()
+            )
+        } else {
+            String::new()
+        }
     );
     let mut failed = false;
-    let mut results: Vec<(&ZooEntry, &str, f64, f64, f64)> = Vec::new();
-    for entry in &entries {
+    let mut results: Vec<(&ZooEntry, &str, f64, f64, Option<Compared>)> = Vec::new();
+    for entry in entries {
         let ftl = entry.label;
         println!(
-            "\n== {} (--ftl {} {}) vs {}: {}",
+            "\n== {} (--ftl {}{}); closest VST FTL: {} ({})",
             entry.label,
             entry.ftl,
-            entry.args.join(" "),
-            entry.counterpart.name,
+            entry.args.iter().map(|a| format!(" {a}")).collect::<String>(),
+            entry.counterpart,
             entry.why
         );
-        for (name, description, args) in STRESS_WORKLOADS {
-            if which != StressBench::All
-                && which.to_possible_value().map(|v| v.get_name().to_string()) != Some(name.to_string())
-            {
-                continue;
-            }
-            println!("\n{name} / {ftl}: {description}");
+        for ((name, description, args), trace) in workloads.iter().zip(&traces) {
+            println!("\n{name} / {ftl}: {description}, --write_size {}", a.write_size);
+            let sargs = stress_args(preset, entry, args, &a.write_size, &a.extra);
             let mut figures = Vec::new();
+            let mut sides: Vec<(Side, Side)> = Vec::new();
             for i in 0..runs {
                 let json = dir.join(format!("{name}-{ftl}-{i}.json"));
-                let mut cmd = Command::new(&exe);
-                cmd.arg("stress")
-                    .args(["--preset", preset, "--ftl", entry.ftl, "--no-progress", "--json"])
-                    .arg(&json)
-                    .args(entry.args.iter())
-                    .args(args.split_whitespace())
-                    .args(extra);
-                let Some(report) = report_of(cmd, &json) else {
+                let mut cmd = Command::new(exe);
+                cmd.arg("stress").args(&sargs).arg("--json").arg(&json);
+                let (report, measured) = if trace.is_some() {
+                    let _ = std::fs::remove_file(&json);
+                    let m = run_measured(cmd.stdout(Stdio::null()));
+                    let r = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+                    (r, m.ok())
+                } else {
+                    (report_of(cmd, &json), None)
+                };
+                let Some(report) = report else {
                     println!("  run {}: failed (no report)", i + 1);
                     failed = true;
                     break;
@@ -260,49 +610,161 @@ fn bench_stress(which: StressBench, runs: usize, ftls: Vec<String>, preset: &str
                     if f.errors > 0 { format!("  ({} ERRORS)", f.errors) } else { String::new() }
                 );
                 failed |= f.errors > 0;
+                if let (Some(t), Some(vst)) = (trace, vst) {
+                    let Some(m) = measured else {
+                        println!("  run {}: nandlab could not be measured", i + 1);
+                        failed = true;
+                        break;
+                    };
+                    if (f.host_read_bytes, f.host_write_bytes) != (t.read_bytes(), t.write_bytes()) {
+                        println!(
+                            "  run {}: nandlab read {} and wrote {} bytes, the VST trace reads {} and writes {}: not the same requests",
+                            i + 1,
+                            f.host_read_bytes,
+                            f.host_write_bytes,
+                            t.read_bytes(),
+                            t.write_bytes()
+                        );
+                        failed = true;
+                        break;
+                    }
+                    let v = match run_vst(vst, &t.path, dir) {
+                        Ok((v, out)) => {
+                            let mb = |b: u64| b / (1 << 20);
+                            if (out.read_mb, out.write_mb) != (Some(mb(t.read_bytes())), Some(mb(t.write_bytes()))) {
+                                println!(
+                                    "  VST {}: read {:?} MB and wrote {:?} MB, the trace {} and {}: not the same requests",
+                                    i + 1,
+                                    out.read_mb,
+                                    out.write_mb,
+                                    mb(t.read_bytes()),
+                                    mb(t.write_bytes())
+                                );
+                                failed = true;
+                                break;
+                            }
+                            v
+                        }
+                        Err(e) => {
+                            println!("  VST {}: failed: {e}", i + 1);
+                            failed = true;
+                            break;
+                        }
+                    };
+                    let bytes = t.read_bytes() + t.write_bytes();
+                    let n = Side { cpu_s: m.cpu_s, rss_mib: m.rss_bytes as f64 / f64::from(1u32 << 20) };
+                    let s = Side { cpu_s: v.cpu_s, rss_mib: v.rss_bytes as f64 / f64::from(1u32 << 20) };
+                    println!(
+                        "  VST {}: {} GB/s per CPU-s  CPU {:6.2} s  peak RSS {:6.0} MiB   (nandlab {}: {} GB/s per CPU-s  CPU {:6.2} s  peak RSS {:6.0} MiB)",
+                        i + 1,
+                        fmt_rate(gb_per_cpu_s(bytes, s.cpu_s)),
+                        s.cpu_s,
+                        s.rss_mib,
+                        i + 1,
+                        fmt_rate(gb_per_cpu_s(bytes, n.cpu_s)),
+                        n.cpu_s,
+                        n.rss_mib
+                    );
+                    sides.push((n, s));
+                }
                 figures.push(f);
             }
-            if !figures.is_empty() {
-                let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
-                println!(
-                    "  median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
-                    med(|f| f.gbps),
-                    med(|f| f.requests_per_s),
-                    med(|f| f.flash_ops_per_s),
-                    med(|f| f.waf),
-                    med(|f| f.wall_s),
-                    med(|f| f.cpu_s),
-                    med(|f| f.rss_mib)
-                );
-                let vst = if name == "vst-rand" { entry.counterpart.rand_gbps } else { entry.counterpart.seq_gbps };
-                let gbps = med(|f| f.gbps);
-                println!(
-                    "  target: at least {:.1} GB/s (2x {} {vst} GB/s): {}",
-                    2.0 * vst,
-                    entry.counterpart.name,
-                    if gbps >= 2.0 * vst { "met" } else { "NOT met" }
-                );
-                results.push((entry, name, gbps, med(|f| f.waf), 2.0 * vst));
+            if figures.is_empty() {
+                continue;
             }
+            let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
+            println!(
+                "  median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
+                med(|f| f.gbps),
+                med(|f| f.requests_per_s),
+                med(|f| f.flash_ops_per_s),
+                med(|f| f.waf),
+                med(|f| f.wall_s),
+                med(|f| f.cpu_s),
+                med(|f| f.rss_mib)
+            );
+            let compared = match trace {
+                Some(t) if !sides.is_empty() && sides.len() == figures.len() => {
+                    let bytes = t.read_bytes() + t.write_bytes();
+                    let med_side = |pick: fn(&(Side, Side)) -> Side| {
+                        let v: Vec<Side> = sides.iter().map(pick).collect();
+                        Side {
+                            cpu_s: median(v.iter().map(|s| s.cpu_s).collect()),
+                            rss_mib: median(v.iter().map(|s| s.rss_mib).collect()),
+                        }
+                    };
+                    let (n, s) = (med_side(|p| p.0), med_side(|p| p.1));
+                    let c = Compared {
+                        nandlab_rate: gb_per_cpu_s(bytes, n.cpu_s),
+                        vst_rate: gb_per_cpu_s(bytes, s.cpu_s),
+                        rss_ratio: n.rss_mib / s.rss_mib.max(f64::MIN_POSITIVE),
+                    };
+                    println!(
+                        "  side by side, medians of {} alternating runs each, {:.2} GB of host reads + writes per run:",
+                        sides.len(),
+                        bytes as f64 / 1e9
+                    );
+                    println!(
+                        "    nandlab {} GB/s per CPU-s  CPU {:6.2} s  peak RSS {:6.0} MiB",
+                        fmt_rate(c.nandlab_rate),
+                        n.cpu_s,
+                        n.rss_mib
+                    );
+                    println!(
+                        "    VST     {} GB/s per CPU-s  CPU {:6.2} s  peak RSS {:6.0} MiB",
+                        fmt_rate(c.vst_rate),
+                        s.cpu_s,
+                        s.rss_mib
+                    );
+                    match (c.nandlab_rate, c.vst_rate) {
+                        (Some(x), Some(y)) => println!(
+                            "    nandlab / VST: {:.2}x GB/s per CPU-second, {:.2}x peak RSS",
+                            x / y,
+                            c.rss_ratio
+                        ),
+                        _ => println!(
+                            "    nandlab / VST: n/a GB/s per CPU-second (a CPU time below {} s is not measurable), {:.2}x peak RSS",
+                            nandlab::report::perf::MIN_MEASURABLE_CPU_SECONDS,
+                            c.rss_ratio
+                        ),
+                    }
+                    Some(c)
+                }
+                _ => None,
+            };
+            results.push((entry, name, med(|f| f.gbps), med(|f| f.waf), compared));
         }
     }
     if results.len() > 1 {
         println!("\nSummary (medians; figures from this machine, which may be shared):");
-        println!("  {:18} {:9} {:>9} {:>8} {:>10}  counterpart", "configuration", "workload", "GB/s", "WAF", "target");
-        for (e, w, gbps, waf, target) in &results {
+        if vst.is_some() {
             println!(
-                "  {:18} {:9} {:>9.2} {:>8.3} {:>10.1}  {} {}",
-                e.label,
-                w,
-                gbps,
-                waf,
-                target,
-                e.counterpart.name,
-                if gbps >= target { "(met)" } else { "(NOT met)" }
+                "  {:18} {:9} {:>9} {:>8}  {:>14} {:>14} {:>11} {:>10}",
+                "configuration", "workload", "GB/s", "WAF", "nandlab GB/CPU-s", "VST GB/CPU-s", "ratio", "RSS ratio"
             );
+        } else {
+            println!("  {:18} {:9} {:>9} {:>8}", "configuration", "workload", "GB/s", "WAF");
+        }
+        for (e, w, gbps, waf, c) in &results {
+            match c {
+                Some(c) => println!(
+                    "  {:18} {:9} {:>9.2} {:>8.3}  {:>16} {:>14} {:>11} {:>9.2}x",
+                    e.label,
+                    w,
+                    gbps,
+                    waf,
+                    fmt_rate(c.nandlab_rate),
+                    fmt_rate(c.vst_rate),
+                    match (c.nandlab_rate, c.vst_rate) {
+                        (Some(x), Some(y)) => format!("{:.2}x", x / y),
+                        _ => "n/a".to_string(),
+                    },
+                    c.rss_ratio
+                ),
+                None => println!("  {:18} {:9} {:>9.2} {:>8.3}", e.label, w, gbps, waf),
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     if failed {
         ExitCode::from(1)
     } else {
@@ -321,6 +783,8 @@ fn figures_of(r: &Value) -> Figures {
         cpu_s: f("cpu_seconds"),
         rss_mib: f("peak_rss_bytes") / f64::from(1u32 << 20),
         errors: r["errors"].as_u64().unwrap_or(0),
+        host_read_bytes: r["host"]["read_bytes"].as_u64().unwrap_or(0),
+        host_write_bytes: r["host"]["write_bytes"].as_u64().unwrap_or(0),
     }
 }
 

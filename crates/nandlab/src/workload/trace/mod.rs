@@ -10,6 +10,8 @@
 //! | `spc`      | SPC / UMass `ASU,LBA,Size,Opcode,Timestamp` | [`spc`]: UMass Trace Repository, "SPC trace file format specification" (Storage Performance Council, 2002) |
 //! | `fio`      | fio iolog version 2 and 3 | [`fio_iolog`]: fio `HOWTO.rst`, "Trace file format" |
 //!
+//! [`vst`] writes (it does not read) VST's trace text, for `bench stress --vst`.
+//!
 //! Every reader streams: one reused line buffer, bytes parsed in place, no
 //! allocation per line, memory bounded whatever the trace's length. `.gz`
 //! and `.zst` files are read transparently (recognised by their magic
@@ -68,6 +70,7 @@ pub mod replay;
 pub mod source;
 pub mod spc;
 pub mod stats;
+pub mod vst;
 
 use super::HostOp;
 use parse::LineError;
