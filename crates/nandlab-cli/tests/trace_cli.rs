@@ -408,3 +408,14 @@ fn an_alignment_larger_than_the_device_is_an_input_error() {
         stderr(&o)
     );
 }
+
+#[test]
+fn stress_prints_the_auto_detection_reason_once() {
+    let p = temp("auto-once.trace", "100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n");
+    let (o, report) = stress_trace(&p, &[]);
+    let why = report["workload_report"]["format_chosen_because"].as_str().unwrap().to_string();
+    assert!(why.contains("blank-separated"), "{why}");
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(all.matches(why.as_str()).count(), 1, "{all}");
+    assert!(report["workload"].as_str().unwrap().contains("mqsim"), "{report}");
+}

@@ -719,11 +719,13 @@ impl TraceReader {
     pub fn file_bytes(&self) -> Option<u64> {
         self.file_bytes
     }
-    /// A one-line description: `blkparse (auto: …), gzip`.
+    /// A one-line description: `blkparse FILE (auto-detected), gzip`. The
+    /// reason for an auto-detected format is not repeated here: the CLI
+    /// prints it once, and reports keep it apart ([`Self::chosen_because`]).
     pub fn describe(&self) -> String {
         let mut d = format!("{} {}", self.format, self.name);
-        if let Some(why) = &self.chosen_because {
-            d += &format!(" (auto: {why})");
+        if self.chosen_because.is_some() {
+            d += " (auto-detected)";
         }
         if self.compression != Compression::None {
             d += &format!(", {}", self.compression.name());
