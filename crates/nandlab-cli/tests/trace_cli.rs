@@ -419,3 +419,19 @@ fn stress_prints_the_auto_detection_reason_once() {
     assert_eq!(all.matches(why.as_str()).count(), 1, "{all}");
     assert!(report["workload"].as_str().unwrap().contains("mqsim"), "{report}");
 }
+
+#[test]
+fn stats_counts_times_before_the_first_request_as_backwards_and_in_the_span() {
+    let p = temp("backwards.trace", "5000 0 0 8 0\n1000 0 8 8 0\n3000 0 16 8 0\n0 0 24 8 0\n");
+    let o = nandlab(&["trace", "stats", p.to_str().unwrap(), "--trace-format", "mqsim"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("time span  0.000005 s"), "{table}");
+    assert!(table.contains("; 2 backwards"), "{table}");
+    let s = stats_json(p.to_str().unwrap(), &["--trace-format", "mqsim"]);
+    assert_eq!(s["span_seconds"].as_f64(), Some(5e-6), "{s}");
+    assert_eq!(s["inter_arrival"]["backwards"], 2, "{s}");
+    assert_eq!((s["time_first_ns"].as_i64(), s["time_last_ns"].as_i64()), (Some(0), Some(-5000)), "{s}");
+    // The one forward gap, 1000 → 3000 ns.
+    assert_eq!((s["inter_arrival"]["min_us"].as_f64(), s["inter_arrival"]["max_us"].as_f64()), (Some(2.0), Some(2.0)));
+}
