@@ -435,3 +435,12 @@ fn stats_counts_times_before_the_first_request_as_backwards_and_in_the_span() {
     // The one forward gap, 1000 → 3000 ns.
     assert_eq!((s["inter_arrival"]["min_us"].as_f64(), s["inter_arrival"]["max_us"].as_f64()), (Some(2.0), Some(2.0)));
 }
+
+#[test]
+fn auto_detection_reads_past_a_70_kb_first_line() {
+    let text = format!("{}\n100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n", "x".repeat(70_000));
+    let p = temp("long-first-line.trace", &text);
+    let s = stats_json(p.to_str().unwrap(), &[]);
+    assert_eq!((s["format"].as_str(), s["requests"].as_u64()), (Some("mqsim"), Some(3)), "{s}");
+    assert_eq!(s["ignored_lines"], 1, "the long first line is a header");
+}
