@@ -444,3 +444,70 @@ fn auto_detection_reads_past_a_70_kb_first_line() {
     assert_eq!((s["format"].as_str(), s["requests"].as_u64()), (Some("mqsim"), Some(3)), "{s}");
     assert_eq!(s["ignored_lines"], 1, "the long first line is a header");
 }
+
+/// Run nandlab on a FIFO that a thread fills once with `text`: its output,
+/// or a failure if it has not ended within a minute (a hang, not slowness).
+#[cfg(unix)]
+fn nandlab_on_fifo(name: &str, text: &'static str, args: &[&str]) -> Output {
+    let fifo = temp(name, "");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        // Blocks until a reader opens the FIFO.
+        std::thread::spawn(move || drop(std::fs::write(&fifo, text)))
+    };
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(fifo.to_str().unwrap());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() {
+        if waited >= 600 {
+            let _ = child.kill();
+            panic!("nandlab {all:?} hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    // If nandlab never opened the FIFO, the writer still waits for a
+    // reader: be one. Opened read-write, a FIFO does not wait for a writer,
+    // so this cannot block even when the writer has already gone.
+    let unblock = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    writer.join().unwrap();
+    drop(unblock);
+    std::fs::remove_file(&fifo).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_that_would_be_read_twice_is_an_input_error_not_a_hang() {
+    const T: &str = "100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n";
+    let stress = ["stress", "--preset", "tiny", "--seed", "1", "--no-progress"];
+    for (extra, flag) in [
+        (&["--trace-map", "scale"][..], "--trace-map scale"),
+        (&["--trace-repeat-until", "1m"][..], "--trace-repeat-until"),
+    ] {
+        let mut args = stress.to_vec();
+        args.extend_from_slice(extra);
+        args.push("--trace");
+        let o = nandlab_on_fifo("twice.fifo", T, &args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("twice.fifo: not a regular file") && e.contains(flag), "{e}");
+        assert!(!e.contains("workload:"), "refused before any work: {e}");
+    }
+    // Read once, a FIFO is fine; so is scale with the extent given.
+    let o = nandlab_on_fifo("once.fifo", T, &["trace", "stats"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut args = stress.to_vec();
+    args.extend_from_slice(&["--trace-map", "scale", "--trace-extent", "1m", "--trace"]);
+    let o = nandlab_on_fifo("extent.fifo", T, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -608,11 +608,13 @@ impl TraceReader {
     }
 
     /// Start again from the first line (the file is reopened). Counts add up.
+    /// A pipe or FIFO is refused ([`source::rereadable`]): reopening it
+    /// would wait forever.
     pub fn rewind(&mut self) -> Result<(), TraceError> {
-        let Some(path) = self.path.clone() else {
+        let Some(path) = self.path.clone().filter(|p| source::rereadable(p)) else {
             return Err(TraceError::File {
                 file: self.name.clone(),
-                message: "cannot be read again (not a file)".into(),
+                message: "cannot be read again (not a regular file: a pipe or FIFO is read once)".into(),
             });
         };
         let opened = source::open(&path)
