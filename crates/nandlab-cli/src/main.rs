@@ -163,7 +163,9 @@ fn stress_command(
     workload_args.note_overrides(&mut config);
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
-    match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes()) {
+    let unit =
+        trace_cmd::OracleUnit { given: run.oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
+    match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes(), &unit) {
         Err(e) => return input_error(e),
         Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json, stop),
         Ok(None) => {}

@@ -271,7 +271,7 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long = "no-progress")]
     pub no_progress: bool,
-    /// Oracle version grain in sectors (default: the workload's alignment).
+    /// Oracle version grain in sectors (default: the workload's alignment; a trace file's is measured by a first pass).
     #[arg(long = "oracle-unit")]
     pub oracle_unit: Option<u32>,
     /// Give the FTL idle time (background work) after every N requests.

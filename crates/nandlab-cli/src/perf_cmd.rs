@@ -3,7 +3,7 @@
 use crate::bench::{median, report_of};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::outputs::Output;
-use crate::trace_cmd::StressTraceArgs;
+use crate::trace_cmd::{OracleUnit, StressTraceArgs};
 use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
 use clap::Args;
 use nandlab::config::Config;
@@ -141,7 +141,13 @@ fn flow_trace_path(text: &str) -> Option<&str> {
 
 /// A `--flow trace=FILE[,arrival=...]`: the trace read with the --trace-*
 /// options, open loop at its own timestamps unless `arrival=` says otherwise.
-fn trace_flow_of(config: &Config, text: &str, index: usize, trace: &StressTraceArgs) -> Result<Flow, String> {
+fn trace_flow_of(
+    config: &Config,
+    text: &str,
+    index: usize,
+    trace: &StressTraceArgs,
+    oracle_unit: Option<u32>,
+) -> Result<Flow, String> {
     let mut path = None;
     let mut arrival = None;
     for part in text.split(',').filter(|s| !s.trim().is_empty()) {
@@ -157,8 +163,9 @@ fn trace_flow_of(config: &Config, text: &str, index: usize, trace: &StressTraceA
     }
     let args = StressTraceArgs { trace: path, ..trace.clone() };
     let capacity = config.logical_bytes();
+    let unit = OracleUnit { given: oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: false };
     let workload = args
-        .workload(&WorkloadArgs::default(), capacity, config.geometry.sector_size_bytes())
+        .workload(&WorkloadArgs::default(), capacity, config.geometry.sector_size_bytes(), &unit)
         .map_err(|e| format!("--flow `{text}`: {e}"))?
         .ok_or_else(|| format!("--flow `{text}`: trace= needs a file"))?;
     Ok(Flow {
@@ -176,6 +183,7 @@ fn build_flows(
     p: &PerfArgs,
     trace: &StressTraceArgs,
     seed: u64,
+    oracle_unit: Option<u32>,
 ) -> Result<Vec<Flow>, String> {
     let default_arrival = p
         .arrival
@@ -188,7 +196,7 @@ fn build_flows(
     let mut flows = Vec::new();
     for (i, text) in p.flows.iter().enumerate() {
         if flow_trace_path(text).is_some() {
-            flows.push(trace_flow_of(config, text, i, trace)?);
+            flows.push(trace_flow_of(config, text, i, trace, oracle_unit)?);
             continue;
         }
         let mut table = match toml::Value::try_from(base).map_err(|e| e.to_string())? {
@@ -236,11 +244,15 @@ fn trace_flow(
     synthetic: &WorkloadArgs,
     trace: &StressTraceArgs,
     p: &PerfArgs,
+    oracle_unit: Option<u32>,
 ) -> Result<Option<Flow>, String> {
     if trace.trace.is_none() && p.flows.iter().any(|f| flow_trace_path(f).is_some()) {
         return Ok(None); // the --trace-* options are for the trace flows
     }
-    let Some(workload) = trace.workload(synthetic, config.logical_bytes(), config.geometry.sector_size_bytes())? else {
+    let unit = OracleUnit { given: oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
+    let Some(workload) =
+        trace.workload(synthetic, config.logical_bytes(), config.geometry.sector_size_bytes(), &unit)?
+    else {
         return Ok(None);
     };
     if !p.flows.is_empty() {
@@ -301,9 +313,9 @@ pub fn perf_command(
     };
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let reproduce = options::reproduce_command(seed);
-    let flows = match trace_flow(&config, workload_args, trace, p) {
+    let flows = match trace_flow(&config, workload_args, trace, p, run.oracle_unit) {
         Ok(Some(flow)) => vec![flow],
-        Ok(None) => match build_flows(&config, &spec, p, trace, seed) {
+        Ok(None) => match build_flows(&config, &spec, p, trace, seed, run.oracle_unit) {
             Ok(f) => f,
             Err(e) => return input_error(config.locate_error(&e)),
         },
@@ -813,13 +825,13 @@ mod tests {
             flows: vec!["rw=randread,iodepth=16".into(), "iodepth=2,numjobs=2,arrival=poisson:100".into()],
             ..Default::default()
         };
-        let flows = build_flows(&c, &base, &p, &StressTraceArgs::default(), 1).unwrap();
+        let flows = build_flows(&c, &base, &p, &StressTraceArgs::default(), 1, None).unwrap();
         assert_eq!(flows.len(), 3);
         assert_eq!(flows[0].arrival, nandlab::host::Arrival::Closed { iodepth: 16 });
         assert!(flows[0].workload.describe().contains("randread"));
         assert!(matches!(flows[2].arrival, nandlab::host::Arrival::Rate { poisson: true, .. }));
         let bad = PerfArgs { flows: vec!["bogus=1".into()], ..Default::default() };
-        let e = build_flows(&c, &base, &bad, &StressTraceArgs::default(), 1).err().expect("rejected");
+        let e = build_flows(&c, &base, &bad, &StressTraceArgs::default(), 1, None).err().expect("rejected");
         assert!(e.contains("bogus"), "{e}");
     }
 

@@ -192,6 +192,7 @@ impl TransformArgs {
             map,
             max_requests: self.max_requests,
         };
+        refuse_second_pass_of_a_pipe(&spec, trace)?;
         if let Some(m) = &mut spec.map {
             if m.rule == MapRule::Scale && m.extent_bytes.is_none() {
                 let r = TraceReader::open(trace, reader).map_err(|e| e.to_string())?;
@@ -208,6 +209,23 @@ impl TransformArgs {
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// A pipe or FIFO is read once: refuse, before reading anything, the
+/// transforms that read the trace twice (reopening a FIFO would wait
+/// forever for a writer).
+fn refuse_second_pass_of_a_pipe(spec: &TransformSpec, trace: &Path) -> Result<(), String> {
+    if nandlab::workload::trace::source::rereadable(trace) {
+        return Ok(());
+    }
+    let why = if spec.map.is_some_and(|m| m.rule == MapRule::Scale && m.extent_bytes.is_none()) {
+        "--trace-map scale measures the trace's extent in a first pass; give it with --trace-extent BYTES"
+    } else if spec.repeat_until_written_bytes.is_some() {
+        "--trace-repeat-until reads the trace again for each pass; copy it to a file first"
+    } else {
+        return Ok(());
+    };
+    Err(format!("{}: not a regular file (a pipe or FIFO can be read only once): {why}", trace.display()))
 }
 
 /// `N` or blkparse's `MAJOR,MINOR`.
@@ -255,13 +273,33 @@ fn synthetic_flags(w: &WorkloadArgs) -> Vec<&'static str> {
     v
 }
 
+/// The oracle's largest unit: 2^16 sectors (what the synthetic workloads
+/// cap their alignment at too).
+const ORACLE_MAX_UNIT_SECTORS: u32 = 1 << 16;
+
+/// What decides a replay's oracle unit, for [`StressTraceArgs::workload`].
+pub struct OracleUnit {
+    /// `--oracle-unit`, if given: it wins, and the trace is not measured.
+    pub given: Option<u32>,
+    /// The device page's sectors: a measured unit is at most this.
+    pub page_sectors: u32,
+    /// The run's only workload (`oracle unit: …` is printed); a perf trace
+    /// flow beside others says its alignment instead (the run takes the
+    /// smallest of the flows').
+    pub sole: bool,
+}
+
 impl StressTraceArgs {
     /// `Ok(None)` when no trace was given (and no trace option either).
+    /// Without `--oracle-unit`, the oracle unit is measured by a first pass
+    /// over the trace (see [`TraceWorkload::measure_alignment`]) if it can be
+    /// read twice, and said on stderr.
     pub fn workload(
         &self,
         synthetic: &WorkloadArgs,
         capacity_bytes: u64,
         sector_bytes: u32,
+        unit: &OracleUnit,
     ) -> Result<Option<TraceWorkload>, String> {
         let Some(path) = &self.trace else {
             if self.reader.given() || self.transform.given() {
@@ -282,7 +320,37 @@ impl StressTraceArgs {
         if let Some(why) = reader.chosen_because() {
             eprintln!("  trace format: {} (auto: {why})", reader.format());
         }
-        TraceWorkload::new(reader, spec, sector_bytes).map(Some)
+        let mut workload = TraceWorkload::new(reader, spec, sector_bytes)?;
+        let (sectors, why) = match unit.given {
+            Some(n) => (n, "from --oracle-unit".to_string()),
+            None if nandlab::workload::trace::source::rereadable(path) => {
+                let again = TraceReader::open(path, &options).map_err(|e| e.to_string())?;
+                let cap = unit.page_sectors.clamp(1, ORACLE_MAX_UNIT_SECTORS);
+                let n = workload.measure_alignment(again, cap)?;
+                (n, "from the trace's alignment".to_string())
+            }
+            None => {
+                use nandlab::workload::Workload;
+                let n = workload.alignment_sectors();
+                let why = if n > 1 {
+                    "from --trace-align; the trace is a pipe or FIFO, read once, so its own alignment is not measured"
+                } else {
+                    "the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit"
+                };
+                (n, why.to_string())
+            }
+        };
+        let size = nandlab::workload::trace::stats::human_bytes(u64::from(sectors) * u64::from(sector_bytes));
+        let plural = if sectors == 1 { "" } else { "s" };
+        if unit.sole || unit.given.is_some() {
+            eprintln!("  oracle unit: {sectors} sector{plural} ({size}, {why})");
+        } else {
+            eprintln!(
+                "  trace {}: aligned to {sectors} sector{plural} ({size}, {why}); the oracle unit is the smallest of the flows'",
+                path.display()
+            );
+        }
+        Ok(Some(workload))
     }
 }
 

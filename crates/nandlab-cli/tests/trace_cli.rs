@@ -409,3 +409,240 @@ fn an_alignment_larger_than_the_device_is_an_input_error() {
         stderr(&o)
     );
 }
+
+#[test]
+fn stress_prints_the_auto_detection_reason_once() {
+    let p = temp("auto-once.trace", "100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n");
+    let (o, report) = stress_trace(&p, &[]);
+    let why = report["workload_report"]["format_chosen_because"].as_str().unwrap().to_string();
+    assert!(why.contains("blank-separated"), "{why}");
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(all.matches(why.as_str()).count(), 1, "{all}");
+    assert!(report["workload"].as_str().unwrap().contains("mqsim"), "{report}");
+}
+
+#[test]
+fn stats_counts_times_before_the_first_request_as_backwards_and_in_the_span() {
+    let p = temp("backwards.trace", "5000 0 0 8 0\n1000 0 8 8 0\n3000 0 16 8 0\n0 0 24 8 0\n");
+    let o = nandlab(&["trace", "stats", p.to_str().unwrap(), "--trace-format", "mqsim"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("time span  0.000005 s"), "{table}");
+    assert!(table.contains("; 2 backwards"), "{table}");
+    let s = stats_json(p.to_str().unwrap(), &["--trace-format", "mqsim"]);
+    assert_eq!(s["span_seconds"].as_f64(), Some(5e-6), "{s}");
+    assert_eq!(s["inter_arrival"]["backwards"], 2, "{s}");
+    assert_eq!((s["time_first_ns"].as_i64(), s["time_last_ns"].as_i64()), (Some(0), Some(-5000)), "{s}");
+    // The one forward gap, 1000 → 3000 ns.
+    assert_eq!((s["inter_arrival"]["min_us"].as_f64(), s["inter_arrival"]["max_us"].as_f64()), (Some(2.0), Some(2.0)));
+}
+
+#[test]
+fn auto_detection_reads_past_a_70_kb_first_line() {
+    let text = format!("{}\n100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n", "x".repeat(70_000));
+    let p = temp("long-first-line.trace", &text);
+    let s = stats_json(p.to_str().unwrap(), &[]);
+    assert_eq!((s["format"].as_str(), s["requests"].as_u64()), (Some("mqsim"), Some(3)), "{s}");
+    assert_eq!(s["ignored_lines"], 1, "the long first line is a header");
+}
+
+/// Run nandlab on a FIFO that a thread fills once with `text`: its output,
+/// or a failure if it has not ended within a minute (a hang, not slowness).
+#[cfg(unix)]
+fn nandlab_on_fifo(name: &str, text: &'static str, args: &[&str]) -> Output {
+    let fifo = temp(name, "");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        // Blocks until a reader opens the FIFO.
+        std::thread::spawn(move || drop(std::fs::write(&fifo, text)))
+    };
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(fifo.to_str().unwrap());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() {
+        if waited >= 600 {
+            let _ = child.kill();
+            panic!("nandlab {all:?} hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    // If nandlab never opened the FIFO, the writer still waits for a
+    // reader: be one. Opened read-write, a FIFO does not wait for a writer,
+    // so this cannot block even when the writer has already gone.
+    let unblock = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    writer.join().unwrap();
+    drop(unblock);
+    std::fs::remove_file(&fifo).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_that_would_be_read_twice_is_an_input_error_not_a_hang() {
+    const T: &str = "100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n";
+    let stress = ["stress", "--preset", "tiny", "--seed", "1", "--no-progress"];
+    for (extra, flag) in [
+        (&["--trace-map", "scale"][..], "--trace-map scale"),
+        (&["--trace-repeat-until", "1m"][..], "--trace-repeat-until"),
+    ] {
+        let mut args = stress.to_vec();
+        args.extend_from_slice(extra);
+        args.push("--trace");
+        let o = nandlab_on_fifo("twice.fifo", T, &args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("twice.fifo: not a regular file") && e.contains(flag), "{e}");
+        assert!(!e.contains("workload:"), "refused before any work: {e}");
+    }
+    // Read once, a FIFO is fine; so is scale with the extent given.
+    let o = nandlab_on_fifo("once.fifo", T, &["trace", "stats"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut args = stress.to_vec();
+    args.extend_from_slice(&["--trace-map", "scale", "--trace-extent", "1m", "--trace"]);
+    let o = nandlab_on_fifo("extent.fifo", T, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// A device file: the tiny preset with 16 KiB pages (32 sectors), so an
+/// 8 KiB-aligned trace's 16-sector unit is below the page cap.
+fn device_with_16k_pages() -> PathBuf {
+    let tiny = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/tiny.toml")).unwrap();
+    let text = tiny
+        .replace("page_size_bytes = 4096", "page_size_bytes = 16384")
+        .replace("blocks_per_plane = 64", "blocks_per_plane = 32");
+    assert_ne!(text, tiny);
+    temp("pages16k.toml", &text)
+}
+
+/// An MQSim trace of `n` requests of 16 sectors (8 KiB) at 8 KiB-aligned
+/// LBAs below 16 MiB, two writes for each read (deterministic), with `extra`
+/// lines after the fifth.
+fn aligned_8k_trace(name: &str, n: u64, extra: &str) -> PathBuf {
+    let mut text = String::new();
+    let mut x: u64 = 1;
+    for i in 0..n {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let lba = (x >> 33) % 2048 * 16;
+        text += &format!("{} 0 {lba} 16 {}\n", (i + 1) * 1000, u64::from(i % 3 == 0));
+        if i == 4 {
+            text += extra;
+        }
+    }
+    temp(name, &text)
+}
+
+/// `stress --config DEVICE --trace TRACE ARGS… --seed 1 --json`: its exit
+/// code, stderr and JSON report.
+fn stress_on(device: &Path, trace: &Path, args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let json = trace.with_extension(format!("{}.json", args.join("_").replace(['-', '=', ' '], "")));
+    let mut all = vec!["stress", "--config", device.to_str().unwrap(), "--trace", trace.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--seed", "1", "--no-progress", "--json", json.to_str().unwrap()]);
+    let o = nandlab(&all);
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (o.status.code(), stderr(&o), report)
+}
+
+#[test]
+fn an_8k_aligned_trace_gets_a_16_sector_oracle_unit_from_its_alignment() {
+    let (code, e, r) = stress_on(&device_with_16k_pages(), &aligned_8k_trace("a8k.trace", 300, ""), &[]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(e.contains("  oracle unit: 16 sectors (8 KiB, from the trace's alignment)\n"), "{e}");
+    assert_eq!(r["oracle_unit_sectors"], 16);
+}
+
+#[test]
+fn one_512_byte_aligned_request_makes_the_oracle_unit_one_sector() {
+    let trace = aligned_8k_trace("odd512.trace", 300, "4500 0 3 1 0\n");
+    let (code, e, r) = stress_on(&device_with_16k_pages(), &trace, &[]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(e.contains("  oracle unit: 1 sector (512 B, from the trace's alignment)\n"), "{e}");
+    assert_eq!(r["oracle_unit_sectors"], 1);
+}
+
+#[test]
+fn the_derived_oracle_unit_is_capped_at_the_device_page() {
+    // 8 KiB-aligned on the tiny preset's 4 KiB pages: 8 sectors, not 16.
+    let trace = aligned_8k_trace("a8k-tiny.trace", 300, "");
+    let (_, report) = stress_trace(&trace, &[]);
+    assert_eq!(report["oracle_unit_sectors"], 8);
+}
+
+#[test]
+fn an_aligned_trace_replays_the_same_with_the_derived_unit_as_with_oracle_unit_1() {
+    let (device, trace) = (device_with_16k_pages(), aligned_8k_trace("same.trace", 3000, ""));
+    let (code, e, derived) = stress_on(&device, &trace, &[]);
+    assert_eq!(code, Some(0), "{e}");
+    let (code, e1, one) = stress_on(&device, &trace, &["--oracle-unit", "1"]);
+    assert_eq!(code, Some(0), "{e1}");
+    assert!(e1.contains("  oracle unit: 1 sector (512 B, from --oracle-unit)\n"), "{e1}");
+    assert_eq!((derived["oracle_unit_sectors"].as_u64(), one["oracle_unit_sectors"].as_u64()), (Some(16), Some(1)));
+    assert_eq!(derived["host"], one["host"]);
+    assert_eq!(derived["host"]["write_requests"], 2000);
+    assert_eq!((derived["errors"].as_u64(), derived["warnings"].as_u64()), (Some(0), Some(0)), "{derived}");
+    assert_eq!(derived["violation_counts"], one["violation_counts"]);
+}
+
+#[test]
+fn a_broken_ftl_is_caught_with_the_derived_oracle_unit_as_with_oracle_unit_1() {
+    let (device, trace) = (device_with_16k_pages(), aligned_8k_trace("buggy.trace", 3000, ""));
+    let buggy = ["--ftl", "buggy", "--ftl-opt", "bug=alias-two-lbas", "--max-errors", "0"];
+    let (code, e, derived) = stress_on(&device, &trace, &buggy);
+    assert_eq!(code, Some(1), "violations are exit 1: {e}");
+    assert_eq!(derived["oracle_unit_sectors"], 16);
+    let mut with_one = buggy.to_vec();
+    with_one.extend_from_slice(&["--oracle-unit", "1"]);
+    let (code, _, one) = stress_on(&device, &trace, &with_one);
+    assert_eq!(code, Some(1));
+    assert!(derived["errors"].as_u64().unwrap() > 0);
+    assert_eq!((&derived["errors"], &derived["violation_counts"]), (&one["errors"], &one["violation_counts"]));
+}
+
+#[test]
+fn perf_trace_derives_the_oracle_unit_too() {
+    let trace = aligned_8k_trace("perf8k.trace", 300, "");
+    let json = trace.with_extension("perf.json");
+    let o = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(e.contains("  oracle unit: 8 sectors (4 KiB, from the trace's alignment)\n"), "{e}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["oracle_unit_sectors"], 8);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_trace_falls_back_to_a_1_sector_oracle_unit_and_says_so() {
+    const T: &str = "100 0 0 16 0\n200 0 16 16 1\n300 0 32 16 1\n";
+    let device = device_with_16k_pages();
+    let args = ["stress", "--config", device.to_str().unwrap(), "--seed", "1", "--no-progress", "--trace"];
+    let o = nandlab_on_fifo("unit.fifo", T, &args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("  oracle unit: 1 sector (512 B, the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit)\n"),
+        "{e}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 writes"), "the FIFO was replayed whole");
+}

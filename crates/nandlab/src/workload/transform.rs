@@ -7,7 +7,9 @@
 //!    (`--trace-op read,write,trim,flush`); dropped requests are counted.
 //! 2. **time**: the first kept request arrives at 0 (`rebase_time`), and
 //!    arrival times are divided by `--trace-speed` (2 = twice as fast,
-//!    0.5 = half as fast) for open-loop replay.
+//!    0.5 = half as fast) for open-loop replay. A time before the first
+//!    request's is clamped to 0 in the stream ([`Transformed::next_timed`]
+//!    gives it signed, for statistics).
 //! 3. **align** to N bytes (`--trace-align 4k`): each read, write and trim
 //!    is widened to the smallest N-aligned range covering it (start rounded
 //!    down, end rounded up). Flushes are untouched.
@@ -225,6 +227,9 @@ pub struct Transformed {
     pass: u64,
     pass_written: u64,
     time_origin: Option<u64>,
+    /// The time of the request last read, transformed but not clamped at 0
+    /// (see [`Transformed::next_timed`]).
+    signed_time_ns: i128,
     // Pass 0's figures, for the repeat offset and time shift.
     pass0_max_end: u64,
     pass0_requests: u64,
@@ -259,6 +264,7 @@ impl Transformed {
             pass: 0,
             pass_written: 0,
             time_origin: None,
+            signed_time_ns: 0,
             pass0_max_end: 0,
             pass0_requests: 0,
             pass0_last_time: 0,
@@ -279,6 +285,15 @@ impl Transformed {
     }
     pub fn counts(&self) -> &TransformCounts {
         &self.counts
+    }
+
+    /// The next transformed request with its signed time: what `time_ns`
+    /// would be if it could go below 0. A trace whose times go back before
+    /// its first request's has them clamped to 0 in `time_ns` (an arrival
+    /// cannot precede the replay's start); statistics need the true order
+    /// and distances, so they read this one.
+    pub fn next_timed(&mut self) -> Result<Option<(TraceRequest, i128)>, TraceError> {
+        Ok(self.next_request()?.map(|r| (r, self.signed_time_ns)))
     }
 
     /// The next transformed request, `None` when the stream is over.
@@ -305,7 +320,9 @@ impl Transformed {
                 continue;
             }
             self.kept += 1;
-            r.time_ns = self.time_of(r.time_ns);
+            let t = self.time_of(r.time_ns);
+            self.signed_time_ns = t;
+            r.time_ns = t.clamp(0, i128::from(u64::MAX)) as u64;
             if r.op != HostOp::Flush {
                 let (o, s) = self.spec.aligned(r.offset_bytes, r.size_bytes);
                 if (o, s) != (r.offset_bytes, r.size_bytes) {
@@ -406,16 +423,16 @@ impl Transformed {
         }
     }
 
-    /// Rebased, scaled, shifted time.
-    fn time_of(&mut self, t: u64) -> u64 {
+    /// Rebased, scaled, shifted time; negative when before the origin.
+    fn time_of(&mut self, t: u64) -> i128 {
         let t = if self.spec.rebase_time {
             let origin = *self.time_origin.get_or_insert(t);
-            t.saturating_sub(origin)
+            i128::from(t) - i128::from(origin)
         } else {
-            t
+            i128::from(t)
         };
-        let t = if self.spec.speed == 1.0 { t } else { (t as f64 / self.spec.speed) as u64 };
-        t.saturating_add(self.time_shift_ns)
+        let t = if self.spec.speed == 1.0 { t } else { (t as f64 / self.spec.speed) as i128 };
+        t + i128::from(self.time_shift_ns)
     }
 
     /// At the end of a pass: start another if the repeat target is not met.

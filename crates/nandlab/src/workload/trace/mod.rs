@@ -45,6 +45,11 @@
 //! 1. Up to [`SNIFF_LINES`] content lines are looked at (blank and `#`
 //!    lines, blkparse's `Input file` lines and everything from blkparse's
 //!    summary on are left out). A fio iolog is recognised by its header.
+//!    The first 64 KiB are read, and more (up to a longest line and 64 KiB)
+//!    while they hold fewer lines than that, so a long first line does not
+//!    hide the records after it. Lines longer than
+//!    [`SNIFF_LONG_LINE_BYTES`] are no evidence (the reader still judges
+//!    them: a long first line starting with a letter is a header).
 //! 2. A first line that starts with a letter and matches no format is a
 //!    header (the CSV and ASCII readers skip it) and is no evidence.
 //! 3. Each remaining line is tested against every format's layout (the
@@ -519,8 +524,17 @@ pub struct ReadCounts {
 /// Malformed lines kept in full for the report when skipping them.
 pub const BAD_LINE_EXAMPLES: usize = 10;
 
-/// Bytes of the decompressed trace looked at to sniff its format.
+/// Bytes of the decompressed trace looked at to sniff its format, unless
+/// they hold fewer than [`SNIFF_LINES`] lines: then more are read, up to
+/// [`SNIFF_MAX_BYTES`], so that long lines at the start (a long header or
+/// comment, well under the reader's [`source::MAX_LINE_BYTES`]) do not hide
+/// the records after them.
 const SNIFF_BYTES: usize = 64 * 1024;
+/// The most bytes read to sniff the format: a longest line and 64 KiB more.
+const SNIFF_MAX_BYTES: usize = source::MAX_LINE_BYTES + SNIFF_BYTES;
+/// Lines longer than this are no evidence for the sniffer (no record of any
+/// format is nearly this long); the reader still reads and judges them.
+pub const SNIFF_LONG_LINE_BYTES: usize = 4096;
 /// Content lines (at most) whose layout decides the format.
 pub const SNIFF_LINES: usize = 256;
 
@@ -570,9 +584,8 @@ impl TraceReader {
         let (format, chosen_because, prefix) = match options.format {
             Some(f) => (f, None, Vec::new()),
             None => {
-                let sample = source::read_prefix(&mut opened.reader, SNIFF_BYTES)
+                let (sample, complete) = read_sniff_sample(&mut opened.reader)
                     .map_err(|e| file_error(format!("cannot read ({} compression): {e}", opened.compression.name())))?;
-                let complete = sample.len() < SNIFF_BYTES;
                 let (f, why) = sniff(&sample, complete).map_err(file_error)?;
                 (f, Some(why), sample)
             }
@@ -598,11 +611,13 @@ impl TraceReader {
     }
 
     /// Start again from the first line (the file is reopened). Counts add up.
+    /// A pipe or FIFO is refused ([`source::rereadable`]): reopening it
+    /// would wait forever.
     pub fn rewind(&mut self) -> Result<(), TraceError> {
-        let Some(path) = self.path.clone() else {
+        let Some(path) = self.path.clone().filter(|p| source::rereadable(p)) else {
             return Err(TraceError::File {
                 file: self.name.clone(),
-                message: "cannot be read again (not a file)".into(),
+                message: "cannot be read again (not a regular file: a pipe or FIFO is read once)".into(),
             });
         };
         let opened = source::open(&path)
@@ -722,17 +737,37 @@ impl TraceReader {
     pub fn file_bytes(&self) -> Option<u64> {
         self.file_bytes
     }
-    /// A one-line description: `blkparse (auto: …), gzip`.
+    /// A one-line description: `blkparse FILE (auto-detected), gzip`. The
+    /// reason for an auto-detected format is not repeated here: the CLI
+    /// prints it once, and reports keep it apart ([`Self::chosen_because`]).
     pub fn describe(&self) -> String {
         let mut d = format!("{} {}", self.format, self.name);
-        if let Some(why) = &self.chosen_because {
-            d += &format!(" (auto: {why})");
+        if self.chosen_because.is_some() {
+            d += " (auto-detected)";
         }
         if self.compression != Compression::None {
             d += &format!(", {}", self.compression.name());
         }
         d
     }
+}
+
+/// The start of a trace to sniff, and whether it is the whole trace:
+/// [`SNIFF_BYTES`], or more until it holds [`SNIFF_LINES`] lines, the file
+/// ends, or [`SNIFF_MAX_BYTES`] are read.
+fn read_sniff_sample(reader: &mut dyn std::io::Read) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut sample = source::read_prefix(reader, SNIFF_BYTES)?;
+    let mut complete = sample.len() < SNIFF_BYTES;
+    while !complete
+        && sample.len() < SNIFF_MAX_BYTES
+        && memchr::memchr_iter(b'\n', &sample).take(SNIFF_LINES).count() < SNIFF_LINES
+    {
+        let want = SNIFF_BYTES.min(SNIFF_MAX_BYTES - sample.len());
+        let more = source::read_prefix(reader, want)?;
+        complete = more.len() < want;
+        sample.extend_from_slice(&more);
+    }
+    Ok((sample, complete))
 }
 
 /// A format the sniffer can recognise line by line: its layout test and
@@ -746,19 +781,38 @@ type Layout = (TraceFormat, fn(&[u8]) -> bool, &'static str);
 pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), String> {
     let sample = source::strip_bom(sample);
     let mut lines: Vec<&[u8]> = sample.split(|&c| c == b'\n').collect();
-    if !complete && lines.len() > 1 {
+    if !complete {
         lines.pop(); // possibly cut in the middle
     }
+    let mut long_lines = 0;
     let content: Vec<&[u8]> = lines
         .iter()
         .map(|l| parse::trim(l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|l| !parse::is_blank_or_comment(l))
+        // No evidence: a record is never this long.
+        .filter(|l| {
+            let long = l.len() > SNIFF_LONG_LINE_BYTES;
+            long_lines += usize::from(long);
+            !long
+        })
         // blkparse may print one of these per CPU before the events.
         .filter(|l| !l.starts_with(b"Input file "))
         .take_while(|l| !blkparse::is_trailer(l))
         .take(SNIFF_LINES)
         .collect();
     let Some(&first) = content.first() else {
+        if !complete && lines.is_empty() {
+            return Err(format!(
+                "no complete line in the first {} bytes: a line longer than {} bytes is not a text trace",
+                sample.len(),
+                source::MAX_LINE_BYTES
+            ));
+        }
+        if long_lines > 0 {
+            return Err(format!(
+                "cannot recognise the trace format: its first lines are all longer than {SNIFF_LONG_LINE_BYTES} bytes ({long_lines} of them), which no record of a known format is; give --trace-format"
+            ));
+        }
         return Err("the trace is empty: no line to recognise its format from".into());
     };
     if let Some(v) = fio_iolog::header_version(first) {
@@ -808,6 +862,9 @@ pub fn sniff(sample: &[u8], complete: bool) -> Result<(TraceFormat, String), Str
         ));
     }
     let mut why = format!("{hits} of {lines_seen} match: {layout}");
+    if long_lines > 0 {
+        why += &format!(" ({long_lines} line(s) longer than {SNIFF_LONG_LINE_BYTES} bytes not looked at)");
+    }
     if hits < n {
         why += &format!(" (the other {} will be reported as bad lines)", n - hits);
     }
@@ -917,6 +974,30 @@ mod tests {
         assert!(e.contains("ambiguous trace format") && e.contains("2 look like msr and 1 like spc"), "{e}");
         let e = sniff(b"Timestamp,Hostname\n", true).unwrap_err();
         assert!(e.contains("only a header line"), "{e}");
+    }
+
+    #[test]
+    fn a_long_first_line_does_not_hide_the_records_after_it() {
+        // 70 KB: past the 64 KiB first sample, well under the 1 MiB line limit.
+        let mut text = vec![b'x'; 70_000];
+        text.extend_from_slice(b"\n100 0 0 8 0\n200 0 8 8 1\n300 0 16 8 1\n");
+        let mut r = TraceReader::from_bytes("long", text.clone(), &ReaderOptions::default()).unwrap();
+        assert_eq!(r.format(), TraceFormat::Mqsim, "{:?}", r.chosen_because());
+        let mut n = 0;
+        while r.next_request().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!((n, r.counts().ignored_lines), (3, 1));
+        // A long line among the records is no evidence, and it is said.
+        let mut text = b"100 0 0 8 0\n".to_vec();
+        text.extend_from_slice(&[b'7'; 5000]);
+        text.extend_from_slice(b"\n200 0 8 8 1\n");
+        let (f, why) = sniff(&text, true).unwrap();
+        assert_eq!(f, TraceFormat::Mqsim);
+        assert!(why.contains("1 line(s) longer than 4096 bytes not looked at"), "{why}");
+        // A line beyond the reader's limit is not called an empty trace.
+        let e = sniff(&vec![b'1'; 100], false).unwrap_err();
+        assert!(e.contains("no complete line in the first 100 bytes"), "{e}");
     }
 
     #[test]

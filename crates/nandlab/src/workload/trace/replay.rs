@@ -14,6 +14,12 @@
 //! - Progress is the bytes read from the trace file (compressed bytes for
 //!   `.gz`/`.zst`); with `--trace-repeat-until`, the bytes written towards
 //!   the target.
+//! - The oracle's unit ([`Workload::alignment_sectors`]) is what
+//!   `--trace-align` guarantees (1 sector without it), unless
+//!   [`TraceWorkload::measure_alignment`] has made a first pass over the
+//!   requests the replay will issue: then it is the largest power of two
+//!   (capped, e.g. at the page's sectors) dividing every read, write and
+//!   trim's start and length in sectors.
 
 use super::super::transform::{TransformSpec, Transformed};
 use super::super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress};
@@ -80,6 +86,48 @@ impl TraceWorkload {
 
     pub fn stream(&self) -> &Transformed {
         &self.stream
+    }
+
+    /// A first pass over `reader` (the same trace, opened again with the same
+    /// reader options) through this replay's transforms: the oracle unit
+    /// becomes the largest power of two, at most `max_sectors`, that divides
+    /// the start and the length (in sectors) of every read, write and trim
+    /// the replay will issue (flushes have none), if that is more than what
+    /// `--trace-align` guarantees. Returns the unit. Streaming, with nothing
+    /// kept per request; it stops early once the unit is down to 1 sector.
+    ///
+    /// With `--trace-repeat-until`, the pass covers pass 0 only: later
+    /// passes are shifted by the repeat offset (a multiple of 1 MiB unless
+    /// given), wrap at the capacity and end at the target, so the unit also
+    /// divides those.
+    pub fn measure_alignment(&mut self, reader: TraceReader, max_sectors: u32) -> Result<u32, String> {
+        let spec = self.stream.spec();
+        let mut once = spec.clone();
+        once.repeat_until_written_bytes = None;
+        once.repeat_offset_bytes = None;
+        let cap = max_sectors.max(1).ilog2();
+        // The OR of every start and length: its trailing zeros are the
+        // smallest of theirs.
+        let mut bits: u64 = 1 << cap;
+        let mut pass = TraceWorkload::new(reader, once, self.sector_bytes as u32)?;
+        while bits & 1 == 0 {
+            match pass.next_request().map_err(|e| e.0)? {
+                None => break,
+                Some(r) if r.op == HostOp::Flush => {}
+                Some(r) => bits |= r.lba | u64::from(r.sectors),
+            }
+        }
+        let mut unit = 1u64 << bits.trailing_zeros().min(cap);
+        if let Some(target) = spec.repeat_until_written_bytes {
+            let mut g = gcd(unit * self.sector_bytes, target);
+            g = gcd(g, spec.repeat_offset_bytes.unwrap_or(1 << 20));
+            if let Some(m) = spec.map {
+                g = gcd(g, m.capacity_bytes);
+            }
+            unit = if g % self.sector_bytes == 0 { 1 << (g / self.sector_bytes).trailing_zeros() } else { 1 };
+        }
+        self.alignment_sectors = self.alignment_sectors.max(unit as u32);
+        Ok(self.alignment_sectors)
     }
 
     /// Issue at most 2^32 − 1 sectors of `total` from `r`, keeping the rest.

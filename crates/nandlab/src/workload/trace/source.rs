@@ -99,6 +99,14 @@ pub fn open(path: &Path) -> io::Result<Opened> {
     Ok(Opened { reader: wrap(counted, compression)?, compression, file_bytes_read: count, file_bytes: size })
 }
 
+/// Whether `path` can be read a second time from its start: a regular file
+/// can; a pipe, FIFO or terminal (`/dev/stdin`, `<(…)`) cannot (opening a
+/// FIFO again waits for a writer that never comes). A path that cannot be
+/// looked at is left for the open to report.
+pub fn rereadable(path: &Path) -> bool {
+    std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
 /// Decompress an in-memory trace (tests and fuzzing).
 pub fn from_bytes(bytes: Vec<u8>) -> io::Result<Opened> {
     let compression = Compression::sniff(&bytes);

@@ -25,7 +25,12 @@
 //!   reported as the top of its histogram bucket: at most 0.1 % above the
 //!   true value, and never outside [min, max]); and how often time went
 //!   backwards (such a pair gives no gap).
-//! - Time span (first to last time), address range, requests per device.
+//! - Time span (earliest to latest time), address range, requests per
+//!   device.
+//! - Times are the transformed ones, rebased to the first request but
+//!   signed ([`Transformed::next_timed`]): replay clamps a time before the
+//!   first request's to 0, which would hide backward steps and shrink the
+//!   span of a trace that does not start with its earliest request.
 
 use super::hll::HyperLogLog;
 use super::TraceRequest;
@@ -112,8 +117,10 @@ pub struct TraceStats {
     pub footprint_standard_error_bytes: u64,
     pub offset_min_bytes: Option<u64>,
     pub end_max_bytes: Option<u64>,
-    pub time_first_ns: Option<u64>,
-    pub time_last_ns: Option<u64>,
+    /// Times after the transforms (rebased: the first request is at 0, so
+    /// a later one may be negative when the trace's time goes backwards).
+    pub time_first_ns: Option<i128>,
+    pub time_last_ns: Option<i128>,
     pub span_seconds: f64,
     pub inter_arrival: InterArrival,
     /// Requests per device (at most 1024 listed; see `other_devices_requests`).
@@ -257,10 +264,10 @@ pub struct StatsCollector {
     last_end: [Option<u64>; 3],
     offset_min: Option<u64>,
     end_max: Option<u64>,
-    time_first: Option<u64>,
-    time_last: Option<u64>,
-    time_min: u64,
-    time_max: u64,
+    time_first: Option<i128>,
+    time_last: Option<i128>,
+    time_min: i128,
+    time_max: i128,
     gaps: hdrhistogram::Histogram<u64>,
     gap_sum_ns: u128,
     gap_min_ns: u64,
@@ -283,8 +290,8 @@ impl StatsCollector {
             end_max: None,
             time_first: None,
             time_last: None,
-            time_min: u64::MAX,
-            time_max: 0,
+            time_min: i128::MAX,
+            time_max: i128::MIN,
             // The whole u64 range: no gap is ever clamped.
             gaps: hdrhistogram::Histogram::new_with_bounds(1, u64::MAX, 3).expect("valid bounds"),
             gap_sum_ns: 0,
@@ -296,7 +303,9 @@ impl StatsCollector {
         }
     }
 
-    pub fn add(&mut self, r: &TraceRequest) {
+    /// Count `r`, whose time (signed: it may precede the first request's)
+    /// is `time_ns` ([`Transformed::next_timed`]).
+    pub fn add(&mut self, r: &TraceRequest, time_ns: i128) {
         self.requests += 1;
         let i = r.op.index();
         let fig = &mut self.ops[i];
@@ -321,21 +330,21 @@ impl StatsCollector {
             self.end_max = Some(self.end_max.map_or(r.end_bytes(), |m| m.max(r.end_bytes())));
         }
         if let Some(prev) = self.time_last {
-            if r.time_ns < prev {
+            if time_ns < prev {
                 self.backwards += 1;
             } else {
-                let gap = r.time_ns - prev;
+                let gap = u64::try_from(time_ns - prev).unwrap_or(u64::MAX);
                 self.gaps.saturating_record(gap);
                 self.gap_sum_ns += u128::from(gap);
                 self.gap_min_ns = self.gap_min_ns.min(gap);
                 self.gap_max_ns = self.gap_max_ns.max(gap);
             }
         } else {
-            self.time_first = Some(r.time_ns);
+            self.time_first = Some(time_ns);
         }
-        self.time_last = Some(r.time_ns);
-        self.time_min = self.time_min.min(r.time_ns);
-        self.time_max = self.time_max.max(r.time_ns);
+        self.time_last = Some(time_ns);
+        self.time_min = self.time_min.min(time_ns);
+        self.time_max = self.time_max.max(time_ns);
         if let Some(n) = self.devices.get_mut(&r.device) {
             *n += 1;
         } else if self.devices.len() < MAX_DEVICES {
@@ -426,8 +435,8 @@ pub fn collect(
     with_transforms: bool,
 ) -> Result<TraceStats, super::TraceError> {
     let mut c = StatsCollector::new(bitmap_max_bytes);
-    while let Some(r) = stream.next_request()? {
-        c.add(&r);
+    while let Some((r, time_ns)) = stream.next_timed()? {
+        c.add(&r, time_ns);
     }
     Ok(c.finish(stream, with_transforms))
 }
@@ -534,6 +543,13 @@ impl TraceStats {
 mod tests {
     use super::*;
 
+    impl StatsCollector {
+        /// Count `r` at its own (unsigned) time.
+        fn add_req(&mut self, r: &TraceRequest) {
+            self.add(r, i128::from(r.time_ns));
+        }
+    }
+
     fn req(op: HostOp, offset: u64, size: u64, t: u64) -> TraceRequest {
         TraceRequest { op, offset_bytes: offset, size_bytes: size, time_ns: t, device: 0, line: 1 }
     }
@@ -541,10 +557,10 @@ mod tests {
     #[test]
     fn bitmap_footprint_counts_overlaps_once() {
         let mut c = StatsCollector::new(1 << 20);
-        c.add(&req(HostOp::Write, 0, 8192, 0));
-        c.add(&req(HostOp::Read, 4096, 8192, 10));
-        c.add(&req(HostOp::Write, 1000, 10, 20)); // inside unit 1
-        c.add(&req(HostOp::Flush, 0, 0, 30));
+        c.add_req(&req(HostOp::Write, 0, 8192, 0));
+        c.add_req(&req(HostOp::Read, 4096, 8192, 10));
+        c.add_req(&req(HostOp::Write, 1000, 10, 20)); // inside unit 1
+        c.add_req(&req(HostOp::Flush, 0, 0, 30));
         let f = c.footprint.figures();
         assert!(f.exact());
         assert_eq!((f.total_bytes(), f.exact_part_bytes, f.standard_error_bytes), (12288, 12288, 0));
@@ -566,9 +582,9 @@ mod tests {
         let mut c = StatsCollector::new(64); // 512 units: addresses below 256 KiB exact
         for i in 0..1000u64 {
             // Unaligned 4 KiB requests each touch 9 units; neighbours share one.
-            c.add(&req(HostOp::Write, i * 4096 + 100, 4096, i));
+            c.add_req(&req(HostOp::Write, i * 4096 + 100, 4096, i));
         }
-        c.add(&req(HostOp::Write, 100, 4096, 2000)); // a duplicate
+        c.add_req(&req(HostOp::Write, 100, 4096, 2000)); // a duplicate
         let f = c.footprint.figures();
         assert!(!f.exact());
         assert_eq!(f.exact_below_bytes, 256 << 10);
@@ -583,7 +599,7 @@ mod tests {
     #[test]
     fn a_request_straddling_the_bitmap_end_is_split_between_the_parts() {
         let mut c = StatsCollector::new(8); // 64 units: 32 KiB exact
-        c.add(&req(HostOp::Write, 30 << 10, 4 << 10, 0));
+        c.add_req(&req(HostOp::Write, 30 << 10, 4 << 10, 0));
         let f = c.footprint.figures();
         assert_eq!(f.exact_part_bytes, 2 << 10);
         assert_eq!(f.estimated_part_bytes, 2 << 10, "4 units, small enough for linear counting to be exact");
@@ -592,9 +608,9 @@ mod tests {
     #[test]
     fn sequential_sizes_and_gaps() {
         let mut c = StatsCollector::new(1 << 20);
-        c.add(&req(HostOp::Write, 0, 4096, 0));
-        c.add(&req(HostOp::Write, 4096, 4096, 1000));
-        c.add(&req(HostOp::Read, 0, 600, 500));
+        c.add_req(&req(HostOp::Write, 0, 4096, 0));
+        c.add_req(&req(HostOp::Write, 4096, 4096, 1000));
+        c.add_req(&req(HostOp::Read, 0, 600, 500));
         assert_eq!(c.ops[1].sequential, 1);
         assert_eq!(c.sizes[3][1], 2, "4 KiB writes in the ≤4 KiB bucket");
         assert_eq!(c.sizes[1][0], 1, "600 B read in the ≤1 KiB bucket");
@@ -609,7 +625,7 @@ mod tests {
         let mut t = 5_000;
         for gap in [0, 1_000_000, 1_000_000, 2_000_000_000, 1_000, 3_000_000] {
             t += gap;
-            c.add(&req(HostOp::Read, 0, 512, t));
+            c.add_req(&req(HostOp::Read, 0, 512, t));
         }
         let ia = c.inter_arrival();
         assert_eq!((ia.min_us, ia.max_us), (1.0, 2_000_000.0));
@@ -617,7 +633,7 @@ mod tests {
         assert!((ia.p50_us - 1_000.0).abs() <= 1.0, "median {}", ia.p50_us);
         assert_eq!(ia.p99_us, 2_000_000.0, "clamped to the exact max");
         // A gap near 2^64 ns is neither clamped nor an error.
-        c.add(&req(HostOp::Read, 0, 512, u64::MAX));
+        c.add_req(&req(HostOp::Read, 0, 512, u64::MAX));
         assert_eq!(c.inter_arrival().max_us, (u64::MAX - t) as f64 / 1e3);
     }
 }
