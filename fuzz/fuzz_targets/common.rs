@@ -33,6 +33,7 @@ pub fn read_all(format: Option<TraceFormat>, data: &[u8]) {
         },
         // Only where it applies: msr and fio refuse a sector size.
         sector_bytes: (bits & 64 != 0 && format.is_some_and(TraceFormat::sector_based)).then_some(4096),
+        csv: Default::default(),
     };
     let mut reader = match TraceReader::from_bytes("fuzz.trace", text.to_vec(), &options) {
         Ok(r) => r,
