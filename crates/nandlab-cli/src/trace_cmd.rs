@@ -42,7 +42,7 @@ pub struct ReaderArgs {
     pub columns: Option<String>,
     /// csv: operation values, repeatable: read=R,28 write=W,2a trim=D flush=F ignore=X (case-insensitive).
     #[arg(long = "trace-ops", value_name = "OP=VALUES", help_heading = "Trace reading")]
-    pub ops: Vec<String>,
+    pub op_values: Vec<String>,
     /// csv: unit of the offset field: bytes (default), sectors (512 B) or a size such as 4k.
     #[arg(long = "trace-offset-unit", value_name = "UNIT", help_heading = "Trace reading")]
     pub offset_unit: Option<String>,
@@ -100,7 +100,7 @@ impl ReaderArgs {
                     .transpose()
                     .map_err(|e| format!("--trace-size-unit: {e}"))?,
                 ops: self
-                    .ops
+                    .op_values
                     .iter()
                     .map(|o| o.parse::<csv::OpRule>().map_err(|e| format!("--trace-ops: {e}")))
                     .collect::<Result<_, _>>()?,
@@ -123,7 +123,7 @@ impl ReaderArgs {
             || self.sector_bytes.is_some()
             || self.skip_bad_lines
             || self.columns.is_some()
-            || !self.ops.is_empty()
+            || !self.op_values.is_empty()
             || self.offset_unit.is_some()
             || self.size_unit.is_some()
             || self.delimiter.is_some()
