@@ -246,3 +246,56 @@ fn a_short_or_odd_first_line_is_never_a_panic() {
     }
     let _ = read_bytes("odd.csv", b"1\n".to_vec(), &generic_options());
 }
+
+#[test]
+fn a_blank_delimiter_treats_a_run_of_blanks_as_one_separator() {
+    let o = with_csv(
+        TraceFormat::Csv,
+        CsvOptions {
+            columns: Some("op=1,offset=2,size=3,device=4".parse().unwrap()),
+            ops: ops(&["read=R", "write=W"]),
+            delimiter: Some(b' '),
+            ..Default::default()
+        },
+    );
+    let (v, _) = read_bytes("t.txt", b"W   0 \t 4096  3\n  R 8 512 1\n".to_vec(), &o).unwrap();
+    assert_eq!(v, vec![(Write, 0, 4096, 0, 3, 1), (Read, 8, 512, 0, 1, 2)]);
+}
+
+/// SplitMix64, for reproducible pseudo-random lines.
+fn next(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[test]
+fn random_csv_like_input_gives_requests_or_located_errors_never_a_panic() {
+    const TOKENS: [&str; 16] =
+        ["0", "1", "R", "w", "28", "2a", "18446744073709551615", "4096", ",", ",", ",", ";", "\n", " ", "x", "1.5"];
+    let mut seed = 7u64;
+    let layouts =
+        [fixed(TraceFormat::Alibaba), fixed(TraceFormat::Tencent), fixed(TraceFormat::Vscsi), generic_options()];
+    for case in 0..2000 {
+        let mut text = String::new();
+        for _ in 0..next(&mut seed) % 40 {
+            text += TOKENS[(next(&mut seed) % 16) as usize];
+        }
+        for o in &layouts {
+            let o = ReaderOptions { skip_bad_lines: case % 2 == 0, ..o.clone() };
+            match read_bytes("r.csv", text.clone().into_bytes(), &o) {
+                Ok((v, r)) => {
+                    assert!(v.iter().all(|q| q.5 >= 1 && q.5 <= r.counts().lines), "{text:?}");
+                    let c = r.counts();
+                    assert!(c.ignored_lines + c.skipped_bad_lines <= c.lines, "{text:?}");
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(e.starts_with("r.csv:") && e.contains("field `"), "{text:?}: {e}");
+                }
+            }
+        }
+    }
+}

@@ -16,7 +16,8 @@
 //!
 //! Decisions (the layouts are silent on them):
 //!
-//! - Fields are trimmed of spaces and tabs. Columns beyond the mapped ones
+//! - Fields are trimmed of spaces and tabs; with a space or tab delimiter a
+//!   run of blanks is one separator. Columns beyond the mapped ones
 //!   are ignored; a mapped column missing from a line is an error naming
 //!   the field.
 //! - Operation values are matched case-insensitively against the
@@ -65,7 +66,7 @@
 //!   Other SCSI opcodes (READ(16) `88`, WRITE(16) `8a`, …) are errors
 //!   unless listed with `--trace-ops`.
 
-use super::parse::{checked_end, parse_decimal_ns, parse_u32, parse_u64, CsvFields, LineError};
+use super::parse::{checked_end, is_blank, parse_decimal_ns, parse_u32, parse_u64, CsvFields, LineError, Words};
 use super::{Pending, TimeUnit, TraceFormat};
 use crate::workload::HostOp;
 
@@ -340,12 +341,18 @@ impl CsvParser {
     fn fields<'a>(&self, line: &'a [u8]) -> [Option<&'a [u8]>; 5] {
         let mut out = [None; 5];
         let last = self.cols.iter().flatten().copied().max().unwrap_or(0);
-        for (i, f) in CsvFields::new(line, self.delimiter).enumerate().take(last + 1) {
+        let mut place = |i: usize, f: &'a [u8]| {
             for (slot, col) in out.iter_mut().zip(self.cols) {
                 if col == Some(i) {
                     *slot = Some(f);
                 }
             }
+        };
+        if is_blank(self.delimiter) {
+            // Space or tab: a run of blanks is one separator.
+            Words::new(line).enumerate().take(last + 1).for_each(|(i, f)| place(i, f));
+        } else {
+            CsvFields::new(line, self.delimiter).enumerate().take(last + 1).for_each(|(i, f)| place(i, f));
         }
         out
     }
