@@ -44,18 +44,21 @@
 //!
 //! | layout | columns | units | ops | source |
 //! |---|---|---|---|---|
-//! | `alibaba` | `device_id,opcode,offset,length,timestamp` | offset, length bytes; timestamp µs | `R` read, `W` write | `alibaba/block-traces` README, schema of `io_traces.csv` (Alibaba Cloud EBS, 2020) |
+//! | `alibaba` | `device_id,opcode,offset,length,timestamp` | offset, length bytes; timestamp µs (assumed, see below) | `R` read, `W` write | `alibaba/block-traces` README, schema of `io_traces.csv` (Alibaba Cloud EBS, 2020) |
 //! | `tencent` | `timestamp,offset,size,io_type,volume_id` | timestamp s (Unix time); offset, size 512 B sectors | `0` read, `1` write | Tencent CBS trace README (SNIA IOTTA; Zhang et al., "OSCA", ATC '20): "Offset … in sectors … 1 sector = 512 bytes", "Size … in sectors", "IOType is Read(0), Write(1)", timestamp "Unix time (seconds since 1/1/1970)" |
 //! | `vscsi` | `version,time,op,size,lbn` | time s; size bytes; lbn 512 B sectors | SCSI opcodes `28`/`0x28` read, `2a`/`0x2a` write | libCacheSim `data/cloudPhysicsIO.csv` (CloudPhysics VSCSI traces) |
 //!
 //! What was verified and what was not:
 //!
-//! - Alibaba: the README's schema table gives `device_id` (uint32),
-//!   `opcode` (`R` or `W`), `offset` and `length` in bytes, and
-//!   `timestamp` "in microseconds" (its example, 1577808144249765, is µs
-//!   since 1970). The files have no header row (one would be skipped).
+//! - Alibaba: the README's schema table (as seen) gives `device_id`
+//!   (uint32), `opcode` ("Either of 'R' or 'W'"), `offset` "in bytes" and
+//!   `length` (bytes). The part of the table giving the `timestamp` unit was
+//!   **not seen**: microseconds since 1970 is assumed (the unit commonly
+//!   cited for these traces); override with `--trace-time-unit`. The files
+//!   have no header row (one would be skipped).
 //! - Tencent: the units above are quoted from the trace's README.
-//! - vscsi: libCacheSim's documentation says the sample
+//! - vscsi: libCacheSim's documentation (FAQ, "What are the units in a
+//!   trace?", and its cachesim/traceConv examples) says the sample
 //!   `cloudPhysicsIO.csv` has the header `version,time,op,size,lbn`, that
 //!   its time is in seconds and its size in bytes, and reads it with
 //!   `time-col=2, obj-id-col=5, size-col=4`. **Not verified**: that `lbn`
