@@ -33,8 +33,14 @@ pub fn read_all(format: Option<TraceFormat>, data: &[u8]) {
         },
         // Only where it applies: msr and fio refuse a sector size.
         sector_bytes: (bits & 64 != 0 && format.is_some_and(TraceFormat::sector_based)).then_some(4096),
+        csv: Default::default(),
     };
-    let mut reader = match TraceReader::from_bytes("fuzz.trace", text.to_vec(), &options) {
+    read_with(&options, text);
+}
+
+/// Read `text` to the end with `options` and check the promises above.
+pub fn read_with(options: &ReaderOptions, text: &[u8]) {
+    let mut reader = match TraceReader::from_bytes("fuzz.trace", text.to_vec(), options) {
         Ok(r) => r,
         Err(e) => {
             assert!(e.to_string().starts_with("fuzz.trace"));

@@ -93,6 +93,21 @@ fn line(w: &mut impl Write, format: TraceFormat, i: u64, g: &mut Gen) -> std::io
             lba * 512,
             sectors * 512
         ),
+        TraceFormat::Alibaba | TraceFormat::Csv => writeln!(
+            w,
+            "{},{},{},{},{}",
+            r % 4,
+            if read { 'R' } else { 'W' },
+            lba * 512,
+            sectors * 512,
+            1_577_808_000_000_000 + t_ns / 1000
+        ),
+        TraceFormat::Tencent => {
+            writeln!(w, "{},{lba},{sectors},{},{}", 1_538_352_000 + t_ns / 1_000_000_000, u8::from(!read), r % 4)
+        }
+        TraceFormat::Vscsi => {
+            writeln!(w, "1,{},{},{},{lba}", t_ns / 1_000_000_000, if read { "28" } else { "2a" }, sectors * 512)
+        }
         TraceFormat::Blkparse => {
             // A request's life in blkparse's default output: Q, G, I, D, C.
             let rwbs = if read { "R" } else { "WS" };
@@ -151,6 +166,12 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
             }
         },
     };
+    if formats.contains(&TraceFormat::Csv) {
+        eprintln!(
+            "error: --formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead"
+        );
+        return ExitCode::from(2);
+    }
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     println!(
         "nandlab bench trace — {} per file, {} run(s) per format, one thread, reader only (file in the page cache)",

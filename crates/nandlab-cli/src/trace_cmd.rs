@@ -5,6 +5,7 @@ use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
 use nandlab::workload::size::{parse_bytes, SizeSpec};
 use nandlab::workload::trace::convert::{self, TargetFormat, TraceWriter};
+use nandlab::workload::trace::csv::{self, CsvOptions};
 use nandlab::workload::trace::replay::TraceWorkload;
 use nandlab::workload::trace::stats;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
@@ -17,7 +18,8 @@ use std::process::ExitCode;
 /// How to read the trace.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ReaderArgs {
-    /// auto, msr, mqsim, disksim, blkparse, spc, fio (auto sniffs the first lines and says what it chose).
+    /// auto, msr, mqsim, disksim, blkparse, spc, fio, csv, alibaba, tencent, vscsi (auto sniffs the
+    /// first lines and says what it chose; csv and its layouts are never sniffed).
     #[arg(long = "trace-format", default_value = "auto", help_heading = "Trace reading")]
     pub format: String,
     /// Unit of the time field for mqsim (default ns), disksim (ms), spc (s), fio v3 (us).
@@ -35,6 +37,25 @@ pub struct ReaderArgs {
     /// Count malformed lines and go on (reported in the summary and JSON) instead of stopping.
     #[arg(long = "skip-bad-lines", help_heading = "Trace reading")]
     pub skip_bad_lines: bool,
+    /// csv: where the fields are, 1-based: time=N,op=N,offset=N,size=N[,device=N] (time and device optional).
+    #[arg(long = "trace-columns", value_name = "SPEC", help_heading = "Trace reading")]
+    pub columns: Option<String>,
+    /// csv: operation values, repeatable: read=R,28 write=W,2a trim=D flush=F ignore=X (case-insensitive).
+    #[arg(long = "trace-ops", value_name = "OP=VALUES", help_heading = "Trace reading")]
+    pub op_values: Vec<String>,
+    /// csv: unit of the offset field: bytes (default), sectors (512 B) or a size such as 4k.
+    #[arg(long = "trace-offset-unit", value_name = "UNIT", help_heading = "Trace reading")]
+    pub offset_unit: Option<String>,
+    /// csv: unit of the size field: bytes (default), sectors (512 B) or a size such as 4k.
+    #[arg(long = "trace-size-unit", value_name = "UNIT", help_heading = "Trace reading")]
+    pub size_unit: Option<String>,
+    /// csv: field delimiter (default `,`; tab, space or one punctuation character).
+    #[arg(long = "trace-delimiter", value_name = "CHAR", help_heading = "Trace reading")]
+    pub delimiter: Option<String>,
+    /// csv: the first line is a header, whatever it holds (without this, a first line whose
+    /// mapped numeric fields are not numbers is taken for one).
+    #[arg(long = "trace-skip-header", help_heading = "Trace reading")]
+    pub skip_header: bool,
 }
 
 impl ReaderArgs {
@@ -59,6 +80,38 @@ impl ReaderArgs {
                 .map_err(|e| format!("--blkparse-events: {e}"))?,
             sector_bytes: self.sector_bytes,
             skip_bad_lines: self.skip_bad_lines,
+            csv: CsvOptions {
+                columns: self
+                    .columns
+                    .as_deref()
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(|e| format!("--trace-columns: {e}"))?,
+                offset_unit: self
+                    .offset_unit
+                    .as_deref()
+                    .map(csv::parse_unit)
+                    .transpose()
+                    .map_err(|e| format!("--trace-offset-unit: {e}"))?,
+                size_unit: self
+                    .size_unit
+                    .as_deref()
+                    .map(csv::parse_unit)
+                    .transpose()
+                    .map_err(|e| format!("--trace-size-unit: {e}"))?,
+                ops: self
+                    .op_values
+                    .iter()
+                    .map(|o| o.parse::<csv::OpRule>().map_err(|e| format!("--trace-ops: {e}")))
+                    .collect::<Result<_, _>>()?,
+                delimiter: self
+                    .delimiter
+                    .as_deref()
+                    .map(csv::parse_delimiter)
+                    .transpose()
+                    .map_err(|e| format!("--trace-delimiter: {e}"))?,
+                skip_header: self.skip_header,
+            },
         })
     }
 
@@ -69,6 +122,12 @@ impl ReaderArgs {
             || self.blkparse_events.is_some()
             || self.sector_bytes.is_some()
             || self.skip_bad_lines
+            || self.columns.is_some()
+            || !self.op_values.is_empty()
+            || self.offset_unit.is_some()
+            || self.size_unit.is_some()
+            || self.delimiter.is_some()
+            || self.skip_header
     }
 }
 
@@ -464,7 +523,7 @@ fn open_stream(
 pub fn run(cmd: TraceCommand) -> ExitCode {
     match cmd {
         TraceCommand::Formats => {
-            for f in TraceFormat::ALL {
+            for f in TraceFormat::ALL.into_iter().chain(TraceFormat::CSV_LAYOUTS) {
                 println!("{:10} {}", f.name(), f.description());
             }
             ExitCode::SUCCESS

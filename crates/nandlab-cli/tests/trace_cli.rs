@@ -646,3 +646,105 @@ fn a_fifo_trace_falls_back_to_a_1_sector_oracle_unit_and_says_so() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 writes"), "the FIFO was replayed whole");
 }
+
+fn csv_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../nandlab/tests/fixtures/traces").join(name)
+}
+
+#[test]
+fn stress_replays_an_alibaba_trace_given_its_format() {
+    let (_, report) = stress_trace(&csv_fixture("alibaba.csv"), &["--trace-format", "alibaba"]);
+    let w = &report["workload_report"];
+    assert_eq!(w["read"]["requests"], 4, "{w}");
+}
+
+#[test]
+fn trace_stats_reads_csv_layouts_and_the_device_filter_selects_a_volume() {
+    let t = csv_fixture("tencent.csv");
+    let s = stats_json(t.to_str().unwrap(), &["--trace-format", "tencent"]);
+    assert_eq!((s["requests"].as_u64(), s["format"].as_str()), (Some(3), Some("tencent")));
+    let s = stats_json(t.to_str().unwrap(), &["--trace-format", "tencent", "--trace-device", "7"]);
+    assert_eq!(s["requests"], 1);
+    let g = csv_fixture("generic.csv");
+    let s = stats_json(
+        g.to_str().unwrap(),
+        &[
+            "--trace-format",
+            "csv",
+            "--trace-columns",
+            "time=1,device=2,op=3,offset=4,size=5",
+            "--trace-time-unit",
+            "ms",
+            "--trace-offset-unit",
+            "4k",
+            "--trace-size-unit",
+            "sectors",
+            "--trace-ops",
+            "read=read",
+            "--trace-ops",
+            "WRITE=write",
+            "--trace-ops",
+            "trim=discard",
+            "--trace-ops",
+            "flush=sync",
+            "--trace-ops",
+            "ignore=stat",
+            "--trace-delimiter",
+            ";",
+        ],
+    );
+    assert_eq!((s["requests"].as_u64(), s["ignored_lines"].as_u64()), (Some(4), Some(4)), "{s}");
+}
+
+#[test]
+fn bad_csv_options_and_lines_exit_2_naming_the_option_or_line_and_field() {
+    let t = csv_fixture("tencent.csv");
+    let t = t.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["--trace-format", "csv", "--trace-columns", "op=1,offset=2", "--trace-ops", "read=R"],
+            "--trace-columns: `size=N` is missing",
+        ),
+        (vec!["--trace-format", "csv", "--trace-ops", "read=R"], "needs --trace-columns"),
+        (vec!["--trace-format", "tencent", "--trace-ops", "erase=9"], "--trace-ops: unknown operation `erase`"),
+        (vec!["--trace-format", "tencent", "--trace-size-unit", "furlong"], "--trace-size-unit:"),
+        (
+            vec!["--trace-format", "msr", "--trace-columns", "op=1,offset=2,size=3"],
+            "apply to csv, alibaba, tencent and vscsi",
+        ),
+        (vec!["--trace-format", "alibaba"], "tencent.csv:2: field `opcode`: expected R (read) or W (write)"),
+    ] {
+        let mut all = vec!["trace", "stats", t];
+        all.extend_from_slice(&args);
+        let o = nandlab(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: no work before the error");
+    }
+}
+
+#[test]
+fn trace_formats_lists_csv_and_its_layouts_and_convert_reads_them() {
+    let o = nandlab(&["trace", "formats"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for f in ["csv", "alibaba", "tencent", "vscsi"] {
+        assert!(out.lines().any(|l| l.starts_with(f)), "{f}: {out}");
+    }
+    let out_file = temp("vscsi.mqsim", "");
+    let v = csv_fixture("vscsi.csv");
+    let o = nandlab(&[
+        "trace",
+        "convert",
+        v.to_str().unwrap(),
+        "--trace-format",
+        "vscsi",
+        "--to",
+        "mqsim",
+        "-o",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    assert_eq!(text.lines().next(), Some("0 0 2048 8 1"), "{text}");
+    assert_eq!(text.lines().count(), 4);
+}

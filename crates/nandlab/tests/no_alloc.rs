@@ -122,6 +122,12 @@ fn trace_text(format: nandlab::workload::trace::TraceFormat, lines: u64) -> Vec<
             F::Mqsim => writeln!(t, "{} 0 {lba} {sectors} {}", i * 1000, u8::from(read)),
             F::Disksim => writeln!(t, "{}.5 0 {lba} {sectors} {}", i, u8::from(read)),
             F::Spc => writeln!(t, "0,{lba},{},{},{}.25", sectors * 512, if read { 'r' } else { 'w' }, i),
+            // The column-mapping reader, through its one sniffed layout.
+            F::Alibaba | F::Csv => {
+                writeln!(t, "{},{},{},{},{}", i % 4, if read { 'R' } else { 'W' }, lba * 512, sectors * 512, i * 10)
+            }
+            F::Tencent => writeln!(t, "{i},{lba},{sectors},{},7", u8::from(!read)),
+            F::Vscsi => writeln!(t, "1,{i},{},{},{lba}", if read { "28" } else { "2a" }, sectors * 512),
             F::Fio => writeln!(
                 t,
                 "{i} /dev/{} {} {} {}",
@@ -146,7 +152,7 @@ fn trace_readers_and_transforms_allocate_nothing_per_line() {
     use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
     use nandlab::workload::transform::{DeviceMap, MapRule, TransformSpec, Transformed};
     let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    for format in TraceFormat::ALL {
+    for format in TraceFormat::ALL.into_iter().chain([TraceFormat::Alibaba]) {
         let text = trace_text(format, 20_000);
         // Sniffed, so the sniffing sample is part of the stream too.
         let reader = TraceReader::from_bytes("a.trace", text, &ReaderOptions::default()).unwrap();
