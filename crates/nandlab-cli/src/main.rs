@@ -177,6 +177,16 @@ fn stress_command(
 /// Run `workload` on the device and report.
 fn run_stress(config: &Config, workload: &mut dyn nandlab::workload::Workload, seed: u64, run: &RunArgs) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
+    let alignment = workload.alignment_sectors();
+    let memory = nandlab::memory::estimate(
+        config,
+        run.oracle_unit.unwrap_or(alignment),
+        alignment,
+        nandlab::memory::Mode::Single,
+    );
+    if let Err(e) = options::check_memory(&memory, run.max_memory) {
+        return input_error(e);
+    }
     eprintln!("  workload: {}", workload.describe());
     let opts = stress::StressOptions {
         seed,
