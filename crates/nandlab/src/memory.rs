@@ -174,23 +174,20 @@ fn ftl_tables(name: &str, config: &Config, pages: u64, blocks: u64, lpns: u64, l
         // The map, and a mount's scan (the logical page of every page).
         "page" => (map + data_plane + lpns / 4 + hot_cold + pages.saturating_mul(4), persisted),
         // OPTR also writes a summary page per chain and per flush: stale
-        // ones stay on flash until GC, an allowance of 3 % of the pages.
-        "optr" => {
-            let stale = (pages * 3 / 100).saturating_mul(u64::from(config.geometry.page_size_bytes()));
-            (map + data_plane + lpns / 4 + hot_cold + pages.saturating_mul(4), persisted.saturating_add(stale))
-        }
+        // ones stay on flash until GC collects their blocks.
+        "optr" => (
+            map + data_plane + lpns / 4 + hot_cold + pages.saturating_mul(4),
+            persisted.saturating_add(stale_metadata(config, 200)),
+        ),
         // The cached map is at most the whole map (with its slot index);
         // the whole map lives on flash as translation pages; a mount scans
         // (sequence and page per logical page, owner per page).
         // Stale translation pages stay on flash (as real bytes) until GC
-        // collects their blocks: an allowance of 1.5 % of the pages.
-        "dftl" => {
-            let stale = (pages * 3 / 200).saturating_mul(u64::from(config.geometry.page_size_bytes()));
-            (
-                map.saturating_mul(2) + data_plane + hot_cold + lpns.saturating_mul(12) + pages.saturating_mul(4),
-                persisted.saturating_add(stale),
-            )
-        }
+        // collects their blocks.
+        "dftl" => (
+            map.saturating_mul(2) + data_plane + hot_cold + lpns.saturating_mul(12) + pages.saturating_mul(4),
+            persisted.saturating_add(stale_metadata(config, 100)),
+        ),
         // Log-page map per logical page, data block per logical block, and
         // a mount's scan (sequence and page per logical page).
         "hybrid" => (map + lbns.saturating_mul(4) + lpns / 8 + lpns.saturating_mul(12) + blocks * 16, persisted),
@@ -198,6 +195,16 @@ fn ftl_tables(name: &str, config: &Config, pages: u64, blocks: u64, lpns: u64, l
         "buggy" => (pages.saturating_mul(4) + map + blocks * 8, persisted),
         _ => (map.saturating_mul(2) + data_plane, persisted),
     }
+}
+
+/// An allowance for stale metadata pages (stored as real bytes) that an
+/// FTL writing metadata often leaves on flash until GC collects their
+/// blocks: `1 / share` of the raw capacity, and at least two blocks per
+/// plane (what a small device's metadata streams hold open).
+fn stale_metadata(config: &Config, share: u64) -> u64 {
+    let g = &config.geometry;
+    let blocks = u64::from(g.planes()).saturating_mul(2 * u64::from(g.pages_per_block()));
+    (g.raw_bytes() / share).max(blocks.saturating_mul(u64::from(g.page_size_bytes())))
 }
 
 /// The memory the machine can give a new run: `MemAvailable` of
