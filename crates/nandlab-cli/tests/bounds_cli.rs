@@ -97,6 +97,11 @@ fn a_crash_span_past_the_end_of_the_workload_is_refused_instead_of_testing_nothi
         ],
         &["--crash-span 10", "--crash-every", "test nothing"],
     );
+    // So does a window emptied by the warm-up, without a span.
+    refused(
+        &["crash", "--preset", "tiny", "--max-requests", "50", "--warmup", "1x", "--crash-every", "1"],
+        &["--crash-every", "test nothing"],
+    );
     // A span inside the workload still runs.
     let (code, out, err) = nandlab(&[
         "crash",

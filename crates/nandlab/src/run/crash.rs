@@ -615,6 +615,13 @@ fn plan_points(plan: &Plan) -> Result<Vec<Planned>, RunError> {
                 }
                 None => {
                     let window = count_ops(plan)?.window();
+                    if window == 0 {
+                        return Err(RunError::Input(
+                            "--crash-every: the workload has no flash operations to cut after the warm-up, so \
+                             the campaign would test nothing (use a shorter --warmup or a longer workload)"
+                                .into(),
+                        ));
+                    }
                     if planned(window) > MAX_CRASH_POINTS {
                         return Err(too_many_every(every, window, planned(window), "the window"));
                     }
