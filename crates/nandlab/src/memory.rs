@@ -139,7 +139,7 @@ pub fn estimate(config: &Config, oracle_unit_sectors: u32, alignment_sectors: u3
             };
         }
     }
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     Estimate { parts, mode }
 }
 

@@ -55,14 +55,14 @@ pub fn zeroed_vec<T: bytemuck::Zeroable + Clone>(len: usize, huge_pages: bool) -
 }
 
 /// [`zeroed_vec`] whose allocation may fail (a table sized by the user's
-/// device): `Err` instead of a panic or an abort.
-pub fn try_zeroed_vec<T: bytemuck::Zeroable + Clone>(len: usize, huge_pages: bool) -> Result<Vec<T>, ()> {
-    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or(())?;
-    let v: Vec<T> = bytemuck::allocation::try_zeroed_vec(len)?;
+/// device): `None` instead of a panic or an abort.
+pub fn try_zeroed_vec<T: bytemuck::Zeroable + Clone>(len: usize, huge_pages: bool) -> Option<Vec<T>> {
+    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize)?;
+    let v: Vec<T> = bytemuck::allocation::try_zeroed_vec(len).ok()?;
     if huge_pages {
         advise_huge_pages(v.as_ptr() as *const u8, len * std::mem::size_of::<T>());
     }
-    Ok(v)
+    Some(v)
 }
 
 #[cfg(target_os = "linux")]

@@ -265,9 +265,9 @@ impl Nand {
         let oob_len =
             pages.checked_mul(oob_stored).ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
         let slots = crate::prefetch::try_zeroed_vec(pages, false)
-            .map_err(|()| too_big("page state", geometry.pages(), std::mem::size_of::<PageSlot>() as u64))?;
+            .ok_or_else(|| too_big("page state", geometry.pages(), std::mem::size_of::<PageSlot>() as u64))?;
         let oob = crate::prefetch::try_zeroed_vec(oob_len, false)
-            .map_err(|()| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
+            .ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
         let blocks = geometry.blocks() as usize;
         let block_table = || -> Result<Vec<u32>, String> {
             let mut v = Vec::new();
