@@ -45,7 +45,14 @@ pub struct CrashArgs {
     #[arg(long = "crash-phase", value_enum, default_value_t = PhaseArg::Both, help_heading = "Crash points")]
     pub crash_phase: PhaseArg,
     /// Test exactly this cut: OP or OP:during (repeatable; what a reproducer uses).
-    #[arg(long = "crash-at", value_name = "OP[:during]", help_heading = "Crash points")]
+    /// The cuts are absolute: the options that choose points in a window
+    /// cannot be given with it (they would be dropped).
+    #[arg(
+        long = "crash-at",
+        value_name = "OP[:during]",
+        conflicts_with_all = ["crash_points", "crash_every", "crash_span", "crash_phase", "warmup"],
+        help_heading = "Crash points"
+    )]
     pub crash_at: Vec<String>,
     /// Host bytes written before the window opens (e.g. 1x: the logical capacity).
     #[arg(long, value_name = "SIZE", help_heading = "Crash points")]
@@ -82,12 +89,17 @@ pub struct CrashArgs {
     /// Write the JSON report to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Oracle version grain in sectors (default: the workload's alignment).
-    #[arg(long = "oracle-unit")]
+    /// Oracle version grain in sectors, a power of two up to 65536
+    /// (default: the workload's alignment).
+    #[arg(long = "oracle-unit", value_parser = options::oracle_unit)]
     pub oracle_unit: Option<u32>,
     /// No per-point lines for failures (summary only).
     #[arg(long)]
     pub quiet: bool,
+    /// Refuse the campaign if its estimated memory (a drive per thread)
+    /// exceeds SIZE (default: the machine's available memory).
+    #[arg(long = "max-memory", value_name = "SIZE", value_parser = options::max_memory)]
+    pub max_memory: Option<u64>,
 }
 
 /// `N` or `N:between` or `N:during` (as `--crash-at` and `--nested-at` take them).
@@ -137,9 +149,6 @@ impl CrashArgs {
             Some(w) => w.parse::<SizeSpec>().map_err(|e| format!("--warmup: {e}"))?.resolve(capacity_bytes),
             None => 0,
         };
-        if self.oracle_unit == Some(0) {
-            return Err("--oracle-unit: must be at least 1".into());
-        }
         Ok(CrashOptions {
             seed,
             guarantee: self.guarantee.map(|g| match g {
@@ -226,6 +235,9 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Err(e) => return crate::input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    if let Err(e) = check_memory(&config, &spec, seed, args) {
+        return crate::input_error(e);
+    }
     let mut report = match crash::run(&config, &spec, &opts) {
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
@@ -237,6 +249,39 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         sh.command = Some(reproducer(seed, sh));
     }
     finish(&report, args, json)
+}
+
+/// The campaign's memory against `--max-memory` or the machine: one drive
+/// per thread, and a campaign runs at most one thread per point.
+fn check_memory(
+    config: &nandlab::config::Config,
+    spec: &nandlab::workload::synthetic::SyntheticSpec,
+    seed: u64,
+    args: &CrashArgs,
+) -> Result<(), String> {
+    use nandlab::workload::Workload;
+    // A workload that cannot be built is reported by the campaign itself.
+    let alignment = nandlab::workload::synthetic::SyntheticWorkload::new(
+        spec,
+        config.logical_bytes(),
+        config.geometry.sector_size_bytes(),
+        seed,
+    )
+    .map_or(1, |w| w.alignment_sectors());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads = if args.threads == 0 { cores } else { args.threads };
+    if !args.crash_at.is_empty() {
+        threads = threads.min(args.crash_at.len());
+    } else if args.crash_every.is_none() {
+        threads = threads.min(usize::try_from(args.crash_points.unwrap_or(100)).unwrap_or(usize::MAX));
+    }
+    let memory = nandlab::memory::estimate(
+        config,
+        args.oracle_unit.unwrap_or(alignment),
+        alignment,
+        nandlab::memory::Mode::Crash { threads },
+    );
+    options::check_memory(&memory, args.max_memory)
 }
 
 fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::Output>) -> ExitCode {

@@ -195,6 +195,16 @@ fn run_stress(
     stop: nandlab::run::StopFlag,
 ) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
+    let alignment = workload.alignment_sectors();
+    let memory = nandlab::memory::estimate(
+        config,
+        run.oracle_unit.unwrap_or(alignment),
+        alignment,
+        nandlab::memory::Mode::Single,
+    );
+    if let Err(e) = options::check_memory(&memory, run.max_memory) {
+        return input_error(e);
+    }
     eprintln!("  workload: {}", workload.describe());
     let opts = stress::StressOptions {
         seed,

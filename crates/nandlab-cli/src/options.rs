@@ -271,12 +271,45 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long = "no-progress")]
     pub no_progress: bool,
-    /// Oracle version grain in sectors (default: the workload's alignment; a trace file's is measured by a first pass).
-    #[arg(long = "oracle-unit")]
+    /// Oracle version grain in sectors, a power of two up to 65536
+    /// (default: the workload's alignment; a trace file's is measured by a
+    /// first pass).
+    #[arg(long = "oracle-unit", value_parser = oracle_unit)]
     pub oracle_unit: Option<u32>,
     /// Give the FTL idle time (background work) after every N requests.
     #[arg(long = "idle-every", default_value_t = 0)]
     pub idle_every: u64,
+    /// Refuse the run if its estimated memory exceeds SIZE (default: the
+    /// machine's available memory); a larger SIZE tries anyway.
+    #[arg(long = "max-memory", value_name = "SIZE", value_parser = max_memory)]
+    pub max_memory: Option<u64>,
+}
+
+/// `--max-memory SIZE`: bytes with a binary suffix (16GiB, 512m).
+pub fn max_memory(text: &str) -> Result<u64, String> {
+    match nandlab::workload::size::parse_bytes(text)? {
+        0 => Err("must be more than 0 bytes".into()),
+        b => Ok(b),
+    }
+}
+
+/// Refuse a run whose estimated memory exceeds `--max-memory`, or the
+/// machine's available memory when it is not given (no check where that
+/// is unknown). Called before anything of the run is allocated.
+pub fn check_memory(estimate: &nandlab::memory::Estimate, max_memory: Option<u64>) -> Result<(), String> {
+    match max_memory {
+        Some(limit) => estimate.check(limit, true),
+        None => match nandlab::memory::available_bytes() {
+            Some(limit) => estimate.check(limit, false),
+            None => Ok(()),
+        },
+    }
+}
+
+/// `--oracle-unit N`: a power of two of sectors, bounded (clap names the option).
+pub fn oracle_unit(text: &str) -> Result<u32, String> {
+    let n: u32 = text.trim().parse().map_err(|_| format!("`{text}` is not a number of sectors"))?;
+    nandlab::oracle::check_unit_sectors(n)
 }
 
 /// The command line of this run with its seed pinned (for "reproduce with").

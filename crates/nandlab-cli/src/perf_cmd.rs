@@ -347,6 +347,19 @@ pub fn perf_command(
     if run.idle_every > 0 {
         return input_error("--idle-every is a stress option: perf gives the FTL idle time whenever the simulated device is idle (see --no-idle-gc)");
     }
+    // The oracle unit perf chooses: the finest alignment (a page with preconditioning).
+    let spp = config.geometry.sectors_per_page();
+    let alignment = flows
+        .iter()
+        .map(|f| f.workload.alignment_sectors())
+        .chain(opts.precondition.as_ref().map(|_| spp))
+        .min()
+        .unwrap_or(1);
+    let unit = run.oracle_unit.unwrap_or(alignment);
+    let memory = nandlab::memory::estimate(&config, unit, alignment, nandlab::memory::Mode::Single);
+    if let Err(e) = options::check_memory(&memory, run.max_memory) {
+        return input_error(e);
+    }
     eprintln!("nandlab perf: preset {}, FTL {}, seed {seed}, {} flow(s)", config.name, config.ftl_name, flows.len());
     let bar = progress_bar(run.no_progress);
     let result = perf::run(&config, flows, &opts, &mut |pr| {

@@ -40,7 +40,7 @@ fn nand_ops(c: &mut Criterion) {
     let config = Config::preset("vst-jasmine").unwrap();
     let severities = RuleConfig::default().table();
     let mut log = ViolationLog::new(0);
-    let mut nand = Nand::new(config.geometry.clone(), 12, &[]);
+    let mut nand = Nand::new(config.geometry.clone(), 12, &[]).expect("allocates");
     let ppb = u64::from(config.geometry.pages_per_block());
     let blocks = u64::from(config.geometry.blocks());
     let runs = [Run::data(0, 1, 32)];

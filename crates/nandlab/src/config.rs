@@ -153,6 +153,10 @@ pub struct Config {
 /// Default device DRAM when a configuration does not say: 1 GiB.
 const DEFAULT_DRAM_BYTES: u64 = 1 << 30;
 
+/// The largest configuration file read: a device is a few dozen lines,
+/// and reading is bounded so that `--config /dev/zero` ends at once.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 impl Config {
     /// Load a preset by name.
     pub fn preset(name: &str) -> Result<Config, ConfigError> {
@@ -168,14 +172,23 @@ impl Config {
         Config::parse(text, &format!("presets/{name}.toml"))
     }
 
-    /// Load a configuration file.
+    /// Load a configuration file (at most [`MAX_CONFIG_BYTES`]; a file
+    /// that never ends, such as `/dev/zero`, is refused once past it).
     pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+        use std::io::Read;
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: None,
-            field: String::new(),
-            reason: format!("cannot read: {e}"),
+        let error = |reason: String| ConfigError { file: file.clone(), line: None, field: String::new(), reason };
+        let f = std::fs::File::open(path).map_err(|e| error(format!("cannot read: {e}")))?;
+        let mut bytes = Vec::new();
+        f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| error(format!("cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(error(format!(
+                "a configuration file is at most {} MiB (this one is larger: not a device configuration?)",
+                MAX_CONFIG_BYTES >> 20
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            error(format!("not UTF-8 text (invalid byte at offset {}): not a TOML file?", e.utf8_error().valid_up_to()))
         })?;
         Config::parse(&text, &file)
     }

@@ -56,6 +56,7 @@ pub mod config;
 pub mod flash;
 pub mod ftl;
 pub mod host;
+pub mod memory;
 pub mod nand;
 pub mod oracle;
 pub mod prefetch;

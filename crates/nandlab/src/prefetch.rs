@@ -54,6 +54,17 @@ pub fn zeroed_vec<T: bytemuck::Zeroable + Clone>(len: usize, huge_pages: bool) -
     v
 }
 
+/// [`zeroed_vec`] whose allocation may fail (a table sized by the user's
+/// device): `None` instead of a panic or an abort.
+pub fn try_zeroed_vec<T: bytemuck::Zeroable + Clone>(len: usize, huge_pages: bool) -> Option<Vec<T>> {
+    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize)?;
+    let v: Vec<T> = bytemuck::allocation::try_zeroed_vec(len).ok()?;
+    if huge_pages {
+        advise_huge_pages(v.as_ptr() as *const u8, len * std::mem::size_of::<T>());
+    }
+    Some(v)
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(ptr: *const u8, bytes: usize) {
     if bytes < HUGE_PAGE_BYTES {

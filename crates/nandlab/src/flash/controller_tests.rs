@@ -28,7 +28,7 @@ fn controller(planes: u32) -> FlashController {
     .validate()
     .unwrap();
     let bad = g.block_addr(1, 1);
-    FlashController::new(Nand::new(g, 16, &[bad]), &RuleConfig::default(), 1 << 20, 100)
+    FlashController::new(Nand::new(g, 16, &[bad]).unwrap(), &RuleConfig::default(), 1 << 20, 100)
 }
 
 /// Records what observers see.

@@ -248,16 +248,40 @@ impl Nand {
     /// FTL on this device writes); the rest reads as 0xFF. It is clamped to
     /// the geometry's OOB size: a session rejects an FTL that needs more
     /// before building the NAND (see [`crate::ftl::check_geometry`]).
-    pub fn new(geometry: Geometry, oob_stored_bytes: u32, factory_bad: &[BlockAddr]) -> Nand {
-        let pages = geometry.pages() as usize;
+    ///
+    /// The tables are sized by the geometry (up to 2^32 - 1 pages), so
+    /// their allocation can fail: that is an error naming the size, never a
+    /// panic. Runs estimate their memory before this ([`crate::memory`]).
+    pub fn new(geometry: Geometry, oob_stored_bytes: u32, factory_bad: &[BlockAddr]) -> Result<Nand, String> {
+        let too_big = |what: &str, len: u64, each: u64| {
+            format!(
+                "cannot allocate the NAND's {what}: {len} x {each} bytes ({}) for {} pages",
+                crate::memory::human(len.saturating_mul(each)),
+                geometry.pages()
+            )
+        };
+        let pages = usize::try_from(geometry.pages()).map_err(|_| too_big("page state", geometry.pages(), 16))?;
         let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;
+        let oob_len =
+            pages.checked_mul(oob_stored).ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
+        let slots = crate::prefetch::try_zeroed_vec(pages, false)
+            .ok_or_else(|| too_big("page state", geometry.pages(), std::mem::size_of::<PageSlot>() as u64))?;
+        let oob = crate::prefetch::try_zeroed_vec(oob_len, false)
+            .ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
         let blocks = geometry.blocks() as usize;
+        let block_table = || -> Result<Vec<u32>, String> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(blocks).map_err(|_| too_big("block state", u64::from(geometry.blocks()), 8))?;
+            v.resize(blocks, 0);
+            Ok(v)
+        };
+        let (write_ptr, erase_count) = (block_table()?, block_table()?);
         let mut bad = BlockBits::new(blocks);
         for b in factory_bad.iter().filter(|b| (b.0 as usize) < blocks) {
             bad.set(b.0 as usize, true);
         }
         let spp = geometry.sectors_per_page();
-        Nand {
+        Ok(Nand {
             sectors_per_page: spp,
             pages_per_block: geometry.pages_per_block(),
             plane_div: FastDiv::new(geometry.blocks_per_plane()),
@@ -269,10 +293,10 @@ impl Nand {
             oob_stored_bytes: oob_stored,
             // All-zero is the erased state of both (see `oob`): nothing is
             // resident until programmed.
-            slots: crate::prefetch::zeroed_vec(pages, false),
-            oob: crate::prefetch::zeroed_vec(pages * oob_stored, false),
-            write_ptr: vec![0; blocks],
-            erase_count: vec![0; blocks],
+            slots,
+            oob,
+            write_ptr,
+            erase_count,
             bad,
             stray: BlockBits::new(blocks),
             runs: ClassSlab::new(1, 1, spp.max(2) as usize),
@@ -281,7 +305,7 @@ impl Nand {
             scratch2: Vec::with_capacity(spp as usize + 2),
             journal: journal::Journal::default(),
             geometry,
-        }
+        })
     }
 
     pub fn geometry(&self) -> &Geometry {

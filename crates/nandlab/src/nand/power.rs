@@ -186,7 +186,7 @@ pub(crate) mod tests {
         }
         .validate()
         .unwrap();
-        Nand::new(g, 4, &[])
+        Nand::new(g, 4, &[]).unwrap()
     }
 
     fn with_ck<T>(log: &mut ViolationLog, f: impl FnOnce(&mut Checker) -> T) -> T {

@@ -35,7 +35,11 @@ impl Rig {
         Rig::with_rules(nop, RuleConfig::default())
     }
     fn with_rules(nop: u32, rules: RuleConfig) -> Rig {
-        Rig { nand: Nand::new(geometry(nop), 16, &[BlockAddr(7)]), sev: rules.table(), log: ViolationLog::new(100) }
+        Rig {
+            nand: Nand::new(geometry(nop), 16, &[BlockAddr(7)]).unwrap(),
+            sev: rules.table(),
+            log: ViolationLog::new(100),
+        }
     }
     /// Run one NAND operation with a checker.
     fn op<T>(&mut self, f: impl FnOnce(&mut Nand, &mut Checker) -> T) -> T {
@@ -339,7 +343,7 @@ proptest! {
 #[test]
 fn pages_of_up_to_two_consecutive_lba_runs_are_inline_and_others_in_the_slab() {
     let g = GeometryConfig { page_size_bytes: 16384, ..geometry(1).config().clone() }.validate().unwrap();
-    let mut nand = Nand::new(g, 0, &[]);
+    let mut nand = Nand::new(g, 0, &[]).unwrap();
     let sev = RuleConfig::default().table();
     let mut log = ViolationLog::new(4);
     let mut ck = Checker::new(&sev, &mut log, 0, None);
@@ -357,4 +361,28 @@ fn pages_of_up_to_two_consecutive_lba_runs_are_inline_and_others_in_the_slab() {
     out.clear();
     nand.read(&mut ck, PageAddr(2), 0, 32, &mut out).unwrap();
     assert_eq!(out, three);
+}
+
+/// A device of 2^31 pages or more needs tables larger than many machines
+/// can allocate: that is an error naming the size, not a panic.
+#[test]
+fn a_device_too_large_to_allocate_is_an_error_not_a_panic() {
+    let g = GeometryConfig {
+        channels: 8,
+        chips_per_channel: 8,
+        dies_per_chip: 2,
+        planes_per_die: 4,
+        blocks_per_plane: 16383,
+        pages_per_block: 512,
+        page_size_bytes: 1 << 20,
+        oob_size_bytes: 1 << 16,
+        sector_size_bytes: 1 << 20,
+        ..geometry(1).config().clone()
+    }
+    .validate()
+    .unwrap();
+    assert!(g.pages() >= 1 << 31);
+    // 64 KiB of OOB kept per page: 2^47 bytes, beyond any address space.
+    let e = std::panic::catch_unwind(|| Nand::new(g.clone(), 1 << 16, &[]).map(|_| ())).expect("no panic").unwrap_err();
+    assert!(e.contains("cannot allocate the NAND's") && e.contains(&g.pages().to_string()), "{e}");
 }

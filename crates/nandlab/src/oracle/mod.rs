@@ -49,6 +49,19 @@ const TRIMMED: u32 = 0x7fff_ffff;
 const EXCEPTION: u32 = 0x8000_0000;
 /// Write ids must stay below the special values.
 pub const MAX_WRITE_ID: WriteId = TRIMMED - 1;
+/// The largest unit a user may ask for (`--oracle-unit`), the same cap as
+/// the default taken from a workload's alignment: a unit written in part
+/// holds one version per sector, so its size is what one exception costs.
+pub const MAX_UNIT_SECTORS: u32 = 1 << 16;
+
+/// Check a unit asked for by the user: a power of two from 1 to
+/// [`MAX_UNIT_SECTORS`] sectors (the oracle's arithmetic is by shifts).
+pub fn check_unit_sectors(unit: u32) -> Result<u32, String> {
+    if unit == 0 || !unit.is_power_of_two() || unit > MAX_UNIT_SECTORS {
+        return Err(format!("must be a power of two from 1 to {MAX_UNIT_SECTORS} sectors, got {unit}"));
+    }
+    Ok(unit)
+}
 
 /// The latest version of a sector, as the oracle knows it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -171,7 +171,8 @@ impl Session {
         // FTL failure found at the first program.
         ftl::check_geometry(&info, &config.geometry)
             .map_err(|(field, reason)| RunError::Input(config.field_error("geometry", field, reason).to_string()))?;
-        let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed));
+        let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed))
+            .map_err(RunError::Input)?;
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
         ftl.format(&mut flash)
             .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
