@@ -336,6 +336,8 @@ pub trait Mapper {
 
 /// The shared data plane. See the module docs.
 pub struct DataPlane {
+    /// The FTL's name, for messages.
+    ftl: &'static str,
     geometry: Geometry,
     opts: DataPlaneOptions,
     spp: u32,
@@ -387,6 +389,12 @@ pub struct DataPlane {
     seed: u64,
     /// Deliberate bug (checker tests): see [`super::page::PageBug::GcErasesActiveBlock`].
     bug_candidate_open_groups: bool,
+    /// Whether format refuses a device whose good blocks cannot hold the
+    /// logical space and the GC reserve (off only in tests of the GC guard).
+    capacity_check: bool,
+    /// Pages of groups the FTL takes for its own use at times (`page`'s
+    /// checkpoints and trim log), which the capacity check counts as live.
+    reserved_pages: u64,
     pub counters: DataPlaneCounters,
 }
 
@@ -495,7 +503,10 @@ impl DataPlane {
             summaries: None,
             seed,
             bug_candidate_open_groups: false,
+            capacity_check: true,
+            reserved_pages: 0,
             counters: DataPlaneCounters::default(),
+            ftl,
             table,
             layout,
             geometry: g.clone(),
@@ -606,7 +617,131 @@ impl DataPlane {
             self.units[unit].free.push_back(group);
         }
         self.set_unit_caps();
+        if self.capacity_check {
+            self.check_capacity()?;
+        }
         Ok(())
+    }
+
+    /// The FTL holds up to `groups` groups of its own at a time (taken with
+    /// [`DataPlane::take_free_group`]): format requires room for them.
+    pub fn reserve_groups(&mut self, groups: u32) {
+        self.reserved_pages = u64::from(groups) * u64::from(self.group_capacity_max());
+    }
+
+    /// A test of what happens when the good blocks do not suffice: format
+    /// accepts any device.
+    #[cfg(test)]
+    pub(crate) fn without_capacity_check(&mut self) {
+        self.capacity_check = false;
+    }
+
+    /// Format: refuse a device whose good blocks cannot hold the logical
+    /// space and what garbage collection needs. GC moves pages only within
+    /// a unit, and placement gives each unit a share of the live pages in
+    /// proportion to its usable pages (`placement.rs`); each write stream
+    /// keeps a group of the unit open, which no victim is taken from. So
+    /// the unit's other groups must hold its share with room to spare, or
+    /// once the logical space is written its victims have no invalid page
+    /// to reclaim and GC copies without ever freeing a group. This is the
+    /// least a unit needs, not what runs well: a unit just above it
+    /// collects nearly full victims (high write amplification), and GC
+    /// stops with `NoSpace` if it still cannot make progress (`gc.rs`).
+    /// The message reports the unit with the fewest usable pages among
+    /// those short of it.
+    fn check_capacity(&self) -> Result<(), FtlError> {
+        let units = self.layout.units();
+        let (mut pages, mut blocks) = (vec![0u64; units as usize], vec![0u64; units as usize]);
+        for group in 0..self.layout.groups() {
+            if self.layout.width(group) > 0 {
+                let u = self.unit_of(group);
+                pages[u] += u64::from(self.data_capacity(group));
+                blocks[u] += u64::from(self.layout.width(group));
+            }
+        }
+        let total: u64 = pages.iter().sum();
+        let live = u64::from(self.lpns) + u64::from(self.meta_pages) + self.reserved_pages;
+        let streams = self.open_streams();
+        let open = streams * u64::from(self.group_capacity_max());
+        // Unit u holds live · pages[u] / total pages and keeps `open` more
+        // open: pages[u] - share > open, multiplied out by `total`.
+        let fits = |u: usize| total > live && pages[u] * (total - live) > open * total;
+        let Some(u) = (0..units as usize).filter(|&u| !fits(u)).min_by_key(|&u| pages[u]) else {
+            return Ok(());
+        };
+        let share = (live * pages[u]).checked_div(total).unwrap_or(live);
+        // Data pages of a block (a group's summary row excluded).
+        let per_block = (u64::from(self.data_capacity_full()) / u64::from(self.layout.planes_per_group)).max(1);
+        let needed_blocks = (share + open + 1).div_ceil(per_block);
+        let what = if self.layout.planes_per_group > 1 { "die" } else { "plane" };
+        let mut msg = format!(
+            "{}: {what} {u} has {} good blocks ({} pages for data), needs at least {needed_blocks}: its share of \
+             the logical capacity{} is {share} pages, and {streams} write streams (host data, GC copies{}) \
+             each keep a group of {} pages open",
+            self.ftl,
+            blocks[u],
+            pages[u],
+            if self.meta_pages + self.reserved_pages as u32 > 0 { " and the FTL's metadata" } else { "" },
+            if self.meta_stream.is_some() { ", metadata" } else { "" },
+            self.group_capacity_max(),
+        );
+        // The largest logical capacity every unit holds: total - live' > open · total / pages[u].
+        let min_pages = pages.iter().copied().min().unwrap_or(0);
+        let live_max = match min_pages {
+            0 => 0,
+            p => total.saturating_sub(open * total / p + 1),
+        };
+        let logical_max =
+            live_max.saturating_sub(u64::from(self.meta_pages) + self.reserved_pages) * u64::from(self.spp);
+        let mut remedies = Vec::new();
+        if logical_max > 0 {
+            let raw = self.geometry.pages() * u64::from(self.spp);
+            let spare = 100.0 - logical_max as f64 * 100.0 / raw as f64;
+            remedies.push(format!(
+                "lower the logical capacity to at most {logical_max} sectors (`device.spare_percent` at least {:.1})",
+                (spare * 10.0).ceil() / 10.0
+            ));
+        }
+        if self.bad.iter().any(|&b| b) {
+            remedies.push("lower `device.factory_bad_block_percent`".to_string());
+        } else if total > live - self.reserved_pages {
+            // The blocks per plane at which each unit has room for its
+            // open groups, the logical capacity growing with the device (a
+            // spare percentage) and the FTL's own groups staying as they are:
+            // k blocks per plane for every one now gives the unit
+            // k·pages·(k·total - k·logical - reserved) / (k·total) > open.
+            let bpp = u64::from(self.geometry.blocks_per_plane());
+            let logical = live - self.reserved_pages;
+            let k_times = (open * total).div_ceil(pages[u]) + self.reserved_pages;
+            let min_bpp = (bpp * k_times).div_ceil(total - logical) + 1;
+            remedies.push(format!("raise `geometry.blocks_per_plane` to at least {min_bpp}"));
+        }
+        if !remedies.is_empty() {
+            msg += "; ";
+            msg += &remedies.join(" or ");
+        }
+        Err(FtlError::NoSpace(msg))
+    }
+
+    /// Data pages of a group without bad blocks.
+    fn data_capacity_full(&self) -> u32 {
+        let summary_rows = u32::from(self.summaries.is_some());
+        self.group_capacity_max() - summary_rows * self.layout.planes_per_group
+    }
+
+    /// Streams whose open groups the capacity check counts: host data and
+    /// GC copies (one if they share a stream) and the FTL's metadata. A
+    /// hot/cold policy splits host data and copies over more streams, and
+    /// wear leveling writes one of its own, but the data they hold is part
+    /// of the unit's share and their groups are rarely all fresh at once:
+    /// counting each as a whole group refuses drives that run.
+    fn open_streams(&self) -> u64 {
+        u64::from(self.hot_cold.streams().min(2)) + u64::from(self.meta_stream.is_some())
+    }
+
+    /// Streams the placement caps keep a group for (see `placement.rs`).
+    fn reserved_streams(&self) -> u64 {
+        u64::from(self.meta_stream.unwrap_or(self.wl_stream)) + 1
     }
 
     /// Mount, before the FTL scans: learn the factory bad blocks.

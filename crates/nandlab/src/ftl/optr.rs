@@ -386,9 +386,18 @@ impl OptrFtl {
         let data_pages = u64::from(blocks - reserved) * u64::from(ppb - 1);
         let needed = lpns64 + u64::from(units) * u64::from(reserve + batch) * u64::from(ppb - 1);
         if data_pages <= needed {
+            let reserves = needed - lpns64;
+            let fits = match data_pages.checked_sub(reserves + 1) {
+                Some(pages) if pages > 0 => {
+                    format!("lower the logical capacity to at most {} sectors", pages * u64::from(spp))
+                }
+                _ => "no logical capacity fits: raise `geometry.blocks_per_plane`".to_string(),
+            };
             return Err(format!(
                 "optr: the device is too small: {data_pages} data pages for {lpns} logical pages plus GC reserves \
-                 ({reserve} blocks per plane) and {reserved} metadata blocks; use more spare capacity or a smaller cache"
+                 ({reserve} blocks per plane) and {reserved} metadata blocks, needs at least {} data pages; {fits}, \
+                 or use a smaller cache",
+                needed + 1
             ));
         }
         let dram = u64::from(lpns) * 4 + g.pages() / 8 + u64::from(blocks) * 16 + u64::from(lpns) / 8;
@@ -469,6 +478,47 @@ impl OptrFtl {
     }
 
     // ----- power-on -----
+
+    /// Format: refuse a device whose good blocks cannot hold the logical
+    /// space. Logical pages are assigned to planes by modulo and GC moves
+    /// pages only within a plane, so each plane's good blocks outside the
+    /// metadata areas must hold its pages (one page per block is the
+    /// summary) with more than its two open chains (host pages, GC copies)
+    /// to spare; with less, the plane runs out of free blocks once the
+    /// logical space is written. This is the least a plane needs: `new`
+    /// asks the whole device for the GC reserve too, but a plane a block or
+    /// two short of that still runs.
+    fn check_capacity(&self, flash: &dyn Flash) -> Result<(), FtlError> {
+        let mut data_blocks = vec![0u64; self.units as usize];
+        let mut good = vec![0u64; self.units as usize];
+        for b in 0..self.g.blocks() {
+            let u = self.unit_of_block(b);
+            match self.state[b as usize] {
+                State::Bad => {}
+                State::Reserved => good[u] += 1,
+                _ => (data_blocks[u], good[u]) = (data_blocks[u] + 1, good[u] + 1),
+            }
+        }
+        let per_block = u64::from(self.ppb - 1);
+        let spare = 2; // the open host and GC chains
+        let share = |u: u64| u64::from(self.lpns / self.units + u32::from((u as u32) < self.lpns % self.units));
+        let short =
+            (0..u64::from(self.units)).find(|&u| data_blocks[u as usize] * per_block <= share(u) + spare * per_block);
+        let Some(u) = short else { return Ok(()) };
+        let i = u as usize;
+        let needed = (share(u) + spare * per_block) / per_block + 1 + (good[i] - data_blocks[i]);
+        let bad = (0..self.g.blocks()).any(|b| flash.is_factory_bad(self.ba(b)));
+        Err(FtlError::NoSpace(format!(
+            "optr: plane {u} has {} good blocks, needs at least {needed}: {} of them hold metadata, its share of the \
+             logical pages is {} ({} per block, one page of each is its summary) and {spare} blocks are open \
+             (host pages, GC copies); lower the logical capacity{}",
+            good[i],
+            good[i] - data_blocks[i],
+            share(u),
+            per_block,
+            if bad { " or `device.factory_bad_block_percent`" } else { "" }
+        )))
+    }
 
     /// Reset RAM state and pick the reserved metadata blocks: spread over
     /// planes, the highest good blocks of each, in turn.
@@ -1419,6 +1469,7 @@ impl Ftl for OptrFtl {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.check_capacity(flash)?;
         self.log_fresh.fill(true);
         self.start_chains(flash)?;
         self.full_area = 1;

@@ -217,6 +217,11 @@ impl PageFtl {
             dp = dp.with_candidate_open_groups_bug();
         }
         dp.enable_summaries("page", opts.summary_pages)?;
+        // Groups held outside GC at a time: the trim log's, and two
+        // checkpoints' while a new one supersedes the old.
+        let checkpoint_pages = Self::checkpoint_pages(&g, lpns, dp.table.erase_count.len());
+        let checkpoint_groups = checkpoint_pages.div_ceil(dp.group_capacity_max() as usize) as u32;
+        dp.reserve_groups(recovery::TRIM_LOG_MAX_BLOCKS as u32 + 1 + 2 * checkpoint_groups);
         let dram = Self::dram_needed(&g, lpns) + dp.hot_cold_dram_bytes() + dp.summary_dram_bytes();
         if dram > env.dram_budget_bytes {
             return Err(format!("page: the map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
@@ -250,6 +255,12 @@ impl PageFtl {
         self
     }
 
+    /// Pages of a checkpoint: the map's entries, then `groups` erase counts.
+    fn checkpoint_pages(g: &Geometry, lpns: u32, groups: usize) -> usize {
+        let per_page = entries_per_checkpoint_page(g);
+        (lpns as usize).div_ceil(per_page).max(1) + groups.div_ceil(per_page)
+    }
+
     /// Bytes of device DRAM the maps and block table take.
     fn dram_needed(g: &Geometry, lpns: u32) -> u64 {
         u64::from(lpns) * 4 + g.pages().div_ceil(8) + u64::from(g.blocks()) * 32
@@ -265,6 +276,11 @@ impl PageFtl {
         m.trim_log_next = 0;
         self.dp.reset(flash)
     }
+}
+
+/// Map entries (or erase counts) a checkpoint page holds.
+fn entries_per_checkpoint_page(g: &Geometry) -> usize {
+    (g.page_size_bytes() as usize - CHECKPOINT_HEADER_BYTES) / 4
 }
 
 fn page_addr(ppn: u32) -> PageAddr {
@@ -311,7 +327,7 @@ impl PageMap {
     // ----- checkpoint -----
 
     fn entries_per_checkpoint_page(&self) -> usize {
-        (self.geometry.page_size_bytes() as usize - CHECKPOINT_HEADER_BYTES) / 4
+        entries_per_checkpoint_page(&self.geometry)
     }
 
     /// Checkpoint pages holding the map; the erase counts follow them.
@@ -324,6 +340,7 @@ impl PageMap {
         let map_pages = self.checkpoint_map_pages();
         let erase_counts_len = dp.table.erase_count.len();
         let pages = map_pages + erase_counts_len.div_ceil(per_page);
+        debug_assert_eq!(pages, PageFtl::checkpoint_pages(&self.geometry, self.lpns, erase_counts_len));
         let new_groups = self.checkpoint_groups_for(dp, flash, pages)?;
         let ckpt_seq = dp.next_seq();
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
@@ -513,5 +530,57 @@ impl Ftl for PageFtl {
             + self.dp.hot_cold_dram_bytes()
             + self.dp.summary_dram_bytes();
         FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, extra }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::flash::{FlashObserver, FlashOp};
+    use crate::run::{FtlFactory, Session};
+    use crate::workload::synthetic::SyntheticWorkload;
+    use crate::workload::Workload;
+
+    /// Panics once the FTL has issued more flash operations than the whole
+    /// run needs: a GC loop that spins fails the test instead of hanging it.
+    struct OpBudget(u64);
+
+    impl FlashObserver for OpBudget {
+        fn after_op(&mut self, op: &FlashOp) {
+            assert!(op.op_index < self.0, "{} flash operations: garbage collection spins", self.0);
+        }
+    }
+
+    /// `tiny` with half its blocks factory bad holds less than its logical
+    /// space: once the drive filled, foreground GC on a short die collected
+    /// victim after victim forever, its free groups going up and down
+    /// (victims almost fully valid, their copies taking what erasing them
+    /// freed). It must stop and report that there is no space. The
+    /// format-time check refuses this drive, so the test turns it off.
+    #[test]
+    fn foreground_gc_that_frees_nothing_returns_no_space_instead_of_spinning() {
+        let mut config = Config::preset("tiny").expect("tiny");
+        config.factory_bad_block_percent = 49.9;
+        let factory: FtlFactory = Box::new(|env| {
+            let mut ftl = PageFtl::new(env, PageOptions::default())?;
+            ftl.dp.without_capacity_check();
+            Ok(Box::new(ftl) as Box<dyn Ftl>)
+        });
+        let spec = config.workload.clone().expect("tiny's workload");
+        let sector = config.geometry.sector_size_bytes();
+        let mut w = SyntheticWorkload::new(&spec, config.logical_bytes(), sector, 1).expect("workload");
+        let mut session = Session::with_factory(&config, factory, 1, w.alignment_sectors(), 4).expect("format");
+        // The whole workload (4x the logical capacity) takes about 1.2 M.
+        session.flash.add_observer(Box::new(OpBudget(20_000_000)));
+        while let Some(req) = w.next_request().expect("request") {
+            session.submit(&req).expect("submit");
+            if session.ftl_failed() {
+                break;
+            }
+        }
+        let e = session.flash.log().first_error().expect("the FTL fails");
+        assert!(e.message.contains("no free space: garbage collection on plane unit"), "{}", e.message);
+        assert!(e.message.contains("makes no progress"), "{}", e.message);
     }
 }

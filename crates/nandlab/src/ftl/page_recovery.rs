@@ -43,7 +43,7 @@ const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"
 const TRIM_HEADER_BYTES: usize = 8;
 const TRIM_ENTRY_BYTES: usize = 12;
 /// Trim-log groups a flush accumulates before it writes a checkpoint instead.
-const TRIM_LOG_MAX_BLOCKS: usize = 4;
+pub(super) const TRIM_LOG_MAX_BLOCKS: usize = 4;
 
 /// What the scan found in one block.
 #[derive(Default)]

@@ -29,8 +29,22 @@ fn word_mask(word: u32, first: u32, end: u32) -> u64 {
 impl DataPlane {
     /// Collect victims on `unit` until its free groups are above the
     /// foreground threshold, or collecting stops gaining groups.
+    ///
+    /// Returns [`FtlError::NoSpace`] when collecting makes no progress: when
+    /// the unit's valid data leaves its victims almost no invalid pages,
+    /// each victim's copies can take as many groups as erasing it frees, or
+    /// more, and the free count goes up and down without ever rising; the
+    /// rule below on consecutive stalls never fires then, and without this
+    /// the pass would collect forever.
     pub fn foreground_gc<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
         let mut stalls = 0;
+        // The most free groups this pass has reached, and the victims
+        // collected since: the count can rise above the threshold only by
+        // new highs, so a pass that sets none in a unit's worth of victims
+        // (twice over) is not going to. Below the threshold that is the
+        // unit running out of space; at it, GC holds its ground and the
+        // write goes on, as after a run of stalls.
+        let (mut best, mut since_best) = (self.units[unit].free.len(), 0u32);
         while self.units[unit].free.len() as u32 <= self.fg_threshold {
             m.before_gc_step(self, flash)?;
             if self.units[unit].free.len() as u32 > self.fg_threshold {
@@ -42,9 +56,22 @@ impl DataPlane {
             }
             // A fully valid victim (FIFO takes them) moves data without
             // freeing a group; give up after a unit's worth of those.
-            stalls = if self.units[unit].free.len() > before { 0 } else { stalls + 1 };
+            let free = self.units[unit].free.len();
+            stalls = if free > before { 0 } else { stalls + 1 };
             if stalls > self.geometry.blocks_per_plane() {
                 break;
+            }
+            (best, since_best) = if free > best { (free, 0) } else { (best, since_best + 1) };
+            if since_best > 2 * self.geometry.blocks_per_plane() {
+                if free as u32 >= self.fg_threshold {
+                    break; // holding its reserve: the write may use it, as after stalls
+                }
+                return Err(FtlError::NoSpace(format!(
+                    "garbage collection on plane unit {unit} makes no progress: {since_best} victims collected \
+                     without freeing a block ({} free, {} needed); the valid data fills the unit",
+                    free,
+                    self.fg_threshold + 1
+                )));
             }
         }
         self.maybe_level_wear(flash, m, unit)

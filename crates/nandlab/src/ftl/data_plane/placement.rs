@@ -61,8 +61,8 @@ impl DataPlane {
             .collect();
         let total: u64 = pages.iter().sum::<u64>().max(1);
         let live = u64::from(self.lpns) + u64::from(self.meta_pages);
-        let streams = u64::from(self.meta_stream.unwrap_or(self.wl_stream)) + 1;
-        let reserve = (u64::from(self.fg_threshold) + streams + 1) * u64::from(self.group_capacity_max());
+        let reserve =
+            (u64::from(self.fg_threshold) + self.reserved_streams() + 1) * u64::from(self.group_capacity_max());
         self.balance.unit_cap = pages
             .iter()
             .map(|&p| {
