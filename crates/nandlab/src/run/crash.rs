@@ -567,7 +567,12 @@ pub fn run_with_factory(
     let info = factory(&env_probe).map_err(|e| RunError::Input(config.locate_error(&e)))?.info();
     let guarantee = opts.guarantee.unwrap_or(info.guarantee);
     let plan = Plan { config, factory: factory.clone(), spec, opts, guarantee, unit };
-    let planned = plan_points(&plan)?;
+    // A stop during the counting pass leaves a partial count: nothing is
+    // planned from it (nor refused for it), and the report says interrupted.
+    let planned = match plan_points(&plan) {
+        _ if opts.stop.is_set() => Vec::new(),
+        planned => planned?,
+    };
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
     let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);
