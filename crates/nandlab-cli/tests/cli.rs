@@ -1,5 +1,7 @@
 //! The `nandlab` binary: exit codes, errors, reports.
 
+mod support;
+
 use std::process::Command;
 
 fn nandlab(args: &[&str]) -> (i32, String, String) {
@@ -153,22 +155,8 @@ fn audited_bad_input_exits_2_naming_the_cause() {
         (&["stress", "--config", &dram], &["1000 bytes", "device.dram_bytes"]),
     ];
     for (args, needles) in cases {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nandlab"))
-            .args(*args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
         // A hang is the bug being tested for: fail instead of waiting forever.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                child.kill().ok();
-                panic!("{args:?} did not end");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = support::nandlab_within(args, std::time::Duration::from_secs(120));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}{err}", String::from_utf8_lossy(&out.stdout));
         for needle in *needles {

@@ -2,8 +2,9 @@
 //! runs or refuses the device at format (exit 2, naming what it needs and
 //! the setting to change) — never a hang, never `no free space` at run time.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
+
+use std::time::Duration;
 
 /// The FTLs that ship (`buggy` exists to prove the checkers and is left out).
 const FTLS: [&str; 5] = ["page", "dftl", "hybrid", "block", "optr"];
@@ -11,21 +12,7 @@ const FTLS: [&str; 5] = ["page", "dftl", "hybrid", "block", "optr"];
 /// Run `nandlab` to completion; a run that has not ended after a few minutes
 /// is killed and fails the test (the defect was an endless GC loop).
 fn nandlab(args: &[&str]) -> (i32, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            child.kill().ok();
-            panic!("nandlab {} did not end: a loop without progress", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("output");
+    let out = support::nandlab_within(args, Duration::from_secs(300));
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
 }

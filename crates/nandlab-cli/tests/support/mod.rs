@@ -1,6 +1,9 @@
-//! Shared helpers for the CLI tests.
+//! Shared helpers for the CLI tests (each test crate uses some of them).
+#![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// A public trace the repository carries in `crates/nandlab/tests/data/traces/`
 /// (see its SOURCES.md for origin and licence).
@@ -8,4 +11,25 @@ pub fn public_trace(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nandlab/tests/data/traces").join(name);
     assert!(path.exists(), "{} is missing from the repository", path.display());
     path.display().to_string()
+}
+
+/// Run `nandlab ARGS` to completion. A run still going after `bound` is
+/// killed and fails the test: for the tests of inputs that used to hang,
+/// a hang is the defect, so it must fail rather than wait forever.
+pub fn nandlab_within(args: &[&str], bound: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nandlab runs");
+    let deadline = Instant::now() + bound;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("nandlab {} did not end within {bound:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
 }
