@@ -114,7 +114,13 @@ pub struct BuggyFtl {
     free: VecDeque<u32>,
     frontier: (u32, u32),
     gc: Option<(u32, Vec<(u32, u32)>, usize)>,
+    /// The host path's buffer: a partial write or trim reads the old page
+    /// into it, merges the new sectors and programs it.
     tmp: Option<BufId>,
+    /// GC's own buffer for a cross-plane move. GC runs inside `program`,
+    /// between a read-modify-write's merge and its program, so it must not
+    /// touch `tmp`.
+    gc_buf: Option<BufId>,
     seq: u64,
     writes: u64,
     gc_runs: u64,
@@ -138,6 +144,7 @@ impl BuggyFtl {
             frontier: (NONE, 0),
             gc: None,
             tmp: None,
+            gc_buf: None,
             seq: 1,
             writes: 0,
             gc_runs: 0,
@@ -242,9 +249,9 @@ impl BuggyFtl {
             if same_plane || self.bug == Bug::CopybackAcrossPlanes {
                 flash.copyback(Cause::Gc, PageAddr(src.into()), PageAddr(dst.into()), Some(&oob))?;
             } else {
-                let tmp = self.tmp.expect("buffer");
-                flash.read(Cause::Gc, PageAddr(src.into()), 0, self.spp, tmp, 0, &mut [])?;
-                flash.program(Cause::Gc, PageAddr(dst.into()), tmp, 0, &oob)?;
+                let buf = self.gc_buf.expect("buffer");
+                flash.read(Cause::Gc, PageAddr(src.into()), 0, self.spp, buf, 0, &mut [])?;
+                flash.program(Cause::Gc, PageAddr(dst.into()), buf, 0, &oob)?;
             }
             self.invalidate(src);
             self.map(lpn, mapped);
@@ -302,6 +309,7 @@ impl Ftl for BuggyFtl {
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.tmp = Some(flash.buf_alloc(self.spp)?);
+        self.gc_buf = Some(flash.buf_alloc(self.spp)?);
         for b in 0..self.blocks {
             let addr = BlockAddr(u64::from(b));
             if self.bug != Bug::ProgramsBadBlocks && self.bug != Bug::BlockPastEnd && flash.is_factory_bad(addr) {
