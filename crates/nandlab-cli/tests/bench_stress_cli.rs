@@ -16,6 +16,23 @@ fn nandlab(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `nandlab bench stress` of one workload beside `vst` (on `preset`, or
+/// the bench's own vst-jasmine when None).
+fn bench_beside(
+    vst: &Path,
+    preset: Option<&str>,
+    workload: &str,
+    runs: &str,
+    write_size: &str,
+) -> (i32, String, String) {
+    let mut args = vec!["bench", "stress"];
+    if let Some(p) = preset {
+        args.extend(["--preset", p]);
+    }
+    args.extend(["--workload", workload, "--runs", runs, "--write-size", write_size, "--vst", vst.to_str().unwrap()]);
+    nandlab(&args)
+}
+
 /// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("nandlab-bench-stress-{name}-{}", std::process::id()));
@@ -106,20 +123,7 @@ fn a_missing_or_unexecutable_vst_exits_2_naming_the_option_and_path_before_any_r
 fn the_vst_trace_of_sequential_64k_writes_is_the_text_vsts_loader_reads() {
     let dir = scratch("golden");
     let vst = fake_vst(&dir, TINY_MAX_LBA);
-    let (code, out, err) = nandlab(&[
-        "bench",
-        "stress",
-        "--preset",
-        "tiny",
-        "--workload",
-        "vst-seq",
-        "--runs",
-        "1",
-        "--write-size",
-        "256k",
-        "--vst",
-        vst.to_str().unwrap(),
-    ]);
+    let (code, out, err) = bench_beside(&vst, Some("tiny"), "vst-seq", "1", "256k");
     assert_eq!(code, 0, "{out}{err}");
     // VST's load_trace: fscanf("%s %d %d %d %d") = time token, device,
     // LBA (512 B sectors), sectors, 0 = write; 256 KiB = four 64 KiB writes.
@@ -140,18 +144,7 @@ fn the_vst_trace_of_sequential_64k_writes_is_the_text_vsts_loader_reads() {
 fn with_vst_both_tools_run_alternately_on_the_same_requests_and_the_ratio_is_printed() {
     let dir = scratch("side-by-side");
     let vst = fake_vst(&dir, JASMINE_MAX_LBA);
-    let (code, out, err) = nandlab(&[
-        "bench",
-        "stress",
-        "--workload",
-        "vst-rand",
-        "--runs",
-        "2",
-        "--write-size",
-        "0.3x",
-        "--vst",
-        vst.to_str().unwrap(),
-    ]);
+    let (code, out, err) = bench_beside(&vst, None, "vst-rand", "2", "0.3x");
     assert_eq!(code, 0, "{out}{err}");
     // Runs alternate: nandlab's run i, then VST's run i.
     let order: Vec<&str> = out
@@ -199,20 +192,7 @@ fn a_vst_that_did_not_write_the_traces_bytes_fails_the_run_with_exit_1() {
     // The same stand-in, but it reports one MB more written than the trace holds.
     let script = std::fs::read_to_string(&vst).unwrap().replace("w * 512 / 1048576", "w * 512 / 1048576 + 1");
     std::fs::write(&vst, script).unwrap();
-    let (code, out, err) = nandlab(&[
-        "bench",
-        "stress",
-        "--preset",
-        "tiny",
-        "--workload",
-        "vst-seq",
-        "--runs",
-        "1",
-        "--write-size",
-        "1m",
-        "--vst",
-        vst.to_str().unwrap(),
-    ]);
+    let (code, out, err) = bench_beside(&vst, Some("tiny"), "vst-seq", "1", "1m");
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("not the same requests"), "{out}");
     assert!(!out.contains("nandlab / VST"), "no ratio from a run that did other work: {out}");
