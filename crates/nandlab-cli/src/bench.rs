@@ -452,7 +452,7 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
             Err(e) => return crate::input_error(e),
         },
     };
-    if let Err(e) = a.write_size.parse::<nandlab::workload::size::SizeSpec>() {
+    if let Err(e) = a.write_size.parse::<nandlab::util::size::SizeSpec>() {
         return crate::input_error(format!("--write-size {}: {e}", a.write_size));
     }
     let exe = match std::env::current_exe() {

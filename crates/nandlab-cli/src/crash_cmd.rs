@@ -7,7 +7,7 @@ use nandlab::ftl::Guarantee;
 use nandlab::nand::power::PowerCutEffects;
 use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, Shrunk};
 use nandlab::run::RunError;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 

@@ -4,7 +4,7 @@
 
 use clap::Args;
 use nandlab::config::Config;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use std::path::PathBuf;
 
@@ -208,7 +208,7 @@ impl WorkloadArgs {
             s.bsrange = None;
         }
         if let Some(r) = &self.bsrange {
-            nandlab::workload::size::parse_range(r).map_err(|e| format!("--bsrange: {e}"))?;
+            nandlab::util::size::parse_range(r).map_err(|e| format!("--bsrange: {e}"))?;
             s.bsrange = Some(r.clone());
         }
         if let Some(a) = &self.blockalign {
@@ -287,7 +287,7 @@ pub struct RunArgs {
 
 /// `--max-memory SIZE`: bytes with a binary suffix (16GiB, 512m).
 pub fn max_memory(text: &str) -> Result<u64, String> {
-    match nandlab::workload::size::parse_bytes(text)? {
+    match nandlab::util::size::parse_bytes(text)? {
         0 => Err("must be more than 0 bytes".into()),
         b => Ok(b),
     }

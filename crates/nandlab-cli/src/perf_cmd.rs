@@ -854,7 +854,7 @@ mod tests {
             let i = args.iter().position(|a| *a == key).unwrap_or_else(|| panic!("{key} missing"));
             args[i + 1].to_string()
         };
-        let bytes = |v: String| nandlab::workload::size::parse_bytes(&v).unwrap();
+        let bytes = |v: String| nandlab::util::size::parse_bytes(&v).unwrap();
         let requests: u64 = value(GC_HEAVY, "--requests").parse().unwrap();
         assert_eq!(bytes(value(GC_HEAVY_UNTIMED, "--write_size")), requests * bytes(value(GC_HEAVY, "--bs")));
         for key in ["--rw", "--bs", "--blockalign", "--size"] {

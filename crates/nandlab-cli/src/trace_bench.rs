@@ -16,7 +16,7 @@
 //! measures parsing, not the disk. Nothing is asserted.
 
 use clap::Args;
-use nandlab::workload::size::parse_bytes;
+use nandlab::util::size::parse_bytes;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     println!(
         "nandlab bench trace — {} per file, {} run(s) per format, one thread, reader only (file in the page cache)",
-        nandlab::workload::trace::stats::human_bytes(size),
+        nandlab::util::size::human_bytes(size),
         args.runs.max(1)
     );
     println!(

@@ -3,7 +3,7 @@
 
 use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
-use nandlab::workload::size::{parse_bytes, SizeSpec};
+use nandlab::util::size::{parse_bytes, SizeSpec};
 use nandlab::workload::trace::convert::{self, TargetFormat, TraceWriter};
 use nandlab::workload::trace::csv::{self, CsvOptions};
 use nandlab::workload::trace::replay::TraceWorkload;
@@ -399,7 +399,7 @@ impl StressTraceArgs {
                 (n, why.to_string())
             }
         };
-        let size = nandlab::workload::trace::stats::human_bytes(u64::from(sectors) * u64::from(sector_bytes));
+        let size = nandlab::util::size::human_bytes(u64::from(sectors) * u64::from(sector_bytes));
         let plural = if sectors == 1 { "" } else { "s" };
         if unit.sole || unit.given.is_some() {
             eprintln!("  oracle unit: {sectors} sector{plural} ({size}, {why})");

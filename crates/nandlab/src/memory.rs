@@ -4,7 +4,7 @@
 //! by the workload: the NAND's per-page state and OOB bytes, the FTL's
 //! tables, the oracle's versions, and in `crash` one drive per thread. Most
 //! of them are allocated whole up front and become resident only as they
-//! are written ([`crate::prefetch::zeroed_vec`]), so a run that is too big
+//! are written ([`crate::util::prefetch::zeroed_vec`]), so a run that is too big
 //! for the machine does not fail at once: it grows until the kernel kills
 //! it, possibly hours later. [`estimate`] adds up what these structures
 //! hold once the workload has touched the whole drive, so a run can be
@@ -20,6 +20,7 @@
 //! FTL name gets a generic page-mapped estimate.
 
 use crate::config::Config;
+use crate::util::size::human;
 
 /// What kind of run is estimated.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -219,21 +220,6 @@ fn parse_mem_available(meminfo: &str) -> Option<u64> {
     let mut words = line.split_whitespace().skip(1);
     let kib: u64 = words.next()?.parse().ok()?;
     Some(kib.saturating_mul(1024))
-}
-
-/// `14.2 GiB`, `512.0 MiB`, `900 bytes`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} bytes");
-    }
-    let mut v = bytes as f64 / 1024.0;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    format!("{v:.1} {}", UNITS[i])
 }
 
 /// A whole number of MiB, GiB or TiB at least `bytes` (for `--max-memory`).

@@ -21,7 +21,7 @@ mod support;
 use nandlab::config::Config;
 use nandlab::flash::Cause;
 use nandlab::run::Session;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::model::{waf_fifo, waf_greedy};
 use support::*;

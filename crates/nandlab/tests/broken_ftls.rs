@@ -7,8 +7,8 @@ mod support;
 use nandlab::config::Config;
 use nandlab::ftl::buggy::{Bug, BuggyFtl};
 use nandlab::report::StressReport;
+use nandlab::util::size::SizeSpec;
 use nandlab::violation::{Rule, Severity};
-use nandlab::workload::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::*;
 

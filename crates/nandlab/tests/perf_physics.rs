@@ -12,7 +12,7 @@ use nandlab::run::perf::precondition::{precondition, PreconditionSpec};
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::StopFlag;
 use nandlab::timing::{Breakdown, Component, FlashTiming};
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use nandlab::workload::{HostOp, HostRequest};
 

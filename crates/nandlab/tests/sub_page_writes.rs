@@ -11,7 +11,7 @@ mod support;
 
 use nandlab::config::Config;
 use nandlab::run::stress::StressOptions;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::*;
 

@@ -16,7 +16,7 @@ use nandlab::config::Config;
 use nandlab::flash::Cause;
 use nandlab::report::{StressReport, WearSummary};
 use nandlab::run::Session;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use nandlab::workload::{HostOp, HostRequest};
 use rand::{RngExt, SeedableRng};

@@ -22,7 +22,7 @@ mod support;
 use nandlab::config::Config;
 use nandlab::report::StressReport;
 use nandlab::run::Session;
-use nandlab::workload::size::SizeSpec;
+use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use nandlab::workload::Workload;
 use support::*;

@@ -82,7 +82,7 @@ use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
 use super::{FtlError, IoRequest, OptionDoc};
 use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
-use crate::prefetch::prefetch;
+use crate::util::prefetch::prefetch;
 use layout::Layout;
 use serde::Deserialize;
 use std::collections::VecDeque;

@@ -83,8 +83,8 @@ use super::{
 };
 use crate::flash::{Cause, Flash};
 use crate::nand::{Geometry, PageAddr};
-use crate::prefetch::prefetch;
-use crate::workload::size::SizeSpec;
+use crate::util::prefetch::prefetch;
+use crate::util::size::SizeSpec;
 use cmt::{Cmt, Replacement};
 use persist::PendingTrims;
 use serde::Deserialize;

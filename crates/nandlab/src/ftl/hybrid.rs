@@ -391,7 +391,7 @@ impl HybridFtl {
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.data_block = vec![NONE; self.lbns as usize];
         self.in_data = vec![0; (self.lpns as usize).div_ceil(64)];
-        self.log_ppn = crate::prefetch::large_vec(self.lpns as usize, NONE);
+        self.log_ppn = crate::util::prefetch::large_vec(self.lpns as usize, NONE);
         self.role.fill(Role::Free);
         self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
         self.free_total = 0;
@@ -809,8 +809,8 @@ impl Ftl for HybridFtl {
     fn prefetch(&mut self, _flash: &dyn Flash, lba: u64, _sectors: u32) {
         if !self.log_ppn.is_empty() {
             let lpn = (lba / u64::from(self.spp)) as usize;
-            crate::prefetch::prefetch(&self.log_ppn, lpn);
-            crate::prefetch::prefetch(&self.data_block, lpn / self.ppb as usize);
+            crate::util::prefetch::prefetch(&self.log_ppn, lpn);
+            crate::util::prefetch::prefetch(&self.data_block, lpn / self.ppb as usize);
         }
     }
 

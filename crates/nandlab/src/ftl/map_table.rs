@@ -5,9 +5,9 @@
 //! entry before the first request, making the whole table resident at once.
 //! Entries are stored inverted instead (`!ppn`), so a fresh table is all
 //! zero and becomes resident only in the chunks the workload writes (see
-//! [`crate::sparse_table`]). The inversion is one instruction per access.
+//! [`crate::util::sparse_table`]). The inversion is one instruction per access.
 
-use crate::sparse_table::SparseTable;
+use crate::util::sparse_table::SparseTable;
 
 /// The value [`MapTable::get`] returns for an unmapped entry.
 pub const UNMAPPED: u32 = u32::MAX;

@@ -281,7 +281,7 @@ pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError
 /// readable unit (a budget of a few KiB must not print as "0 MiB"), and the
 /// configuration field to raise.
 pub fn dram_shortfall(needed_bytes: u64, budget_bytes: u64) -> String {
-    use crate::workload::size::exact_bytes;
+    use crate::util::size::exact_bytes;
     format!(
         "{} of device DRAM but the device has {}; raise `device.dram_bytes`",
         exact_bytes(needed_bytes),

@@ -524,7 +524,7 @@ impl OptrFtl {
     /// planes, the highest good blocks of each, in turn.
     fn reset(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let blocks = self.g.blocks() as usize;
-        self.l2p = crate::prefetch::large_vec(self.lpns as usize, UNMAPPED);
+        self.l2p = crate::util::prefetch::large_vec(self.lpns as usize, UNMAPPED);
         self.valid = vec![0; self.g.pages().div_ceil(64) as usize];
         self.valid_count.fill(0);
         self.epoch_of.fill(0);
@@ -1595,7 +1595,7 @@ impl Ftl for OptrFtl {
         let first = (lba / spp) as u32;
         let last = ((lba + u64::from(sectors)).div_ceil(spp) as u32).min(self.lpns);
         for lpn in (first..last).step_by(16) {
-            crate::prefetch::prefetch(&self.l2p, lpn as usize);
+            crate::util::prefetch::prefetch(&self.l2p, lpn as usize);
         }
         self.hinted = (first, last);
     }

@@ -53,7 +53,7 @@ use super::{
 };
 use crate::flash::{Cause, Flash};
 use crate::nand::{Geometry, PageAddr};
-use crate::prefetch::large_vec;
+use crate::util::prefetch::large_vec;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

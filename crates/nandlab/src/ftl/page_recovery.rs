@@ -325,8 +325,8 @@ impl PageFtl {
 fn prefetch_entries(oobs: &[[u8; OOB_BYTES]], found: &MountScan) {
     for oob in oobs {
         let lpn = u32::from_le_bytes(oob[1..5].try_into().unwrap()) as usize;
-        crate::prefetch::prefetch(&found.best_seq, lpn);
-        crate::prefetch::prefetch(&found.data_l2p, lpn);
+        crate::util::prefetch::prefetch(&found.best_seq, lpn);
+        crate::util::prefetch::prefetch(&found.data_l2p, lpn);
     }
 }
 

@@ -53,8 +53,10 @@ mod journal;
 pub mod payload;
 pub mod power;
 
-use crate::flash::FlashError;
 use crate::violation::{Checker, Rule};
+mod error;
+pub use crate::util::fast_div::FastDiv;
+pub use error::FlashError;
 pub use geometry::{BlockAddr, CellType, Geometry, GeometryConfig, GeometryError, PageAddr, PagePairing, PageType};
 use payload::{push_run, slice_runs, splice_runs, total_len, ClassSlab, Run, RunKind};
 
@@ -80,35 +82,6 @@ const KIND_MASK: u8 = 0x0f;
 /// summary page of 5,112 bytes in 8 KiB (`mqsim-default`, 1 GiB of 3.7 GiB
 /// on a preconditioned 512 GiB drive).
 const BYTE_CLASS_STEP_SHIFT: u32 = 4;
-
-/// Division of 32-bit numbers by a fixed divisor with one wide multiply
-/// instead of a `div` instruction (tens of cycles on the copyback path):
-/// `n / d = (M · n) >> 64` with `M = ⌊(2^64 − 1) / d⌋ + 1`, exact for every
-/// 32-bit `n` (Lemire, Kaser & Kurz, "Faster remainder by direct
-/// computation", 2019).
-#[derive(Copy, Clone, Debug)]
-pub struct FastDiv {
-    m: u64,
-    d: u32,
-}
-
-impl FastDiv {
-    pub fn new(d: u32) -> FastDiv {
-        let d = d.max(1);
-        FastDiv { m: (u64::MAX / u64::from(d)).wrapping_add(1), d }
-    }
-    #[inline(always)]
-    pub fn quotient(self, n: u32) -> u32 {
-        if self.d == 1 {
-            return n; // M wraps to 0 for d = 1
-        }
-        ((u128::from(self.m) * u128::from(n)) >> 64) as u32
-    }
-    #[inline(always)]
-    pub fn remainder(self, n: u32) -> u32 {
-        n - self.quotient(n) * self.d
-    }
-}
 
 const _: () = assert!(std::mem::size_of::<PageSlot>() == 16);
 
@@ -256,7 +229,7 @@ impl Nand {
         let too_big = |what: &str, len: u64, each: u64| {
             format!(
                 "cannot allocate the NAND's {what}: {len} x {each} bytes ({}) for {} pages",
-                crate::memory::human(len.saturating_mul(each)),
+                crate::util::size::human(len.saturating_mul(each)),
                 geometry.pages()
             )
         };
@@ -264,9 +237,9 @@ impl Nand {
         let oob_stored = oob_stored_bytes.min(geometry.oob_size_bytes()) as usize;
         let oob_len =
             pages.checked_mul(oob_stored).ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
-        let slots = crate::prefetch::try_zeroed_vec(pages, false)
+        let slots = crate::util::prefetch::try_zeroed_vec(pages, false)
             .ok_or_else(|| too_big("page state", geometry.pages(), std::mem::size_of::<PageSlot>() as u64))?;
-        let oob = crate::prefetch::try_zeroed_vec(oob_len, false)
+        let oob = crate::util::prefetch::try_zeroed_vec(oob_len, false)
             .ok_or_else(|| too_big("OOB bytes", geometry.pages(), oob_stored as u64))?;
         let blocks = geometry.blocks() as usize;
         let block_table = || -> Result<Vec<u32>, String> {
@@ -349,8 +322,8 @@ impl Nand {
     /// and programs spare areas of pages touched long before.
     #[inline]
     pub fn prefetch_page(&self, page: PageAddr) {
-        crate::prefetch::prefetch(&self.slots, page.0 as usize);
-        crate::prefetch::prefetch(&self.oob, page.0 as usize * self.oob_stored_bytes);
+        crate::util::prefetch::prefetch(&self.slots, page.0 as usize);
+        crate::util::prefetch::prefetch(&self.oob, page.0 as usize * self.oob_stored_bytes);
     }
 
     /// Warm the CPU cache for byte `offset` of a metadata page (a simulator
@@ -360,7 +333,7 @@ impl Nand {
         if let Some(slot) = self.slots.get(page.0 as usize) {
             if slot.state & KIND_MASK == K_META && offset < slot.b() as usize {
                 let bytes = self.bytes.get(slot.a, slot.b() as usize);
-                crate::prefetch::prefetch(bytes, offset);
+                crate::util::prefetch::prefetch(bytes, offset);
             }
         }
     }

@@ -163,8 +163,8 @@ impl Nand {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::flash::FlashError;
     use crate::nand::payload::Run;
+    use crate::nand::FlashError;
     use crate::nand::{BlockAddr, CellType, GeometryConfig, PageAddr, PageContent, PagePairing};
     use crate::violation::{Checker, Rule, RuleConfig, Severity, ViolationLog};
 

@@ -38,7 +38,7 @@
 pub mod crash_checker;
 
 use crate::nand::payload::{Run, RunKind, WriteId};
-use crate::sparse_table::SparseTable;
+use crate::util::sparse_table::SparseTable;
 use crate::violation::{Checker, Rule};
 
 /// Version of a sector never written.
@@ -134,7 +134,7 @@ impl Oracle {
     }
 
     /// The first of two prefetch stages for `lba` (see
-    /// [`crate::sparse_table::SparseTable::prefetch_directory`]); it never waits.
+    /// [`crate::util::sparse_table::SparseTable::prefetch_directory`]); it never waits.
     #[inline]
     pub fn prefetch_directory(&self, lba: u64) {
         self.units.prefetch_directory((lba >> self.unit_shift) as usize);

@@ -26,7 +26,7 @@
 //! Every latency is at most 10^6 µs and `command_latency_ns` at most 10^9
 //! ns (1 s both): see [`crate::timing`] on the bounds of simulated time.
 
-use crate::workload::size::SizeSpec;
+use crate::util::size::SizeSpec;
 use serde::{Deserialize, Serialize};
 
 /// A latency for every page type, or one per page type in bit order.

@@ -50,8 +50,8 @@
 //! structures against a hash map, a move-to-front list and an ordered set.
 
 use crate::flash::BufId;
-use crate::prefetch::prefetch;
-use crate::recency::{RecencyQueue, Use};
+use crate::util::prefetch::prefetch;
+use crate::util::recency::{RecencyQueue, Use};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 

@@ -7,7 +7,6 @@
 //! into host requests.
 
 pub mod distribution;
-pub mod size;
 pub mod synthetic;
 pub mod trace;
 pub mod transform;

@@ -33,9 +33,9 @@
 //! many requests outstanding per job.
 
 use super::distribution::{Distribution, PositionSampler};
-use super::size::{parse_range, SizeSpec};
 use super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress};
 use crate::seed::{rng_for, Rng};
+use crate::util::size::{parse_range, SizeSpec};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 

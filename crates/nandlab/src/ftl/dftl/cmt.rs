@@ -49,7 +49,7 @@
 //! are not maintained at all, which makes a whole-table DFTL as fast to
 //! simulate as the page FTL.
 
-use crate::recency::{RecencyQueue, Use};
+use crate::util::recency::{RecencyQueue, Use};
 
 const NONE: u32 = u32::MAX;
 const PROBATIONARY: usize = 0;
@@ -149,8 +149,8 @@ impl Cmt {
         Cmt {
             capacity,
             resident,
-            slot_of: crate::prefetch::large_vec(lpns as usize, NONE),
-            entries: crate::prefetch::large_vec(slots, EMPTY),
+            slot_of: crate::util::prefetch::large_vec(lpns as usize, NONE),
+            entries: crate::util::prefetch::large_vec(slots, EMPTY),
             free: if resident { Vec::new() } else { (0..slots as u32).rev().collect() },
             order: [queued(slots), queued(protected_max as usize)],
             len: [0; 2],
@@ -226,9 +226,9 @@ impl Cmt {
     /// Warm what a lookup and an update of `lpn` touch: its lookup slot
     /// and its dirty bit (a simulator speed hint).
     pub fn prefetch(&self, lpn: u32) {
-        crate::prefetch::prefetch(&self.slot_of, lpn as usize);
+        crate::util::prefetch::prefetch(&self.slot_of, lpn as usize);
         if lpn < self.slot_of.len() as u32 {
-            crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
+            crate::util::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
         }
     }
 
@@ -254,7 +254,8 @@ impl Cmt {
             self.enqueue(demoted, PROBATIONARY);
             self.len[PROBATIONARY] += 1;
             let entries = &self.entries;
-            self.order[PROTECTED].warm(2 * PREFETCH_DEPTH, |slot| crate::prefetch::prefetch(entries, slot as usize));
+            self.order[PROTECTED]
+                .warm(2 * PREFETCH_DEPTH, |slot| crate::util::prefetch::prefetch(entries, slot as usize));
         }
     }
 
@@ -346,13 +347,13 @@ impl Cmt {
             while bits != 0 {
                 let lpn = first + w as u32 * 64 + bits.trailing_zeros();
                 bits &= bits - 1;
-                crate::prefetch::prefetch(&self.slot_of, lpn as usize);
+                crate::util::prefetch::prefetch(&self.slot_of, lpn as usize);
                 dirty.push((lpn, NONE));
             }
         }
         for (lpn, slot) in dirty.iter_mut() {
             *slot = self.slot_of[*lpn as usize];
-            crate::prefetch::prefetch(&self.entries, *slot as usize);
+            crate::util::prefetch::prefetch(&self.entries, *slot as usize);
         }
         for &(lpn, slot) in &dirty {
             f(lpn, self.entries[slot as usize].ppn);
@@ -409,12 +410,13 @@ impl Cmt {
     #[inline]
     pub fn prefetch_victims(&mut self) {
         let entries = &self.entries;
-        self.order[PROBATIONARY].warm(2 * PREFETCH_DEPTH, |slot| crate::prefetch::prefetch(entries, slot as usize));
+        self.order[PROBATIONARY]
+            .warm(2 * PREFETCH_DEPTH, |slot| crate::util::prefetch::prefetch(entries, slot as usize));
         if let Some(u) = self.order[PROBATIONARY].nth_oldest(PREFETCH_DEPTH) {
             let lpn = self.entries[u.slot as usize].lpn;
             if lpn != NONE {
-                crate::prefetch::prefetch(&self.slot_of, lpn as usize);
-                crate::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
+                crate::util::prefetch::prefetch(&self.slot_of, lpn as usize);
+                crate::util::prefetch::prefetch(&self.dirty_bits, self.dirty_bit(lpn).0);
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::ftl::crash_bugs::CrashBug;
 use crate::ftl::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
 use crate::ftl::FtlError;
 use crate::nand::BlockAddr;
-use crate::prefetch::large_vec;
+use crate::util::prefetch::large_vec;
 use std::cmp::Reverse;
 
 /// What the scan of every block found.

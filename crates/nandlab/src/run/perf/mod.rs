@@ -954,7 +954,7 @@ mod tests {
         // before any completes; without the bound they all stay in flight.
         let spec = SyntheticSpec {
             rw: crate::workload::synthetic::RwMode::RandRead,
-            io_size: Some(crate::workload::size::SizeSpec::Bytes(1 << 40)),
+            io_size: Some(crate::util::size::SizeSpec::Bytes(1 << 40)),
             ..SyntheticSpec::default()
         };
         let config = Config::preset("tiny-timed").unwrap();

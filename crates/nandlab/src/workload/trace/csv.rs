@@ -168,7 +168,7 @@ pub fn parse_unit(s: &str) -> Result<u64, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "bytes" | "byte" | "b" => Ok(1),
         "sectors" | "sector" => Ok(512),
-        _ => match crate::workload::size::parse_bytes(s) {
+        _ => match crate::util::size::parse_bytes(s) {
             Ok(0) => Err(format!("`{s}`: a unit must be at least 1 byte")),
             Ok(b) => Ok(b),
             Err(e) => Err(format!("{e}; or bytes, sectors (512 B)")),

@@ -34,6 +34,7 @@
 
 use super::hll::HyperLogLog;
 use super::TraceRequest;
+use crate::util::size::human_bytes;
 use crate::workload::transform::{TransformCounts, Transformed};
 use crate::workload::HostOp;
 use serde::Serialize;
@@ -439,22 +440,6 @@ pub fn collect(
         c.add(&r, time_ns);
     }
     Ok(c.finish(stream, with_transforms))
-}
-
-/// `4096` → `4 KiB`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 || v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else {
-        format!("{v:.2} {}", UNITS[u])
-    }
 }
 
 impl TraceStats {

@@ -37,7 +37,7 @@ impl TwoStream {
     pub fn new(lpns: u32, threshold: u8) -> Self {
         let decay_every = u64::from(lpns.max(1));
         TwoStream {
-            counters: crate::prefetch::large_vec(lpns as usize, 0),
+            counters: crate::util::prefetch::large_vec(lpns as usize, 0),
             threshold: threshold.max(1),
             writes_until_decay: decay_every,
             decay_every,

@@ -3,7 +3,7 @@
 //!
 //! The tables indexed by logical address (the page FTL's map, the oracle)
 //! span the whole drive: 250 and 500 MiB on MQSim's 512 GiB drive. A flat
-//! table is free until written ([`crate::prefetch::zeroed_vec`]), but a
+//! table is free until written ([`crate::util::prefetch::zeroed_vec`]), but a
 //! workload writing at random touches every OS page of it long before it has
 //! written 1 % of its entries: MQSim's scenario 1 writes 0.9 M pieces of
 //! 4 KiB over 256 GiB, and the kernel zeroing the ~375 MiB this made
@@ -27,7 +27,7 @@
 //! reads as zero already). The arena is sized for the whole table up front
 //! and never grows, so no write allocates heap memory.
 
-use crate::prefetch::{prefetch, zeroed_vec};
+use crate::util::prefetch::{prefetch, zeroed_vec};
 
 /// log2 of the entries per chunk.
 const CHUNK_SHIFT: u32 = 4;

@@ -120,7 +120,7 @@ pub fn exact_bytes(bytes: u64) -> String {
     if bytes < 1024 {
         format!("{bytes} bytes")
     } else {
-        format!("{bytes} bytes ({})", super::trace::stats::human_bytes(bytes))
+        format!("{bytes} bytes ({})", human_bytes(bytes))
     }
 }
 
@@ -159,5 +159,36 @@ mod tests {
         assert!("150%".parse::<SizeSpec>().is_err());
         assert!(parse_range("64k-8k").is_err());
         assert!(parse_bytes("99999999999p").is_err());
+    }
+}
+
+/// `14.2 GiB`, `512.0 MiB`, `900 bytes`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", UNITS[i])
+}
+
+/// `4096` → `4 KiB`, `1572864` → `1.50 MiB` (two decimals unless exact).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 || v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.2} {}", UNITS[u])
     }
 }

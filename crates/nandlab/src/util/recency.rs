@@ -108,7 +108,7 @@ impl RecencyQueue {
             // written long ago, and are read one or two per eviction, too
             // slowly for the hardware to notice the stream.
             if let Some(ahead) = len.checked_sub(k + RECORDS_AHEAD) {
-                crate::prefetch::prefetch(std::slice::from_ref(&self.uses[ahead]), 0);
+                crate::util::prefetch::prefetch(std::slice::from_ref(&self.uses[ahead]), 0);
             }
         }
         self.warmed = self.warmed.max(self.popped + depth.min(len) as u64);
