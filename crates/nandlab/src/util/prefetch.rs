@@ -5,13 +5,13 @@
 //! A run touches hundreds of MiB at random; with 4 KiB pages nearly every
 //! access is also a TLB miss. Asking Linux for 2 MiB pages on the big
 //! tables (`madvise(MADV_HUGEPAGE)`, honoured when THP is in `madvise` or
-//! `always` mode) measured about 15 % faster on `vst-rand`. Neither helper
-//! changes any result.
+//! `always` mode) cuts those misses (measured in
+//! `docs/design-notes/util.md`). Neither helper changes any result.
 //!
 //! Tables whose initial state is all zero bytes ([`zeroed_vec`]) come from
 //! `calloc`, i.e. fresh anonymous pages the kernel maps only when first
-//! written: a 512 GiB drive costs nothing until the workload touches it
-//! (MQSim spends 2 GB before the first request). The NAND, the page FTL's
+//! written: a 512 GiB drive costs nothing until the workload touches it.
+//! The NAND, the page FTL's
 //! map and the oracle encode their initial states as zero for this reason.
 
 /// Hint that `slice[index]` will be accessed soon (no-op if out of bounds).

@@ -2,26 +2,25 @@
 //! entries at a time.
 //!
 //! The tables indexed by logical address (the page FTL's map, the oracle)
-//! span the whole drive: 250 and 500 MiB on MQSim's 512 GiB drive. A flat
-//! table is free until written ([`crate::util::prefetch::zeroed_vec`]), but a
-//! workload writing at random touches every OS page of it long before it has
-//! written 1 % of its entries: MQSim's scenario 1 writes 0.9 M pieces of
-//! 4 KiB over 256 GiB, and the kernel zeroing the ~375 MiB this made
-//! resident cost more CPU than the simulation itself.
+//! span the whole drive. A flat table is free until written
+//! ([`crate::util::prefetch::zeroed_vec`]), but a workload writing at random
+//! touches every OS page of it long before it has written a small share of
+//! its entries, and the kernel zeroing those pages can cost more CPU than
+//! the simulation itself.
 //!
 //! Here entries live in chunks of 16 (64 bytes, a cache line's worth),
 //! handed out in the order they are first written from one `calloc`ed
 //! arena, so only the chunks written are ever resident. A directory (one
 //! `u32` per chunk: 1/16 of the flat table) says where each chunk lives;
 //! chunk 0 is never handed out and stands for "all zero", so a read is two
-//! dependent loads and no branch. Scenario 1's map and oracle need about
-//! 120 MiB instead of 375. On a drive written all over the chunks are dense
+//! dependent loads and no branch. On a drive written all over the chunks are dense
 //! and the directory is small enough to stay in cache: the price there is
 //! the directory load.
 //!
 //! A table of at most 64 MiB (`FLAT_MAX_BYTES`) is stored flat instead (no
 //! directory): on a small drive the directory load costs more than the
-//! memory it could save (gc-heavy, 8 GiB, took ~5 % more CPU chunked).
+//! memory it could save. The measurements behind both choices are in
+//! `docs/design-notes/util.md`.
 //!
 //! Writing zero to an entry of a chunk never written allocates nothing (it
 //! reads as zero already). The arena is sized for the whole table up front
