@@ -565,7 +565,7 @@ fn shrinking_keeps_the_recovery_cut_a_finding_needs_and_the_campaign_phase() {
     assert_eq!(again.points[0].signature(), first.signature());
 }
 
-// ----- page: summary pages (ftl/data_plane/summary.rs) -----
+// ----- page: summary pages (ftl/kit/data_plane/summary.rs) -----
 
 fn stat(ftl: &dyn Ftl, key: &str) -> u64 {
     ftl.stats().extra[key].as_u64().unwrap_or_else(|| panic!("no stat {key}"))

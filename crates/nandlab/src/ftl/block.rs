@@ -82,11 +82,10 @@
 
 use super::{
     check_range,
-    flash_ops::{self, BlockPages},
-    parse_options,
-    whole_page_io::{self, WholePageStore},
-    Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest,
-    OptionDoc,
+    kit::flash_ops::{self, BlockPages},
+    kit::whole_page_io::{self, WholePageStore},
+    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
+    IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
@@ -281,7 +280,7 @@ impl BlockFtl {
         if dram > env.dram_budget_bytes {
             return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
-        let unit_of_plane = super::data_plane::unit_order(&g);
+        let unit_of_plane = super::kit::data_plane::unit_order(&g);
         let mut plane_order: Vec<u32> = (0..g.planes()).collect();
         plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
         Ok(BlockFtl {

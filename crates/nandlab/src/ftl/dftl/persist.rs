@@ -13,7 +13,7 @@
 
 use super::{page_addr, TranslationMap, NONE, OOB_ERASE_COUNTS};
 use crate::flash::{Cause, Flash};
-use crate::ftl::data_plane::{encode_oob, DataPlane};
+use crate::ftl::kit::data_plane::{encode_oob, DataPlane};
 use crate::ftl::FtlError;
 use crate::nand::Geometry;
 

@@ -6,7 +6,7 @@ use super::persist::{self, ERASE_COUNTS_MAGIC, TPAGE_MAGIC};
 use super::{page_addr, DftlFtl, TranslationMap, OOB_ERASE_COUNTS, OOB_TRANSLATION};
 use crate::flash::{Cause, Flash, FlashError};
 use crate::ftl::crash_bugs::CrashBug;
-use crate::ftl::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
+use crate::ftl::kit::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
 use crate::ftl::FtlError;
 use crate::nand::BlockAddr;
 use crate::util::prefetch::large_vec;

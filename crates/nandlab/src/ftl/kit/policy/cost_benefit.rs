@@ -127,7 +127,7 @@ impl VictimPolicy for CostBenefit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn prefers_old_cold_blocks_over_slightly_emptier_young_ones() {

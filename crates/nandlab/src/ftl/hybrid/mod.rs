@@ -64,7 +64,7 @@
 //! with a newer sequence number holds it or a later write of the same page.
 //! A cut can tear only the page being programmed — the last programmed page
 //! of its block — or leave the block being erased undefined; recovery
-//! (`hybrid_recovery.rs`) verifies the last page of every block, drops what
+//! (`recovery.rs`) verifies the last page of every block, drops what
 //! a cut destroyed (a torn merge block whole: its sources survive), and
 //! finishes, redoes or drops the merge the cut interrupted.
 //!
@@ -75,7 +75,7 @@
 //! The order of its steps matters: a block left holding no current version
 //! is erased only after every interrupted merge is finished, because until
 //! then a cut can tear the merge block holding the newer copies and the
-//! next recovery drops it (`hybrid_recovery.rs`, *A cut during recovery*).
+//! next recovery drops it (`recovery.rs`, *A cut during recovery*).
 //!
 //! Recovery needs no free block beyond the merge reserve: at any instant
 //! the flash holds at most the data blocks, the sequential log, the random
@@ -83,18 +83,16 @@
 
 use super::{
     check_range,
-    flash_ops::{self, OOB_ERASED},
-    parse_options,
-    whole_page_io::{self, WholePageStore},
-    Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest,
-    OptionDoc,
+    kit::flash_ops::{self, OOB_ERASED},
+    kit::whole_page_io::{self, WholePageStore},
+    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
+    IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
 
-#[path = "hybrid_recovery.rs"]
 mod recovery;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
@@ -344,7 +342,7 @@ impl HybridFtl {
             free: Vec::new(),
             free_total: 0,
             plane_order: {
-                let unit_of_plane = super::data_plane::unit_order(&g);
+                let unit_of_plane = super::kit::data_plane::unit_order(&g);
                 let mut order: Vec<u32> = (0..g.planes()).collect();
                 order.sort_by_key(|&p| unit_of_plane[p as usize]);
                 order
@@ -719,7 +717,7 @@ impl HybridFtl {
         Ok(())
     }
 
-    // ----- mount: see hybrid_recovery.rs -----
+    // ----- mount: see recovery.rs -----
 }
 
 impl WholePageStore for HybridFtl {

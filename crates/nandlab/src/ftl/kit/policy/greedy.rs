@@ -100,7 +100,7 @@ impl VictimPolicy for Greedy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn picks_fewest_valid_and_follows_invalidations() {

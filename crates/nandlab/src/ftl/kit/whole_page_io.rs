@@ -10,8 +10,8 @@
 //! Formatting — erase every good block, skipping factory-bad ones and
 //! those whose erase fails — is shared here too.
 
-use super::{FtlError, IoRequest};
 use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::ftl::{FtlError, IoRequest};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 
 /// One piece of a request: the part of it inside one logical page.

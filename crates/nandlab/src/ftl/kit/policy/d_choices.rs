@@ -58,7 +58,7 @@ impl VictimPolicy for DChoices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn with_few_candidates_it_is_greedy() {

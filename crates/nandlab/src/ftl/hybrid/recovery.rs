@@ -79,7 +79,7 @@
 //! not use up blocks.
 
 use super::*;
-use crate::ftl::flash_ops::BlockPages;
+use crate::ftl::kit::flash_ops::BlockPages;
 
 /// What made a block, from the kind of its first page (see the module docs).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -48,7 +48,7 @@ impl VictimPolicy for Random {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn draws_every_candidate_once_and_repeats_by_seed() {

@@ -46,7 +46,7 @@ impl VictimPolicy for WindowedGreedy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn picks_the_emptiest_of_the_oldest_window() {

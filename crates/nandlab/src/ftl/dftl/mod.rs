@@ -76,7 +76,9 @@ mod persist;
 mod recovery;
 
 use super::crash_bugs::CrashBug;
-use super::data_plane::{self, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED};
+use super::kit::data_plane::{
+    self, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED,
+};
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -816,7 +818,7 @@ mod tests {
 
     #[test]
     fn oob_round_trips() {
-        use crate::ftl::data_plane::decode_oob;
+        use crate::ftl::kit::data_plane::decode_oob;
         let o = encode_oob(OOB_TRANSLATION | 3 << 4, 77, (1 << 40) - 1);
         assert_eq!(decode_oob(&o), (OOB_TRANSLATION | 3 << 4, 77, (1 << 40) - 1));
     }

@@ -15,7 +15,7 @@
 //! again for a while.
 
 use super::{by_erase_count, FreeBlockUse, WearLevelingPolicy};
-use crate::ftl::policy::BlockTable;
+use crate::ftl::kit::policy::BlockTable;
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -87,7 +87,7 @@ impl WearLevelingPolicy for StaticThreshold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn moves_the_least_worn_data_block_once_the_spread_exceeds_the_threshold() {

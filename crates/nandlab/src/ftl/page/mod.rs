@@ -38,15 +38,15 @@
 //! [`Guarantee::Baseline`]: writes are durable when they complete (no
 //! write cache); trims are durable once a flush completes after them.
 //! Torn programs and interrupted erases are survived (see
-//! `page_recovery.rs`); the paired-page problem is not (with paired-page
+//! `recovery.rs`); the paired-page problem is not (with paired-page
 //! corruption on, a torn upper page can destroy a completed lower-page
 //! write). Multi-page writes are not atomic: a cut between the programs
 //! of one request can leave it half written.
 
-use super::data_plane::{
+use super::kit::data_plane::{
     self, encode_oob, DataPlane, DataPlaneOptions, Entry, GroupState, Mapper, OOB_BYTES, UNMAPPED,
 };
-use super::map_table::MapTable;
+use super::kit::map_table::MapTable;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -57,7 +57,6 @@ use crate::util::prefetch::large_vec;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-#[path = "page_recovery.rs"]
 mod recovery;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
@@ -175,7 +174,7 @@ struct PageMap {
     checkpoint_groups: Vec<u32>,
     counters: Counters,
     /// Logical pages fully trimmed since the last flush, with the sequence
-    /// number the trim happened at (see page_recovery.rs).
+    /// number the trim happened at (see recovery.rs).
     pending_trims: Vec<(u32, u64)>,
     /// Groups holding pages those trims invalidated, and a reused record page.
     pending_trim_groups: Vec<u32>,
@@ -315,7 +314,7 @@ impl Mapper for PageMap {
     }
 
     fn before_erase(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, group: u32) -> Result<(), FtlError> {
-        // The victim may hold the newest copy of a trimmed page (see page_recovery.rs).
+        // The victim may hold the newest copy of a trimmed page (see recovery.rs).
         if self.pending_trim_groups.contains(&group) {
             self.persist_trims(dp, flash)?;
         }

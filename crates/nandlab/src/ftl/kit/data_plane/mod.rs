@@ -76,11 +76,11 @@ mod summary;
 pub(crate) use layout::unit_order;
 pub use summary::{SummaryRead, OOB_SUMMARY};
 
-use super::policy::hot_cold::{HotColdKind, HotColdSeparator};
-use super::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
-use super::policy::{BlockTable, VictimPolicyKind, VictimSelector};
-use super::{FtlError, IoRequest, OptionDoc};
 use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::ftl::kit::policy::hot_cold::{HotColdKind, HotColdSeparator};
+use crate::ftl::kit::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
+use crate::ftl::kit::policy::{BlockTable, VictimPolicyKind, VictimSelector};
+use crate::ftl::{FtlError, IoRequest, OptionDoc};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 use crate::util::prefetch::prefetch;
 use layout::Layout;
@@ -165,7 +165,7 @@ fn default_true() -> bool {
 
 impl Default for DataPlaneOptions {
     fn default() -> Self {
-        super::parse_options("data plane", &super::FtlOptions::new()).expect("defaults parse")
+        crate::ftl::parse_options("data plane", &crate::ftl::FtlOptions::new()).expect("defaults parse")
     }
 }
 

@@ -36,7 +36,7 @@ impl VictimPolicy for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn picks_in_seal_order_regardless_of_valid_count() {

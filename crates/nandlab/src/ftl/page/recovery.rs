@@ -36,7 +36,7 @@
 use super::*;
 use crate::flash::FlashError;
 use crate::ftl::crash_bugs::CrashBug;
-use crate::ftl::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
+use crate::ftl::kit::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
 
 const OOB_TRIM: u8 = 3;
 const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"

@@ -3,7 +3,7 @@
 //! leveling goes the other way, onto the most-worn free block.
 
 use super::{by_erase_count, FreeBlockUse, WearLevelingPolicy};
-use crate::ftl::policy::BlockTable;
+use crate::ftl::kit::policy::BlockTable;
 use std::collections::VecDeque;
 
 pub struct Dynamic;
@@ -17,7 +17,7 @@ impl WearLevelingPolicy for Dynamic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::policy::table_for_tests;
+    use crate::ftl::kit::policy::table_for_tests;
 
     #[test]
     fn data_goes_to_the_least_worn_block_and_cold_data_to_the_most_worn() {
