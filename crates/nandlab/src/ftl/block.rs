@@ -78,8 +78,9 @@
 //! beyond the logical blocks: one for the read-modify-write in progress,
 //! one for recovery.
 //!
-//! Deliberately broken variants ([`BlockBug`]) exist for the checkers' tests.
+//! Deliberately broken variants ([`Mutant`]s) exist for the checkers' tests.
 
+use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, BlockPages},
@@ -106,21 +107,6 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
 fn build_block(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
     let opts: BlockOptions = parse_options("block", options)?;
     Ok(Box::new(BlockFtl::new(env, opts)?))
-}
-
-/// Deliberate bugs, for proving that the checkers catch them (tests only;
-/// not reachable from a configuration).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum BlockBug {
-    #[default]
-    None,
-    /// An off-by-one in the read-modify-write: the last page of the old
-    /// block is not copied before the old block is erased (`stress` finds
-    /// the lost write).
-    ReplacementDropsLastPage,
-    /// Recovery reads only the OOB: a torn last page is trusted because its
-    /// OOB looks valid (`crash` finds the unreadable page).
-    MountTrustsTornPage,
 }
 
 fn default_true() -> bool {
@@ -246,7 +232,8 @@ pub struct BlockFtl {
     tmp_buf: Option<BufId>,
     copy_buf: Option<BufId>,
     zero_buf: Option<BufId>,
-    bug: BlockBug,
+    /// A deliberate bug (checker tests; see [`Mutant`]).
+    mutant: Mutant,
     counters: Counters,
 }
 
@@ -256,11 +243,12 @@ const SPARE_BLOCKS: u32 = 2;
 
 impl BlockFtl {
     pub fn new(env: &FtlEnv, opts: BlockOptions) -> Result<BlockFtl, String> {
-        Self::with_bug(env, opts, BlockBug::None)
+        Self::with_mutant(env, opts, Mutant::None)
     }
 
-    /// The FTL with a deliberate bug (for checker tests; see [`BlockBug`]).
-    pub fn with_bug(env: &FtlEnv, opts: BlockOptions, bug: BlockBug) -> Result<BlockFtl, String> {
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: BlockOptions, mutant: Mutant) -> Result<BlockFtl, String> {
+        mutant.check_breaks("block")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -299,7 +287,7 @@ impl BlockFtl {
             tmp_buf: None,
             copy_buf: None,
             zero_buf: None,
-            bug,
+            mutant,
             counters: Counters::default(),
             geometry: g,
             opts,
@@ -437,8 +425,8 @@ impl BlockFtl {
     /// Copy the rest of the logical block being replaced and erase its old block.
     fn finish_replacement(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let Some(r) = self.replacing else { return Ok(()) };
-        let end = match self.bug {
-            BlockBug::ReplacementDropsLastPage => r.old.written.saturating_sub(1),
+        let end = match self.mutant {
+            Mutant::ReplacementDropsLastPage => r.old.written.saturating_sub(1),
             _ => r.old.written,
         };
         self.fill_to(flash, r.lbn, end)?;
@@ -555,7 +543,7 @@ impl BlockFtl {
         oobs: &mut Vec<[u8; OOB_BYTES]>,
     ) -> Result<Scan, FtlError> {
         let buf = self.tmp_buf.expect("buffers allocated at power-on");
-        let trust = self.bug == BlockBug::MountTrustsTornPage;
+        let trust = self.mutant == Mutant::TrustsTornPage;
         let pages = flash_ops::scan_block(flash, u64::from(block * self.ppb), self.ppb, oobs, buf, trust)?;
         self.counters.mount_scanned_pages += oobs.len() as u64;
         let (valid, torn) = match pages {

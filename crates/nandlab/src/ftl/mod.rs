@@ -68,16 +68,18 @@
 //! - [`kit`]: what more than one FTL uses (the data plane of `page` and
 //!   `dftl`, the policies, whole-page I/O, mount-scan pieces, the map
 //!   table).
+//! - [`mutants`]: every deliberate bug ([`mutants::Mutant`]), switched on
+//!   through each FTL's `with_mutant` constructor, and the `buggy` FTL
+//!   built for them; they prove that the checkers catch what they claim.
 //!
 //! Every module with children is `name/mod.rs`; there are no `#[path]`
 //! attributes and no `name.rs` beside a `name/` folder.
 
 pub mod block;
-pub mod buggy;
-pub mod crash_bugs;
 pub mod dftl;
 pub mod hybrid;
 pub mod kit;
+pub mod mutants;
 mod options;
 pub mod optr;
 pub mod page;

@@ -1,7 +1,7 @@
 //! The FTLs that ship with nandlab: their descriptors, building one by
 //! name, and checking what an FTL needs of a device's geometry.
 
-use super::{block, buggy, dftl, hybrid, optr, page, Ftl, FtlEnv, FtlInfo, FtlOptions, OptionDoc};
+use super::{block, dftl, hybrid, mutants, optr, page, Ftl, FtlEnv, FtlInfo, FtlOptions, OptionDoc};
 use crate::nand::Geometry;
 
 /// An FTL that ships with nandlab.
@@ -20,7 +20,7 @@ pub fn registry() -> &'static [FtlDescriptor] {
         hybrid::DESCRIPTOR,
         block::DESCRIPTOR,
         optr::DESCRIPTOR,
-        buggy::DESCRIPTOR,
+        mutants::buggy::DESCRIPTOR,
     ];
     &REGISTRY
 }

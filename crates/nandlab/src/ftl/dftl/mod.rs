@@ -75,10 +75,10 @@ pub mod cmt;
 mod persist;
 mod recovery;
 
-use super::crash_bugs::CrashBug;
 use super::kit::data_plane::{
     self, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED,
 };
+use super::mutants::Mutant;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -186,18 +186,6 @@ impl Default for DftlOptions {
     }
 }
 
-/// Deliberate bugs, for proving that the checkers catch them (tests and
-/// demonstrations only; not reachable from a configuration).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum DftlBug {
-    #[default]
-    None,
-    /// Evicts a dirty cached entry without writing its translation page
-    /// back: the update is lost, and the next miss on that page reads the
-    /// older mapping from flash.
-    EvictsDirtyWithoutWriteBack,
-}
-
 const NONE: u32 = u32::MAX;
 /// Bytes of a map entry in a translation page.
 const ENTRY_BYTES: u32 = 4;
@@ -268,18 +256,19 @@ struct TranslationMap {
     tpage: Vec<u8>,
     /// The logical pages of the last prefetch hint.
     hinted: (u32, u32),
-    bug: DftlBug,
-    crash_bug: CrashBug,
+    /// A deliberate bug (checker tests; see [`Mutant`]).
+    mutant: Mutant,
     counters: Counters,
 }
 
 impl DftlFtl {
     pub fn new(env: &FtlEnv, opts: DftlOptions) -> Result<DftlFtl, String> {
-        Self::with_bug(env, opts, DftlBug::None)
+        Self::with_mutant(env, opts, Mutant::None)
     }
 
-    /// The FTL with a deliberate bug (for checker tests; see [`DftlBug`]).
-    pub fn with_bug(env: &FtlEnv, opts: DftlOptions, bug: DftlBug) -> Result<DftlFtl, String> {
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: DftlOptions, mutant: Mutant) -> Result<DftlFtl, String> {
+        mutant.check_breaks("dftl")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
@@ -323,8 +312,7 @@ impl DftlFtl {
             fixes: persist::MountFixes::default(),
             tpage: vec![0xff; g.page_size_bytes() as usize],
             hinted: (0, 0),
-            bug,
-            crash_bug: CrashBug::None,
+            mutant,
             counters: Counters::default(),
             geometry: g,
             opts: opts.cmt,
@@ -337,12 +325,6 @@ impl DftlFtl {
             ));
         }
         Ok(DftlFtl { dp, map })
-    }
-
-    /// A deliberately broken recovery for crash-checker tests (see [`CrashBug`]).
-    pub fn with_crash_bug(mut self, bug: CrashBug) -> DftlFtl {
-        self.map.crash_bug = bug;
-        self
     }
 
     /// Entries `cmt_bytes` holds (at most the whole table).
@@ -557,7 +539,7 @@ impl TranslationMap {
     /// false if only the pinned entry is left.
     fn evict_one(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<bool, FtlError> {
         let Some(victim) = self.cmt.victim_except(self.pinned) else { return Ok(false) };
-        if self.cmt.is_dirty(victim) && self.bug != DftlBug::EvictsDirtyWithoutWriteBack {
+        if self.cmt.is_dirty(victim) && self.mutant != Mutant::EvictsDirtyWithoutWriteBack {
             let tvpn = self.cmt.lpn(victim) / self.per_tpage;
             self.write_back(dp, flash, tvpn)?;
             return Ok(true);
@@ -650,7 +632,7 @@ impl TranslationMap {
     /// Make every trim so far durable: write back each translation page
     /// holding a trimmed entry not yet on flash.
     fn persist_trims(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
+        if self.mutant == Mutant::ForgetsTrimsOnFlush {
             self.trims.clear();
             return Ok(());
         }

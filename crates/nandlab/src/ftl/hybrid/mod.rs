@@ -81,6 +81,7 @@
 //! the flash holds at most the data blocks, the sequential log, the random
 //! pool and one merge block, and the pool is never refilled past its size.
 
+use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, OOB_ERASED},
@@ -166,28 +167,6 @@ impl Default for HybridOptions {
     fn default() -> Self {
         parse_options("hybrid", &FtlOptions::new()).expect("defaults parse")
     }
-}
-
-/// Deliberate bugs, for proving that the checkers catch them (tests and
-/// demonstrations only; not reachable from a configuration).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum HybridBug {
-    #[default]
-    None,
-    /// The OpenSSD FASTer bug class: reclaiming a random log block that
-    /// holds no valid page returns early, erasing it but not installing a
-    /// new log block, so the next random write goes to the page after the
-    /// full log block — the first page of the next block on the device.
-    MergeReturnsEarlyWithoutLogBlock,
-    /// Recovery reads only the OOB: a torn last page is trusted because its
-    /// OOB looks valid (`crash` finds the unreadable page).
-    MountTrustsTornPage,
-    /// Recovery erases the stale blocks before it finishes the merges a
-    /// cut interrupted — as it once did: a stale random log may hold the
-    /// only other copy of pages an unfinished merge block holds, so a cut
-    /// tearing the finish loses them (`crash` with nested cuts finds the
-    /// lost durable write).
-    RecoveryErasesStaleBlocksFirst,
 }
 
 const NONE: u32 = u32::MAX;
@@ -292,17 +271,19 @@ pub struct HybridFtl {
     zero_buf: Option<BufId>,
     /// Reused by merges: logical blocks with a valid page in the victim.
     victim_lbns: Vec<u32>,
-    bug: HybridBug,
+    /// A deliberate bug (checker tests; see [`Mutant`]).
+    mutant: Mutant,
     counters: Counters,
 }
 
 impl HybridFtl {
     pub fn new(env: &FtlEnv, opts: HybridOptions) -> Result<HybridFtl, String> {
-        Self::with_bug(env, opts, HybridBug::None)
+        Self::with_mutant(env, opts, Mutant::None)
     }
 
-    /// The FTL with a deliberate bug (for checker tests; see [`HybridBug`]).
-    pub fn with_bug(env: &FtlEnv, opts: HybridOptions, bug: HybridBug) -> Result<HybridFtl, String> {
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: HybridOptions, mutant: Mutant) -> Result<HybridFtl, String> {
+        mutant.check_breaks("hybrid")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -357,7 +338,7 @@ impl HybridFtl {
             copy_buf: None,
             zero_buf: None,
             victim_lbns: Vec::with_capacity(ppb as usize),
-            bug,
+            mutant,
             counters: Counters::default(),
             geometry: g,
             opts,
@@ -567,7 +548,7 @@ impl HybridFtl {
         self.collect_victim_lbns(flash, victim)?;
         if self.victim_lbns.is_empty() {
             self.counters.empty_log_reclaims += 1;
-            if self.bug == HybridBug::MergeReturnsEarlyWithoutLogBlock {
+            if self.mutant == Mutant::MergeReturnsEarlyWithoutLogBlock {
                 // BUG (deliberate): nothing to merge, so erase and return —
                 // without installing a log block.
                 return self.erase_to_free(flash, victim, Cause::Gc);

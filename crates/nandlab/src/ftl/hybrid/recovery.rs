@@ -177,7 +177,7 @@ impl HybridFtl {
     /// finish the interrupted merges, erase the `stale` blocks, rewrite the
     /// torn logical blocks, merge surplus random logs down.
     fn repair(&mut self, flash: &mut dyn Flash, repairs: &Repairs, stale: &[u32]) -> Result<(), FtlError> {
-        let stale_first = self.bug == HybridBug::RecoveryErasesStaleBlocksFirst;
+        let stale_first = self.mutant == Mutant::RecoveryErasesStaleBlocksFirst;
         if stale_first {
             self.erase_recovered(flash, stale)?;
         }
@@ -215,7 +215,7 @@ impl HybridFtl {
         max_seq: &mut u64,
     ) -> Result<BlockScan, FtlError> {
         let buf = self.tmp_buf.expect("buffers allocated at power-on");
-        let trust = self.bug == HybridBug::MountTrustsTornPage;
+        let trust = self.mutant == Mutant::TrustsTornPage;
         let pages = flash_ops::scan_block(flash, u64::from(block * self.ppb), self.ppb, oobs, buf, trust)?;
         self.counters.mount_scanned_pages += oobs.len() as u64;
         *max_seq = oobs.iter().map(|o| decode_oob(o).2).fold(*max_seq, u64::max);

@@ -142,7 +142,7 @@
 //! back; `erased_read` 1 and `lost_durable_write` 1: durable data or map
 //! entries lost with a lower page).
 
-use super::crash_bugs::CrashBug;
+use super::mutants::Mutant;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -355,12 +355,19 @@ pub struct OptrFtl {
     /// A host request is being served: no checkpoint may cut it in two.
     in_request: bool,
     deferred_flush: bool,
-    bug: CrashBug,
+    /// A deliberate bug (checker tests; see [`Mutant`]).
+    mutant: Mutant,
     c: Counters,
 }
 
 impl OptrFtl {
     pub fn new(env: &FtlEnv, opts: OptrOptions) -> Result<OptrFtl, String> {
+        Self::with_mutant(env, opts, Mutant::None)
+    }
+
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: OptrOptions, mutant: Mutant) -> Result<OptrFtl, String> {
+        mutant.check_breaks("optr")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -446,7 +453,7 @@ impl OptrFtl {
             in_gc: false,
             in_request: false,
             deferred_flush: false,
-            bug: CrashBug::None,
+            mutant,
             c: Counters::default(),
             g,
         })
@@ -455,12 +462,6 @@ impl OptrFtl {
             f.area = [vec![0; area_blocks as usize], vec![0; area_blocks as usize]];
             f
         })
-    }
-
-    /// A deliberately broken variant for crash-checker tests (see [`super::crash_bugs`]).
-    pub fn with_crash_bug(mut self, bug: CrashBug) -> OptrFtl {
-        self.bug = bug;
-        self
     }
 
     fn full_pages_of(g: &Geometry, lpns: u32) -> u32 {
@@ -813,7 +814,7 @@ impl OptrFtl {
     }
 
     /// Forget the write cache's dirty pages without writing them (the
-    /// [`CrashBug::EmergencyFlushDropsCache`] variant).
+    /// [`Mutant::EmergencyFlushDropsCache`] variant).
     fn drop_dirty_cache(&mut self) {
         for e in 0..self.entries.len() {
             self.entries[e].dirty = false;
@@ -831,7 +832,7 @@ impl OptrFtl {
             .collect();
         dirty.sort_unstable();
         for (_, e) in dirty {
-            if self.bug == CrashBug::LosesCacheOnFlush {
+            if self.mutant == Mutant::LosesCacheOnFlush {
                 self.entries[e as usize].dirty = false;
                 continue;
             }
@@ -1353,7 +1354,7 @@ impl OptrFtl {
                 _ => {}
             }
         }
-        if self.bug == CrashBug::HalfDurableRequests {
+        if self.mutant == Mutant::HalfDurableRequests {
             return f.max_wid + 1;
         }
         let mut first = commit + 1;
@@ -1564,7 +1565,7 @@ impl Ftl for OptrFtl {
     }
 
     fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.bug == CrashBug::ReordersAcrossFlush {
+        if self.mutant == Mutant::ReordersAcrossFlush {
             self.deferred_flush = true;
             return Ok(());
         }
@@ -1572,7 +1573,7 @@ impl Ftl for OptrFtl {
     }
 
     fn emergency_flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.bug == CrashBug::EmergencyFlushDropsCache {
+        if self.mutant == Mutant::EmergencyFlushDropsCache {
             self.drop_dirty_cache();
             return Ok(());
         }

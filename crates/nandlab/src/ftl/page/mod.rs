@@ -47,6 +47,7 @@ use super::kit::data_plane::{
     self, encode_oob, DataPlane, DataPlaneOptions, Entry, GroupState, Mapper, OOB_BYTES, UNMAPPED,
 };
 use super::kit::map_table::MapTable;
+use super::mutants::Mutant;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -129,19 +130,6 @@ const OOB_CHECKPOINT: u8 = 2;
 const CHECKPOINT_MAGIC: u32 = 0x4b43_4c4e; // "NLCK"
 const CHECKPOINT_HEADER_BYTES: usize = 16;
 
-/// Deliberate bugs, for proving that the checkers catch them (tests and
-/// demonstrations only; not reachable from a configuration).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum PageBug {
-    #[default]
-    None,
-    /// The OpenSSD DAC bug class: the open block of every hot region
-    /// (stream 1 and up) is also registered as a GC candidate, so GC can
-    /// choose and erase a block a region is still writing, and the region
-    /// keeps programming it at its old write offset. Needs hot/cold streams.
-    GcErasesActiveBlock,
-}
-
 #[derive(Default, Clone, Debug)]
 struct Counters {
     checkpoint_pages: u64,
@@ -182,16 +170,18 @@ struct PageMap {
     /// Groups of trim records written since the last checkpoint, and the next slot of the last.
     trim_log: Vec<u32>,
     trim_log_next: u32,
-    crash_bug: super::crash_bugs::CrashBug,
+    /// A deliberate bug of the map's persistence or recovery (checker tests).
+    mutant: Mutant,
 }
 
 impl PageFtl {
     pub fn new(env: &FtlEnv, opts: PageOptions) -> Result<PageFtl, String> {
-        Self::with_bug(env, opts, PageBug::None)
+        Self::with_mutant(env, opts, Mutant::None)
     }
 
-    /// The FTL with a deliberate bug (for checker tests; see [`PageBug`]).
-    pub fn with_bug(env: &FtlEnv, opts: PageOptions, bug: PageBug) -> Result<PageFtl, String> {
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: PageOptions, mutant: Mutant) -> Result<PageFtl, String> {
+        mutant.check_breaks("page")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let lpns_u64 = env.logical_sectors.div_ceil(u64::from(spp));
@@ -211,10 +201,7 @@ impl PageFtl {
                 max_pages * u64::from(spp)
             ));
         }
-        let mut dp = DataPlane::new("page", &g, lpns, &opts.data, None, env.seed)?;
-        if bug == PageBug::GcErasesActiveBlock {
-            dp = dp.with_candidate_open_groups_bug();
-        }
+        let mut dp = DataPlane::new("page", &g, lpns, &opts.data, None, env.seed)?.with_mutant(mutant);
         dp.enable_summaries("page", opts.summary_pages)?;
         // Groups held outside GC at a time: the trim log's, and two
         // checkpoints' while a new one supersedes the old.
@@ -239,19 +226,10 @@ impl PageFtl {
             trim_buf: Vec::new(),
             trim_log: Vec::new(),
             trim_log_next: 0,
-            crash_bug: Default::default(),
+            mutant,
             geometry: g,
         };
         Ok(PageFtl { dp, map })
-    }
-
-    /// A deliberately broken variant for crash-checker tests (see [`super::crash_bugs`]).
-    pub fn with_crash_bug(mut self, bug: super::crash_bugs::CrashBug) -> PageFtl {
-        self.map.crash_bug = bug;
-        if bug == super::crash_bugs::CrashBug::SummaryBeforeLastPage {
-            self.dp.with_summary_before_last_page_bug();
-        }
-        self
     }
 
     /// Pages of a checkpoint: the map's entries, then `groups` erase counts.

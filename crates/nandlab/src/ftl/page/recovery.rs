@@ -35,8 +35,8 @@
 
 use super::*;
 use crate::flash::FlashError;
-use crate::ftl::crash_bugs::CrashBug;
 use crate::ftl::kit::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
+use crate::ftl::mutants::Mutant;
 
 const OOB_TRIM: u8 = 3;
 const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"
@@ -60,7 +60,7 @@ impl PageMap {
     /// Make the trims since the last flush durable (see the module docs).
     pub(super) fn persist_trims(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.pending_trim_groups.clear();
-        if self.pending_trims.is_empty() || self.crash_bug == CrashBug::ForgetsTrimsOnFlush {
+        if self.pending_trims.is_empty() || self.mutant == Mutant::ForgetsTrimsOnFlush {
             self.pending_trims.clear();
             return Ok(());
         }
@@ -236,8 +236,8 @@ impl PageFtl {
             OOB_DATA if index < self.map.lpns => {
                 self.dp.set_block_stream(ppn / self.map.ppb, kind >> 4);
                 found.lpn_of[ppn as usize] = index;
-                let newer = match self.map.crash_bug {
-                    CrashBug::IgnoresSequenceNumbers => found.data_l2p[index as usize] == UNMAPPED,
+                let newer = match self.map.mutant {
+                    Mutant::IgnoresSequenceNumbers => found.data_l2p[index as usize] == UNMAPPED,
                     _ => seq > found.best_seq[index as usize],
                 };
                 if newer {
@@ -313,7 +313,7 @@ impl PageFtl {
             dp.table.erase_count[group as usize] += 1;
         }
         self.rebuild_blocks(&written_pages);
-        if self.map.crash_bug == CrashBug::RecoveryNotCrashSafe {
+        if self.map.mutant == Mutant::RecoveryNotCrashSafe {
             self.compact_open_blocks_unsafely(flash, &written_pages)?;
         }
         Ok(())
@@ -361,7 +361,7 @@ impl PageMap {
             scan.oobs.push(oob);
         }
         let Some(last) = (scan.oobs.len() as u32).checked_sub(1) else { return Ok(()) };
-        if self.crash_bug == CrashBug::TrustsTornPage {
+        if self.mutant == Mutant::TrustsTornPage {
             return Ok(());
         }
         let mut at_risk = Vec::new();
@@ -471,7 +471,7 @@ impl PageFtl {
         dp.finish_mount(written_pages, |g| m.checkpoint_groups.contains(&g) || m.trim_log.contains(&g));
     }
 
-    /// [`CrashBug::RecoveryNotCrashSafe`]: "tidy" each partly written block by
+    /// [`Mutant::RecoveryNotCrashSafe`]: "tidy" each partly written block by
     /// reading its valid pages into DRAM, erasing it and programming them
     /// back — a cut between the erase and the programs loses them.
     fn compact_open_blocks_unsafely(&mut self, flash: &mut dyn Flash, written_pages: &[u32]) -> Result<(), FtlError> {

@@ -80,6 +80,7 @@ use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::ftl::kit::policy::hot_cold::{HotColdKind, HotColdSeparator};
 use crate::ftl::kit::policy::wear_leveling::{FreeBlockUse, WearLeveler, WearLevelingKind};
 use crate::ftl::kit::policy::{BlockTable, VictimPolicyKind, VictimSelector};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::{FtlError, IoRequest, OptionDoc};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 use crate::util::prefetch::prefetch;
@@ -387,8 +388,10 @@ pub struct DataPlane {
     /// Summary pages, if the FTL enabled them (see `summary.rs`).
     summaries: Option<summary::Summaries>,
     seed: u64,
-    /// Deliberate bug (checker tests): see [`super::page::PageBug::GcErasesActiveBlock`].
-    bug_candidate_open_groups: bool,
+    /// A deliberate bug of the FTL built on it (checker tests): the data
+    /// plane's hooks are [`Mutant::GcErasesActiveBlock`] and
+    /// [`Mutant::SummaryBeforeLastPage`].
+    mutant: Mutant,
     /// Whether format refuses a device whose good blocks cannot hold the
     /// logical space and the GC reserve (off only in tests of the GC guard).
     capacity_check: bool,
@@ -502,7 +505,7 @@ impl DataPlane {
             meta_page: Vec::new(),
             summaries: None,
             seed,
-            bug_candidate_open_groups: false,
+            mutant: Mutant::None,
             capacity_check: true,
             reserved_pages: 0,
             counters: DataPlaneCounters::default(),
@@ -514,10 +517,10 @@ impl DataPlane {
         })
     }
 
-    /// Deliberate bug (checker tests): the open group of every hot stream
-    /// (1 and up) is also a GC candidate.
-    pub fn with_candidate_open_groups_bug(mut self) -> DataPlane {
-        self.bug_candidate_open_groups = true;
+    /// The data plane with the deliberate bug of the FTL built on it
+    /// (checker tests; see [`Mutant`]).
+    pub fn with_mutant(mut self, mutant: Mutant) -> DataPlane {
+        self.mutant = mutant;
         self
     }
 
@@ -959,7 +962,7 @@ impl DataPlane {
     }
 
     fn seal(&mut self, group: u32) {
-        if self.bug_candidate_open_groups {
+        if self.mutant == Mutant::GcErasesActiveBlock {
             self.policy.remove(group, &self.table); // it may be a candidate already
         }
         self.state[group as usize] = GroupState::Sealed;
@@ -1072,7 +1075,7 @@ impl DataPlane {
         let (width, block_ppn) = (self.layout.width(group), self.layout.member(group, 0) * self.ppb);
         let rows = self.ppb - self.summary_rows(group);
         self.units[unit].frontier[stream as usize] = Frontier { group, row: 0, member: 0, width, block_ppn, rows };
-        if self.bug_candidate_open_groups && stream >= 1 && !self.hot_cold.is_none() {
+        if self.mutant == Mutant::GcErasesActiveBlock && stream >= 1 && !self.hot_cold.is_none() {
             // BUG (deliberate): a hot region's open group becomes a GC candidate.
             self.policy.insert(group, &self.table);
         }

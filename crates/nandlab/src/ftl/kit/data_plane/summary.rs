@@ -82,6 +82,7 @@
 
 use super::{decode_oob, encode_oob, DataPlane, NONE, OOB_BYTES};
 use crate::flash::{Cause, Flash, FlashError};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::PageAddr;
 
@@ -124,13 +125,10 @@ pub(super) struct Summaries {
     oobs: Vec<[u8; OOB_BYTES]>,
     /// The buffer whose group has all its data pages, awaiting its summary.
     due: u32,
-    /// The due summary was already programmed (the deliberate bug below).
+    /// The due summary was already programmed ([`Mutant::SummaryBeforeLastPage`]).
     programmed_early: bool,
     /// The page image a summary is built in (and a mount reads into).
     page: Vec<u8>,
-    /// Deliberate bug (crash-checker tests): program a group's summary as
-    /// soon as its last entry is known, before that page's own program.
-    before_last_page_bug: bool,
 }
 
 impl Summaries {
@@ -190,17 +188,8 @@ impl DataPlane {
             due: NONE,
             programmed_early: false,
             page: vec![0xff; Summaries::bytes(entries_max)],
-            before_last_page_bug: false,
         });
         Ok(true)
-    }
-
-    /// Deliberate bug (crash-checker tests): a group's summary is
-    /// programmed before its last data page.
-    pub fn with_summary_before_last_page_bug(&mut self) {
-        if let Some(s) = &mut self.summaries {
-            s.before_last_page_bug = true;
-        }
     }
 
     /// Whether full groups get a summary page.
@@ -242,7 +231,8 @@ impl DataPlane {
     ) -> Result<(), FtlError> {
         if self.summaries.is_some() {
             self.record_summary_entry(ppn, oob);
-            if self.summaries.as_ref().is_some_and(|s| s.before_last_page_bug && s.due != NONE && !s.programmed_early) {
+            let early = self.mutant == Mutant::SummaryBeforeLastPage;
+            if self.summaries.as_ref().is_some_and(|s| early && s.due != NONE && !s.programmed_early) {
                 self.program_summary(flash)?; // BUG (deliberate): before the page it lists last
             }
         }
@@ -299,6 +289,7 @@ impl DataPlane {
     /// Program the due group's summary into its last slot.
     fn program_summary(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let seq = self.next_seq();
+        let early = self.mutant == Mutant::SummaryBeforeLastPage;
         let s = self.summaries.as_mut().expect("summaries on");
         let buffer = s.due as usize;
         let group = s.group[buffer];
@@ -321,7 +312,7 @@ impl DataPlane {
             }
         };
         page[8..12].copy_from_slice(&count.to_le_bytes());
-        s.programmed_early = s.before_last_page_bug;
+        s.programmed_early = early;
         let oob = encode_oob(OOB_SUMMARY, group, seq);
         flash.program_meta(Cause::Metadata, PageAddr(u64::from(ppn)), &s.page[..len], &oob)?;
         self.counters.summary_pages += 1;

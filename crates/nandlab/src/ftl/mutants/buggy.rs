@@ -8,8 +8,8 @@
 //! nandlab stress --preset tiny --ftl buggy --ftl-opt bug=gc-stale-remap
 //! ```
 //!
-//! Most bugs are classics from real firmware (VST found several of them in
-//! the OpenSSD FTLs). Never use it for anything else.
+//! Its bugs are [`Mutant`]s like every other deliberate bug (`--ftl-opt
+//! bug=NAME` names one in kebab-case). Never use it for anything else.
 //!
 //! The FTL is simple on purpose: one write frontier, a global free-block
 //! queue, greedy victims found by a linear scan, and garbage collection that
@@ -18,11 +18,12 @@
 //! GC with host traffic. That interleaving is what makes the classic
 //! "GC copies a page the host has overwritten since" bug possible.
 
-use super::{
+use super::Mutant;
+use crate::flash::{BufId, Cause, Flash, FlashError, ProgramOp};
+use crate::ftl::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
-use crate::flash::{BufId, Cause, Flash, FlashError, ProgramOp};
 use crate::nand::{BlockAddr, PageAddr};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -43,66 +44,72 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BuggyOptions {
-    #[serde(default = "no_bug")]
-    bug: Bug,
-}
-
-fn no_bug() -> Bug {
-    Bug::None
+    #[serde(default, deserialize_with = "buggy_mutant")]
+    bug: Mutant,
 }
 
 fn build_buggy(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
     let o: BuggyOptions = parse_options("buggy", options)?;
-    Ok(Box::new(BuggyFtl::new(env, o.bug)))
+    Ok(Box::new(BuggyFtl::with_mutant(env, o.bug)?))
 }
 
-/// The deliberate bugs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bug {
-    /// Correct.
-    None,
-    /// Starts every fresh block at page 1 (VST's "pages skipped at first
-    /// power-on"); the map is right.
-    SkipFirstPage,
-    /// Skips page 1 of a fresh block too, but maps the data to the page it
-    /// skipped, so reads find erased flash.
-    SkipFirstPageMapsIt,
-    /// Rewrites a whole overwritten page in place.
-    WriteInPlace,
-    /// Programs the pages of a block in swapped pairs: 1, 0, 3, 2, …
-    OutOfOrder,
-    /// GC copies the pages it listed when it chose the victim without
-    /// checking the map again, so a page the host overwrote meanwhile is
-    /// copied and remapped over the newer data.
-    GcStaleRemap,
-    /// GC drops the last valid page of each victim and unmaps it.
-    GcDropsValidPage,
-    /// A write of an odd logical page also remaps the even page before it.
-    AliasTwoLbas,
-    /// Trims do nothing.
-    IgnoresTrim,
-    /// Reads of unmapped pages leave the host buffer unfilled.
-    ForgetsToFill,
-    /// Ignores factory bad-block marks.
-    ProgramsBadBlocks,
-    /// Counts one block too many (an off-by-one in the block count).
-    BlockPastEnd,
-    /// Writes page pairs with one multi-plane program on a single plane.
-    MultiPlaneOnOnePlane,
-    /// GC moves pages by copyback even across planes.
-    CopybackAcrossPlanes,
-    /// Reads unmapped logical pages from flash instead of returning zeros.
-    ReadsUnwrittenPages,
-    /// Fails every write after the first 1000.
-    FailsWrites,
+/// The mutants of `buggy` as `--ftl-opt bug=NAME` names them, in the order
+/// an unknown name lists them.
+const BUGGY_MUTANTS: [(&str, Mutant); 16] = [
+    ("none", Mutant::None),
+    ("skip-first-page", Mutant::SkipFirstPage),
+    ("skip-first-page-maps-it", Mutant::SkipFirstPageMapsIt),
+    ("write-in-place", Mutant::WriteInPlace),
+    ("out-of-order", Mutant::OutOfOrder),
+    ("gc-stale-remap", Mutant::GcStaleRemap),
+    ("gc-drops-valid-page", Mutant::GcDropsValidPage),
+    ("alias-two-lbas", Mutant::AliasTwoLbas),
+    ("ignores-trim", Mutant::IgnoresTrim),
+    ("forgets-to-fill", Mutant::ForgetsToFill),
+    ("programs-bad-blocks", Mutant::ProgramsBadBlocks),
+    ("block-past-end", Mutant::BlockPastEnd),
+    ("multi-plane-on-one-plane", Mutant::MultiPlaneOnOnePlane),
+    ("copyback-across-planes", Mutant::CopybackAcrossPlanes),
+    ("reads-unwritten-pages", Mutant::ReadsUnwrittenPages),
+    ("fails-writes", Mutant::FailsWrites),
+];
+
+/// The `bug` option: a unit enum variant named in kebab-case (read as an
+/// enum, so a value of the wrong type fails as it would for any enum
+/// option).
+fn buggy_mutant<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Mutant, D::Error> {
+    use serde::de::{EnumAccess, Error, VariantAccess, Visitor};
+    const NAMES: [&str; BUGGY_MUTANTS.len()] = {
+        let mut names = [""; BUGGY_MUTANTS.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = BUGGY_MUTANTS[i].0;
+            i += 1;
+        }
+        names
+    };
+    struct ByName;
+    impl<'de> Visitor<'de> for ByName {
+        type Value = Mutant;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("enum Bug")
+        }
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Mutant, A::Error> {
+            let (name, variant): (String, _) = data.variant()?;
+            let found = BUGGY_MUTANTS.iter().find(|(n, _)| *n == name);
+            let &(_, mutant) = found.ok_or_else(|| A::Error::unknown_variant(&name, &NAMES))?;
+            variant.unit_variant()?;
+            Ok(mutant)
+        }
+    }
+    d.deserialize_enum("Bug", &NAMES, ByName)
 }
 
 const NONE: u32 = u32::MAX;
 const OOB_BYTES: usize = 12;
 
 pub struct BuggyFtl {
-    bug: Bug,
+    mutant: Mutant,
     spp: u32,
     ppb: u32,
     blocks: u32,
@@ -127,14 +134,17 @@ pub struct BuggyFtl {
 }
 
 impl BuggyFtl {
-    pub fn new(env: &FtlEnv, bug: Bug) -> BuggyFtl {
+    /// The FTL with one of its deliberate bugs (see [`Mutant`]; a mutant
+    /// of another FTL is refused).
+    pub fn with_mutant(env: &FtlEnv, mutant: Mutant) -> Result<BuggyFtl, String> {
+        mutant.check_breaks("buggy")?;
         let g = &env.geometry;
         let lpns = env.logical_sectors.div_ceil(u64::from(g.sectors_per_page())) as usize;
-        BuggyFtl {
-            bug,
+        Ok(BuggyFtl {
+            mutant,
             spp: g.sectors_per_page(),
             ppb: g.pages_per_block(),
-            blocks: g.blocks() + u32::from(bug == Bug::BlockPastEnd),
+            blocks: g.blocks() + u32::from(mutant == Mutant::BlockPastEnd),
             logical_sectors: env.logical_sectors,
             l2p: vec![NONE; lpns],
             p2l: vec![NONE; g.pages() as usize + g.pages_per_block() as usize],
@@ -148,7 +158,7 @@ impl BuggyFtl {
             seq: 1,
             writes: 0,
             gc_runs: 0,
-        }
+        })
     }
 
     fn oob(&mut self, lpn: u32) -> [u8; OOB_BYTES] {
@@ -173,14 +183,15 @@ impl BuggyFtl {
             }
             block = self.free.pop_front().ok_or_else(|| FtlError::NoSpace("no free block".into()))?;
             next = 0;
-            if matches!(self.bug, Bug::SkipFirstPage | Bug::SkipFirstPageMapsIt) {
+            if matches!(self.mutant, Mutant::SkipFirstPage | Mutant::SkipFirstPageMapsIt) {
                 next = 1;
             }
         }
-        let in_block = if self.bug == Bug::OutOfOrder { next ^ 1 } else { next };
+        let in_block = if self.mutant == Mutant::OutOfOrder { next ^ 1 } else { next };
         self.frontier = (block, next + 1);
         let programmed = block * self.ppb + in_block;
-        let mapped = if self.bug == Bug::SkipFirstPageMapsIt && in_block == 1 { programmed - 1 } else { programmed };
+        let mapped =
+            if self.mutant == Mutant::SkipFirstPageMapsIt && in_block == 1 { programmed - 1 } else { programmed };
         Ok((mapped, programmed))
     }
 
@@ -216,7 +227,7 @@ impl BuggyFtl {
                     .filter(|&p| self.p2l[p as usize] != NONE)
                     .map(|p| (p, self.p2l[p as usize]))
                     .collect();
-                if self.bug == Bug::GcDropsValidPage {
+                if self.mutant == Mutant::GcDropsValidPage {
                     if let Some((_, lpn)) = moves.pop() {
                         self.l2p[lpn as usize] = NONE;
                     }
@@ -240,13 +251,13 @@ impl BuggyFtl {
             }
             let (src, lpn) = moves[at];
             self.gc = Some((victim, moves, at + 1));
-            if self.bug != Bug::GcStaleRemap && self.l2p[lpn as usize] != src {
+            if self.mutant != Mutant::GcStaleRemap && self.l2p[lpn as usize] != src {
                 continue; // overwritten since the victim was chosen
             }
             let (mapped, dst) = self.alloc()?;
             let oob = self.oob(lpn);
             let same_plane = Self::plane_of(flash, src) == Self::plane_of(flash, dst);
-            if same_plane || self.bug == Bug::CopybackAcrossPlanes {
+            if same_plane || self.mutant == Mutant::CopybackAcrossPlanes {
                 flash.copyback(Cause::Gc, PageAddr(src.into()), PageAddr(dst.into()), Some(&oob))?;
             } else {
                 let buf = self.gc_buf.expect("buffer");
@@ -262,7 +273,7 @@ impl BuggyFtl {
     fn program(&mut self, flash: &mut dyn Flash, lpn: u32, buf: BufId, at: u32) -> Result<(), FtlError> {
         self.gc_step(flash, 2)?;
         let old = self.l2p[lpn as usize];
-        if self.bug == Bug::WriteInPlace && old != NONE && at == 0 && buf != self.tmp.expect("buffer") {
+        if self.mutant == Mutant::WriteInPlace && old != NONE && at == 0 && buf != self.tmp.expect("buffer") {
             let oob = self.oob(lpn);
             flash.program(Cause::Host, PageAddr(old.into()), buf, at, &oob)?;
             return Ok(());
@@ -271,7 +282,7 @@ impl BuggyFtl {
         let oob = self.oob(lpn);
         flash.program(Cause::Host, PageAddr(ppn.into()), buf, at, &oob)?;
         self.map(lpn, mapped);
-        if self.bug == Bug::AliasTwoLbas && lpn % 2 == 1 && self.l2p[lpn as usize - 1] != NONE {
+        if self.mutant == Mutant::AliasTwoLbas && lpn % 2 == 1 && self.l2p[lpn as usize - 1] != NONE {
             let prev = self.l2p[lpn as usize - 1];
             self.invalidate(prev);
             self.l2p[lpn as usize - 1] = mapped;
@@ -312,13 +323,16 @@ impl Ftl for BuggyFtl {
         self.gc_buf = Some(flash.buf_alloc(self.spp)?);
         for b in 0..self.blocks {
             let addr = BlockAddr(u64::from(b));
-            if self.bug != Bug::ProgramsBadBlocks && self.bug != Bug::BlockPastEnd && flash.is_factory_bad(addr) {
+            if self.mutant != Mutant::ProgramsBadBlocks
+                && self.mutant != Mutant::BlockPastEnd
+                && flash.is_factory_bad(addr)
+            {
                 continue;
             }
             match flash.erase(Cause::Format, addr) {
                 Ok(()) => self.free.push_back(b),
                 // The buggy variants carry on as if the erase had worked.
-                Err(FlashError::BadBlock | FlashError::AddressOutOfRange) if self.bug != Bug::None => {
+                Err(FlashError::BadBlock | FlashError::AddressOutOfRange) if self.mutant != Mutant::None => {
                     self.free.push_back(b)
                 }
                 Err(e) => return Err(e.into()),
@@ -335,8 +349,8 @@ impl Ftl for BuggyFtl {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
         for (lpn, in_page, n, at) in self.chunks(req.lba, u64::from(req.sectors)) {
             match self.l2p[lpn as usize] {
-                NONE if self.bug == Bug::ForgetsToFill => {}
-                NONE if self.bug == Bug::ReadsUnwrittenPages => {
+                NONE if self.mutant == Mutant::ForgetsToFill => {}
+                NONE if self.mutant == Mutant::ReadsUnwrittenPages => {
                     flash.read(Cause::Host, PageAddr(lpn.into()), in_page, n, req.buf, at, &mut [])?
                 }
                 NONE => flash.buf_zero(req.buf, at, n)?,
@@ -349,11 +363,11 @@ impl Ftl for BuggyFtl {
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         check_range(req.lba, u64::from(req.sectors), self.logical_sectors)?;
         self.writes += 1;
-        if self.bug == Bug::FailsWrites && self.writes > 1000 {
+        if self.mutant == Mutant::FailsWrites && self.writes > 1000 {
             return Err(FtlError::NoSpace("deliberate failure".into()));
         }
         let chunks = self.chunks(req.lba, u64::from(req.sectors));
-        if self.bug == Bug::MultiPlaneOnOnePlane {
+        if self.mutant == Mutant::MultiPlaneOnOnePlane {
             if let [(l0, 0, n0, a0), (l1, 0, n1, a1), ..] = chunks[..] {
                 if n0 == self.spp && n1 == self.spp {
                     let ((m0, p0), (m1, p1)) = (self.alloc()?, self.alloc()?);
@@ -383,7 +397,7 @@ impl Ftl for BuggyFtl {
 
     fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
         check_range(lba, sectors, self.logical_sectors)?;
-        if self.bug == Bug::IgnoresTrim {
+        if self.mutant == Mutant::IgnoresTrim {
             return Ok(());
         }
         for (lpn, in_page, n, _) in self.chunks(lba, sectors) {
