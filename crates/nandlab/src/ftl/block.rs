@@ -700,18 +700,21 @@ impl Ftl for BlockFtl {
             ("page_rmw_reads", c.page_rmw_reads),
             ("trim_block_erases", c.trim_block_erases),
             ("trim_zero_pages", c.trim_zero_pages),
-            ("free_blocks", self.free.iter().map(|f| f.len() as u64).sum()),
-            ("mount_scanned_pages", c.mount_scanned_pages),
-            ("mount_rewrites", c.mount_rewrites),
-            ("mount_copies", c.mount_copies),
-            ("mount_erases", c.mount_erases),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         FtlStats {
             gc_runs: c.rmw_merges,
             dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,
+            free_blocks: Some(self.free.iter().map(|f| f.len() as u64).sum()),
+            mount: vec![
+                ("mount_scanned_pages", c.mount_scanned_pages),
+                ("mount_rewrites", c.mount_rewrites),
+                ("mount_copies", c.mount_copies),
+                ("mount_erases", c.mount_erases),
+            ],
             extra,
         }
+        .with_typed_in_extra()
     }
 }

@@ -147,18 +147,47 @@ pub struct FtlInfo {
     pub oob_bytes: u32,
 }
 
-/// Counters an FTL reports. `extra` holds FTL-specific metrics.
+/// Counters an FTL reports.
+///
+/// What other layers read is a typed field (`free_blocks` for
+/// preconditioning, `mount` for a remount's summary); `extra` holds the
+/// FTL-specific metrics for display only (JSON, summaries, [`FtlStats::numbers`])
+/// and is never read by key. [`FtlStats::with_typed_in_extra`] lists the
+/// typed figures in `extra` too, under their names, so a report shows every
+/// figure in one map.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FtlStats {
     /// Garbage-collection cycles (victims collected).
     pub gc_runs: u64,
     /// Device DRAM the FTL's own structures use, in bytes.
     pub dram_bytes: u64,
-    /// FTL-specific metrics (mapping cache, merges, wear …).
+    /// Free blocks (erased, ready to be written) now; `None` if the FTL
+    /// does not count them. Preconditioning watches it for steady state.
+    #[serde(skip)]
+    pub free_blocks: Option<u64>,
+    /// What the last mount did, as (name, count) pairs whose names start
+    /// with `mount_` (each FTL has its own: pages scanned, merges finished,
+    /// …); empty if the FTL reports none.
+    #[serde(skip)]
+    pub mount: Vec<(&'static str, u64)>,
+    /// FTL-specific metrics (mapping cache, merges, wear …), for display.
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl FtlStats {
+    /// These stats with the typed figures (`free_blocks`, `mount`) also
+    /// listed in `extra` under their names.
+    pub fn with_typed_in_extra(mut self) -> FtlStats {
+        if let Some(free) = self.free_blocks {
+            self.extra.insert("free_blocks".into(), serde_json::json!(free));
+        }
+        for &(name, count) in &self.mount {
+            debug_assert!(name.starts_with("mount_"), "{name}");
+            self.extra.insert(name.into(), serde_json::json!(count));
+        }
+        self
+    }
+
     /// The stats as a key/value list of numbers, as a C FTL reports them
     /// (see the module docs): `gc_runs`, `dram_bytes`, then `extra` in key
     /// order, arrays flattened to `key.0`, `key.1`, …; non-numbers skipped.
@@ -322,7 +351,7 @@ mod tests {
         extra.insert("cmt_hit_ratio".to_string(), serde_json::json!(0.5));
         extra.insert("gc_policy".to_string(), serde_json::json!("greedy"));
         extra.insert("stream_pages".to_string(), serde_json::json!([3, 4]));
-        let s = FtlStats { gc_runs: 7, dram_bytes: 4096, extra };
+        let s = FtlStats { gc_runs: 7, dram_bytes: 4096, extra, ..Default::default() };
         let expected = [
             ("gc_runs", 7.0),
             ("dram_bytes", 4096.0),

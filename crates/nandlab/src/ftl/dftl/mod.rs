@@ -761,14 +761,8 @@ impl Ftl for DftlFtl {
             ("erase_count_pages", c.erase_count_pages),
             ("rmw_reads", d.rmw_reads),
             ("trimmed_pages", d.trimmed_pages),
-            ("mount_scanned_pages", c.mount_scanned_pages),
-            ("mount_corrections", c.mount_corrections),
-            ("mount_writebacks", c.mount_writebacks),
-            ("mount_torn_pages", c.mount_torn_pages),
-            ("mount_undefined_blocks", c.mount_undefined_blocks),
             ("wl_relocations", d.wl_relocations),
             ("wl_pages_moved", d.wl_pages_moved),
-            ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
             ("busy_die_skips", self.dp.busy_die_skips()),
             ("host_multi_plane_programs", d.host_multi_plane_programs),
@@ -790,7 +784,15 @@ impl Ftl for DftlFtl {
         extra.insert("multi_plane".into(), serde_json::json!(self.dp.multi_plane()));
         extra.insert("stream_pages".into(), serde_json::json!(d.stream_pages[..=self.dp.meta_stream() as usize]));
         let dram = m.dram_bytes(self.dp.table.erase_count.len() as u32) + self.dp.hot_cold_dram_bytes();
-        FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, extra }
+        let mount = vec![
+            ("mount_scanned_pages", c.mount_scanned_pages),
+            ("mount_corrections", c.mount_corrections),
+            ("mount_writebacks", c.mount_writebacks),
+            ("mount_torn_pages", c.mount_torn_pages),
+            ("mount_undefined_blocks", c.mount_undefined_blocks),
+        ];
+        FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, free_blocks: Some(self.dp.free_blocks()), mount, extra }
+            .with_typed_in_extra()
     }
 }
 

@@ -808,12 +808,6 @@ impl Ftl for HybridFtl {
             ("random_log_blocks", u64::from(self.max_rand_logs)),
             ("rmw_reads", c.rmw_reads),
             ("trim_zero_pages", c.trim_zero_pages),
-            ("free_blocks", u64::from(self.free_total)),
-            ("mount_scanned_pages", c.mount_scanned_pages),
-            ("mount_merged_logs", c.mount_merged_logs),
-            ("mount_finished_merges", c.mount_finished_merges),
-            ("mount_rewrites", c.mount_rewrites),
-            ("mount_erases", c.mount_erases),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
@@ -821,8 +815,17 @@ impl Ftl for HybridFtl {
         FtlStats {
             gc_runs: runs,
             dram_bytes: Self::dram_needed(&self.geometry, self.lpns, self.lbns, self.max_rand_logs),
+            free_blocks: Some(u64::from(self.free_total)),
+            mount: vec![
+                ("mount_scanned_pages", c.mount_scanned_pages),
+                ("mount_merged_logs", c.mount_merged_logs),
+                ("mount_finished_merges", c.mount_finished_merges),
+                ("mount_rewrites", c.mount_rewrites),
+                ("mount_erases", c.mount_erases),
+            ],
             extra,
         }
+        .with_typed_in_extra()
     }
 }
 

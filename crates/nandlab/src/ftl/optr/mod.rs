@@ -1643,6 +1643,7 @@ impl Ftl for OptrFtl {
                 + self.g.pages() / 8
                 + u64::from(self.cache_cap) * u64::from(self.g.page_size_bytes()),
             extra,
+            ..Default::default()
         }
     }
 }

@@ -479,10 +479,6 @@ impl Ftl for PageFtl {
             ("checkpoint_pages", c.checkpoint_pages),
             ("host_pages", d.host_pages),
             ("summary_pages", d.summary_pages),
-            ("mount_scanned_pages", c.mount_scanned_pages),
-            ("mount_summaries", c.mount_summaries),
-            ("mount_summaries_rejected", c.mount_summaries_rejected),
-            ("free_blocks", self.dp.free_blocks()),
             ("balance_skips", self.dp.balance_skips()),
             ("busy_die_skips", self.dp.busy_die_skips()),
             ("host_multi_plane_programs", d.host_multi_plane_programs),
@@ -506,7 +502,13 @@ impl Ftl for PageFtl {
         let dram = Self::dram_needed(&self.map.geometry, self.map.lpns)
             + self.dp.hot_cold_dram_bytes()
             + self.dp.summary_dram_bytes();
-        FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, extra }
+        let mount = vec![
+            ("mount_scanned_pages", c.mount_scanned_pages),
+            ("mount_summaries", c.mount_summaries),
+            ("mount_summaries_rejected", c.mount_summaries_rejected),
+        ];
+        FtlStats { gc_runs: d.gc_runs, dram_bytes: dram, free_blocks: Some(self.dp.free_blocks()), mount, extra }
+            .with_typed_in_extra()
     }
 }
 
