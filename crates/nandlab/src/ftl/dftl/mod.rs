@@ -21,7 +21,7 @@
 //!   that page (the paper's batch update, which then become clean), and
 //!   program it to the translation frontier. All translation traffic has
 //!   cause `metadata`, so it counts in write amplification.
-//! - **Data path and GC** are the data plane's ([`super::data_plane`]),
+//! - **Data path and GC** are the data plane's ([`super::kit::data_plane`]),
 //!   shared with `page`: host pages striped over the planes (rows of a
 //!   die's planes programmed together with multi-plane operations), per-unit
 //!   foreground (and optional background) garbage collection with a

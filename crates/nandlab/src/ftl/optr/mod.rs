@@ -70,62 +70,24 @@
 //!    rolled-back requests are never replayed, and new chains start in
 //!    fresh blocks.
 //!
-//! # Overheads, against the paper's
+//! # Overheads
 //!
 //! `ftl_stats` report the extra programs as a percentage of host page
 //! programs: `overhead_incremental_checkpoint_percent` (entry pages and
 //! seals of incremental checkpoints), `overhead_records_percent`,
 //! `overhead_full_checkpoint_percent` (with their seals, and the one
 //! written at format) and `overhead_summary_percent`. Chang et al. report
-//! incremental checkpoints below 0.075 % of host writes in most
-//! workloads. Measured with `nandlab stress --ftl optr --write_size 2x
-//! --seed 1` and random 4-64 KiB writes aligned to 4 KiB
-//! (`--trim_percent 0`), sequential 64 KiB writes (a flush every 64), or
-//! the mixed workload of the crash tests (`--rw randrw --rwmixread 20
-//! --bsrange 4k-32k --fsync 16 --trim_percent 5`); counts over the whole
-//! run, the first fill included:
-//!
-//! | preset, workload | incremental | records | full | summary |
-//! |------------------|------------:|--------:|-----:|--------:|
-//! | `vst-jasmine`, random, flush every 16 | 0.096 % | 0.000 % | 0.036 % | 1.47 % |
-//! | `vst-jasmine`, random, flush every 64 | 0.097 % | 0.001 % | 0.036 % | 1.47 % |
-//! | `vst-jasmine`, random, flush every 256 | 0.095 % | 0.005 % | 0.036 % | 1.47 % |
-//! | `vst-jasmine`, random, no flush | 0.092 % | 0.004 % | 0.036 % | 1.47 % |
-//! | `vst-jasmine`, sequential | 0.043 % | 0.000 % | 0.024 % | 0.79 % |
-//! | `vst-jasmine`, mixed with trims | 0.130 % | 1.157 % | 0.301 % | 1.81 % |
-//! | `tiny`, random, flush every 16 | 0.286 % | 0.087 % | 0.108 % | 5.01 % |
-//! | `tiny`, random, flush every 256 | 0.289 % | 0.058 % | 0.108 % | 4.99 % |
-//! | `tiny`, sequential | 0.409 % | 0.000 % | 0.108 % | 4.83 % |
-//! | `tiny`, mixed with trims | 0.281 % | 0.891 % | 0.108 % | 4.70 % |
-//!
-//! Why they differ from the paper's figure:
-//!
-//! - An incremental checkpoint is written before every GC batch (the
-//!   paper's second GC constraint), so how often follows GC. These
-//!   workloads write twice the logical capacity of a drive with 9 %
-//!   (`vst-jasmine`) or 15 % (`tiny`) spare space, so GC runs all through
-//!   the second pass (steady WAF 3.2 on `vst-jasmine` for random writes):
-//!   one batch, so one checkpoint, per ~1,900 host pages. Sequential
-//!   writes, whose GC finds empty blocks, stay under the paper's bound on
-//!   `vst-jasmine`. (The paper measured its own workloads on its own
-//!   drive; how full they kept it is not reproduced here.)
-//! - Every page of a checkpoint counts here: its seal, and for more
-//!   entries than a seal holds (2,027 on 16 KiB pages), entry pages.
-//!   Before seals carried entries, a separate seal page per checkpoint
-//!   made it 0.149 % on `vst-jasmine` (random, flush every 16) and
-//!   0.437 % on `tiny`.
-//! - `tiny` has 4 KiB pages (a seal holds 491 entries) and 32-page blocks,
-//!   so GC batches come several times as often per host page.
-//! - Records: a flush writes a page of records whenever there are any —
-//!   coalescing records (rare: the cache is flushed often) and trim records
-//!   (this implementation's extension; trims must be durable at a flush).
-//!   With 5 % trims and a flush every 16 requests, a third of the flushes
-//!   write one: 1.2 % of host programs; the log then fills and forces full
-//!   checkpoints (0.3 %). Packing records into the OOB of the pages a flush
-//!   writes anyway would avoid most of it; not done.
-//! - Summary pages are the paper's design (the last page of every block,
-//!   host and GC chains alike): 1/127 of the programs on 128-page blocks,
-//!   times the WAF; 1/31 on `tiny`'s 32-page blocks.
+//! incremental checkpoints below 0.075 % of host writes in most workloads;
+//! here they follow GC instead, because an incremental checkpoint is
+//! written before every GC batch (the paper's second GC constraint), and
+//! every page of a checkpoint counts (its seal, and entry pages for more
+//! entries than a seal holds). Records are written on every flush that has
+//! any (coalescing records, and trim records: this implementation's
+//! extension, since trims must be durable at a flush); packing them into
+//! the OOB of the pages a flush writes anyway would avoid most of them
+//! (not done). Summary pages are the paper's design: one program per
+//! block, times the WAF. Measured figures, and why they differ from the
+//! paper's: `docs/design-notes-ftl.md`, *optr: overheads*.
 //!
 //! # Paired pages (not defended)
 //!
@@ -136,11 +98,29 @@
 //! holding a sealed incremental checkpoint. optr does not defend against
 //! this (a defence would, for instance, keep metadata in lower pages only,
 //! keep a GC victim until the upper pages paired with its copies are
-//! written, and pad a flush to the end of its word lines). `nandlab crash
-//! --preset tiny --ftl optr --power-cut paired_pages=on --crash-points 300
-//! --seed 1` fails 4 of 300 points (`ftl_error` 2: a torn lower page read
-//! back; `erased_read` 1 and `lost_durable_write` 1: durable data or map
-//! entries lost with a lower page).
+//! written, and pad a flush to the end of its word lines); `crash` with
+//! `--power-cut paired_pages=on` finds the losses (see
+//! `docs/design-notes-ftl.md`, *optr: paired pages*).
+//!
+//! # Files
+//!
+//! - `mod.rs`: the FTL, its options and state, power-on, block chains
+//!   (appending pages, closing a block with its summary page) and the host
+//!   requests.
+//! - `cache.rs`: the write cache (LRU order in a [`crate::util::recency`]
+//!   queue, coalescing, flushing).
+//! - `checkpoint.rs`: the metadata log (records), incremental and full
+//!   checkpoints and their seals.
+//! - `gc.rs`: garbage collection under the paper's two constraints.
+//! - `recovery.rs`: the recovery phases above.
+//! - `layout.rs`: what optr writes to flash: OOB, seal, checkpoint, record
+//!   and summary pages.
+
+mod cache;
+mod checkpoint;
+mod gc;
+mod layout;
+mod recovery;
 
 use super::mutants::Mutant;
 use super::{
@@ -151,6 +131,11 @@ use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::util::recency::RecencyQueue;
+use cache::Entry;
+pub use layout::OOB_BYTES;
+use layout::*;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "optr",
@@ -198,68 +183,6 @@ pub struct OptrOptions {
 
 const NONE: u32 = u32::MAX;
 const UNMAPPED: u32 = u32::MAX;
-/// OOB: kind (1), write id or metadata sequence (8), size or index (4), lpn (4).
-pub const OOB_BYTES: usize = 17;
-const K_DATA: u8 = 1;
-const K_GC: u8 = 2;
-const K_SUMMARY: u8 = 3;
-const K_FULL: u8 = 4;
-const K_SEAL: u8 = 5;
-const K_INC: u8 = 6;
-const K_RECORDS: u8 = 7;
-const K_ERASED: u8 = 0xff;
-const MAGIC: u32 = 0x5254_504f; // "OPTR"
-const HEADER: usize = 16;
-const RECORD_BYTES: usize = 20;
-const TRIM_FLAG: u32 = 0x8000_0000;
-
-fn oob(kind: u8, a: u64, b: u32, c: u32) -> [u8; OOB_BYTES] {
-    let mut o = [0u8; OOB_BYTES];
-    o[0] = kind;
-    o[1..9].copy_from_slice(&a.to_le_bytes());
-    o[9..13].copy_from_slice(&b.to_le_bytes());
-    o[13..17].copy_from_slice(&c.to_le_bytes());
-    o
-}
-fn unoob(o: &[u8; OOB_BYTES]) -> (u8, u64, u32, u32) {
-    (
-        o[0],
-        u64::from_le_bytes(o[1..9].try_into().unwrap()),
-        u32::from_le_bytes(o[9..13].try_into().unwrap()),
-        u32::from_le_bytes(o[13..17].try_into().unwrap()),
-    )
-}
-fn put32(d: &mut [u8], at: usize, v: u32) {
-    d[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-fn put64(d: &mut [u8], at: usize, v: u64) {
-    d[at..at + 8].copy_from_slice(&v.to_le_bytes());
-}
-fn get32(d: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(d[at..at + 4].try_into().unwrap())
-}
-fn get64(d: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(d[at..at + 8].try_into().unwrap())
-}
-/// Where a seal of `units` chains pairs records its entry count (the
-/// entries follow).
-fn seal_entries_at(units: u32) -> usize {
-    32 + 16 * units as usize
-}
-/// The `n` (lpn, ppn) map entries of an incremental page or a seal, from
-/// byte `at`, bounded by the page.
-fn map_entries(d: &[u8], n: u32, at: usize, out: &mut Vec<(u32, u32)>) {
-    let n = (n as usize).min(d.len().saturating_sub(at) / 8);
-    out.extend((0..n).map(|k| (get32(d, at + 8 * k), get32(d, at + 8 * k + 4))));
-}
-
-/// A coalescing record (src's page lives on in dst) or a trim record.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Record {
-    Coalesce { src: u64, dst: u64, src_size: u32 },
-    Trim { wid: u64, first_lpn: u32, count: u32, size: u32 },
-}
-
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum State {
     Reserved,
@@ -276,17 +199,6 @@ struct Chain {
     page: u32,
     /// (wid, size | GC flag, lpn) of the pages of `block` so far (for its summary).
     summary: Vec<(u64, u32, u32)>,
-}
-
-#[derive(Copy, Clone, Debug)]
-struct Entry {
-    lpn: u32,
-    buf: BufId,
-    wid: u64,
-    size: u32,
-    dirty: bool,
-    prev: u32,
-    next: u32,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -342,8 +254,8 @@ pub struct OptrFtl {
     // Write cache.
     entries: Vec<Entry>,
     index: HashMap<u32, u32>,
-    lru_head: u32,
-    lru_tail: u32,
+    /// The LRU order of the cache's entries (see [`crate::util::recency`]).
+    lru: RecencyQueue,
     free_entries: Vec<u32>,
     tmp: Option<BufId>,
     /// One bit per logical page: in the write cache (spares a hash lookup).
@@ -444,8 +356,7 @@ impl OptrFtl {
             records: Vec::new(),
             entries: Vec::new(),
             index: HashMap::new(),
-            lru_head: NONE,
-            lru_tail: NONE,
+            lru: RecencyQueue::new(cache as usize),
             free_entries: Vec::new(),
             tmp: None,
             cached: Vec::new(),
@@ -573,11 +484,11 @@ impl OptrFtl {
         self.entries.clear();
         self.index.clear();
         self.free_entries.clear();
-        (self.lru_head, self.lru_tail) = (NONE, NONE);
+        self.lru = RecencyQueue::new(self.cache_cap as usize);
         for _ in 0..self.cache_cap {
             let buf = flash.buf_alloc(self.spp)?;
             self.free_entries.push(self.entries.len() as u32);
-            self.entries.push(Entry { lpn: NONE, buf, wid: 0, size: 0, dirty: false, prev: NONE, next: NONE });
+            self.entries.push(Entry::free(buf));
         }
         self.tmp = Some(flash.buf_alloc(self.spp)?);
         Ok(())
@@ -701,422 +612,6 @@ impl OptrFtl {
         }
     }
 
-    // ----- write cache -----
-
-    fn lru_unlink(&mut self, e: u32) {
-        let (p, n) = (self.entries[e as usize].prev, self.entries[e as usize].next);
-        if p != NONE {
-            self.entries[p as usize].next = n;
-        } else {
-            self.lru_head = n;
-        }
-        if n != NONE {
-            self.entries[n as usize].prev = p;
-        } else {
-            self.lru_tail = p;
-        }
-    }
-    fn lru_push_front(&mut self, e: u32) {
-        self.entries[e as usize].prev = NONE;
-        self.entries[e as usize].next = self.lru_head;
-        if self.lru_head != NONE {
-            self.entries[self.lru_head as usize].prev = e;
-        }
-        self.lru_head = e;
-        if self.lru_tail == NONE {
-            self.lru_tail = e;
-        }
-    }
-
-    /// Program a dirty entry to its plane's host chain.
-    fn write_back(&mut self, flash: &mut dyn Flash, e: u32) -> Result<(), FtlError> {
-        let Entry { lpn, buf, wid, size, .. } = self.entries[e as usize];
-        self.ensure_space(flash)?;
-        let u = (lpn % self.units) as usize;
-        let ppn = self.append(flash, u, false, Ok((buf, 0)), wid, size, lpn)?;
-        self.set_map(lpn, ppn);
-        self.entries[e as usize].dirty = false;
-        self.c.host_pages += 1;
-        Ok(())
-    }
-
-    /// A cache entry for `lpn`, evicting the least recently used one if needed.
-    fn entry_for(&mut self, flash: &mut dyn Flash, lpn: u32) -> Result<(u32, bool), FtlError> {
-        if let Some(&e) = self.index.get(&lpn) {
-            self.lru_unlink(e);
-            self.lru_push_front(e);
-            return Ok((e, true));
-        }
-        let e = match self.free_entries.pop() {
-            Some(e) => e,
-            None => {
-                let victim = self.lru_tail;
-                if self.entries[victim as usize].dirty {
-                    self.write_back(flash, victim)?;
-                }
-                self.lru_unlink(victim);
-                let old = self.entries[victim as usize].lpn;
-                self.index.remove(&old);
-                self.cached[(old / 64) as usize] &= !(1 << (old % 64));
-                victim
-            }
-        };
-        self.entries[e as usize].lpn = lpn;
-        self.entries[e as usize].dirty = false;
-        self.index.insert(lpn, e);
-        self.cached[(lpn / 64) as usize] |= 1 << (lpn % 64);
-        self.lru_push_front(e);
-        Ok((e, false))
-    }
-
-    /// Put one logical page of request `wid` (of `size` pages) in the cache.
-    fn cache_page(
-        &mut self,
-        flash: &mut dyn Flash,
-        lpn: u32,
-        wid: u64,
-        size: u32,
-        fill: impl FnOnce(&mut dyn Flash, BufId) -> Result<(), FlashError>,
-        whole: bool,
-    ) -> Result<(), FtlError> {
-        let (e, hit) = self.entry_for(flash, lpn)?;
-        let ent = self.entries[e as usize];
-        if hit && ent.dirty {
-            // Coalescing: the older request's page now lives in this one.
-            self.records.push(Record::Coalesce { src: ent.wid, dst: wid, src_size: ent.size });
-            self.c.coalesced += 1;
-        }
-        if !hit && !whole {
-            match self.l2p[lpn as usize] {
-                UNMAPPED => flash.buf_zero(ent.buf, 0, self.spp)?,
-                ppn => flash.read(Cause::Host, self.pa(ppn), 0, self.spp, ent.buf, 0, &mut [])?,
-            }
-        }
-        fill(flash, ent.buf)?;
-        let ent = &mut self.entries[e as usize];
-        (ent.wid, ent.size, ent.dirty) = (wid, size, true);
-        Ok(())
-    }
-
-    /// Drop a logical page from the cache (a trim).
-    fn uncache(&mut self, lpn: u32, wid: u64) {
-        if let Some(e) = self.index.remove(&lpn) {
-            self.cached[(lpn / 64) as usize] &= !(1 << (lpn % 64));
-            let ent = self.entries[e as usize];
-            if ent.dirty {
-                self.records.push(Record::Coalesce { src: ent.wid, dst: wid, src_size: ent.size });
-                self.c.coalesced += 1;
-            }
-            self.lru_unlink(e);
-            self.entries[e as usize].dirty = false;
-            self.free_entries.push(e);
-        }
-    }
-
-    /// Forget the write cache's dirty pages without writing them (the
-    /// [`Mutant::EmergencyFlushDropsCache`] variant).
-    fn drop_dirty_cache(&mut self) {
-        for e in 0..self.entries.len() {
-            self.entries[e].dirty = false;
-        }
-        self.records.clear();
-    }
-
-    /// Write every dirty entry, oldest request first, then the records.
-    fn flush_all(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let mut dirty: Vec<(u64, u32)> = self
-            .index
-            .values()
-            .filter(|&&e| self.entries[e as usize].dirty)
-            .map(|&e| (self.entries[e as usize].wid, e))
-            .collect();
-        dirty.sort_unstable();
-        for (_, e) in dirty {
-            if self.mutant == Mutant::LosesCacheOnFlush {
-                self.entries[e as usize].dirty = false;
-                continue;
-            }
-            self.write_back(flash, e)?;
-        }
-        self.write_records(flash)
-    }
-
-    // ----- metadata log -----
-
-    /// The next page of the metadata log (None when it is full).
-    fn log_page(&mut self, flash: &mut dyn Flash) -> Result<Option<u32>, FtlError> {
-        let total = self.log.len() as u32 * self.ppb;
-        if self.log_pos >= total {
-            return Ok(None);
-        }
-        let (i, p) = ((self.log_pos / self.ppb) as usize, self.log_pos % self.ppb);
-        if p == 0 && !self.log_fresh[i] {
-            flash.erase(Cause::Metadata, self.ba(self.log[i]))?;
-            self.log_fresh[i] = true;
-        }
-        self.log_pos += 1;
-        Ok(Some(self.log[i] * self.ppb + p))
-    }
-
-    fn log_pages_left(&self) -> u32 {
-        (self.log.len() as u32 * self.ppb).saturating_sub(self.log_pos)
-    }
-
-    /// Write a metadata page to the log (`None`: the log is full).
-    fn log_write(&mut self, flash: &mut dyn Flash, kind: u8, d: &[u8]) -> Result<Option<()>, FtlError> {
-        let Some(ppn) = self.log_page(flash)? else { return Ok(None) };
-        let seq = self.meta_seq;
-        self.meta_seq += 1;
-        flash.program_meta(Cause::Metadata, self.pa(ppn), d, &oob(kind, seq, 0, 0))?;
-        Ok(Some(()))
-    }
-
-    fn write_records(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.records.is_empty() {
-            return Ok(());
-        }
-        let per = (self.g.page_size_bytes() as usize - HEADER) / RECORD_BYTES;
-        let records = std::mem::take(&mut self.records);
-        for chunk in records.chunks(per) {
-            let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-            put32(&mut d, 0, MAGIC);
-            put32(&mut d, 4, chunk.len() as u32);
-            for (k, r) in chunk.iter().enumerate() {
-                let at = HEADER + k * RECORD_BYTES;
-                let (a, b, c) = match *r {
-                    Record::Coalesce { src, dst, src_size } => (src, dst, src_size),
-                    Record::Trim { wid, first_lpn, count, size } => {
-                        (wid, (u64::from(first_lpn) << 32) | u64::from(count), size | TRIM_FLAG)
-                    }
-                };
-                put64(&mut d, at, a);
-                put64(&mut d, at + 8, b);
-                put32(&mut d, at + 16, c);
-            }
-            if self.log_write(flash, K_RECORDS, &d)?.is_none() {
-                // The log is full: a checkpoint (which makes every record moot) instead.
-                return self.checkpoint(flash);
-            }
-            self.c.record_pages += 1;
-        }
-        Ok(())
-    }
-
-    /// The seal: commit point, next write id, where each chain continues,
-    /// then the map entries it carries (none here; see [`Self::write_incremental`]).
-    fn seal_bytes(&self, seq: u64) -> Vec<u8> {
-        let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-        put32(&mut d, 0, MAGIC);
-        put64(&mut d, 4, seq);
-        put64(&mut d, 12, self.next_wid - 1);
-        put64(&mut d, 20, self.next_wid);
-        put32(&mut d, 28, self.units);
-        for u in 0..self.units as usize {
-            // No chains yet (during recovery): nothing to scan.
-            let none = Chain { block: NONE, page: 0, summary: Vec::new() };
-            let (h, g) = (self.host.get(u).unwrap_or(&none), self.gc.get(u).unwrap_or(&none));
-            let at = 32 + 16 * u;
-            put32(&mut d, at, h.block);
-            put32(&mut d, at + 4, h.page);
-            put32(&mut d, at + 8, g.block);
-            put32(&mut d, at + 12, g.page);
-        }
-        put32(&mut d, seal_entries_at(self.units), 0);
-        d
-    }
-
-    /// Map entries a seal page carries after its header.
-    fn seal_capacity(&self) -> u64 {
-        ((self.g.page_size_bytes() as usize - seal_entries_at(self.units) - 4) / 8) as u64
-    }
-
-    /// Pages of an incremental checkpoint of the dirty map entries: entry
-    /// pages, and the seal with the last entries.
-    fn incremental_pages(&self) -> u32 {
-        let per = ((self.g.page_size_bytes() as usize - HEADER) / 8) as u64;
-        1 + self.dirty_count.saturating_sub(self.seal_capacity()).div_ceil(per) as u32
-    }
-
-    /// A checkpoint (the cache must be flushed): incremental if the log has
-    /// room, else full. Opens a new epoch: every block written before it may
-    /// now be reclaimed.
-    fn checkpoint(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.records.clear(); // they concern requests the checkpoint now holds
-        let pages = self.incremental_pages();
-        if pages <= self.log_pages_left() && pages <= Self::full_pages_of(&self.g, self.lpns) {
-            self.write_incremental(flash)?;
-        } else {
-            self.write_full(flash)?;
-        }
-        self.dirty_map.fill(0);
-        self.dirty_count = 0;
-        self.epoch += 1;
-        Ok(())
-    }
-
-    /// The map entries changed since the last checkpoint, in entry pages
-    /// and, the last ones, in the seal page itself: a page program is
-    /// atomic to recovery (a torn page does not read), so the seal needs no
-    /// page of its own.
-    fn write_incremental(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let per = (self.g.page_size_bytes() as usize - HEADER) / 8;
-        let mut in_pages = self.dirty_count.saturating_sub(self.seal_capacity());
-        let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-        let mut in_seal: Vec<(u32, u32)> = Vec::new();
-        let mut n = 0usize;
-        for word in 0..self.dirty_map.len() {
-            let mut bits = self.dirty_map[word];
-            while bits != 0 {
-                let lpn = word as u32 * 64 + bits.trailing_zeros();
-                bits &= bits - 1;
-                if in_pages == 0 {
-                    in_seal.push((lpn, self.l2p[lpn as usize]));
-                    continue;
-                }
-                let at = HEADER + 8 * n;
-                put32(&mut d, at, lpn);
-                put32(&mut d, at + 4, self.l2p[lpn as usize]);
-                (n, in_pages) = (n + 1, in_pages - 1);
-                if n == per || in_pages == 0 {
-                    self.write_inc_page(flash, &mut d, n)?;
-                    n = 0;
-                }
-            }
-        }
-        let mut seal = self.seal_bytes(self.meta_seq);
-        let at = seal_entries_at(self.units);
-        put32(&mut seal, at, in_seal.len() as u32);
-        for (k, &(lpn, ppn)) in in_seal.iter().enumerate() {
-            put32(&mut seal, at + 4 + 8 * k, lpn);
-            put32(&mut seal, at + 8 + 8 * k, ppn);
-        }
-        self.log_write(flash, K_SEAL, &seal)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
-        self.c.seal_pages += 1;
-        Ok(())
-    }
-
-    fn write_inc_page(&mut self, flash: &mut dyn Flash, d: &mut [u8], n: usize) -> Result<(), FtlError> {
-        put32(d, 0, MAGIC);
-        put32(d, 4, n as u32);
-        self.log_write(flash, K_INC, d)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
-        self.c.inc_pages += 1;
-        d.fill(0xff);
-        Ok(())
-    }
-
-    /// A full checkpoint into the older area, sealed; then the log restarts.
-    fn write_full(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let target = 1 - self.full_area;
-        for i in 0..self.area[target].len() {
-            flash.erase(Cause::Metadata, self.ba(self.area[target][i]))?;
-        }
-        let per = (self.g.page_size_bytes() as usize - HEADER) / 4;
-        let pages = Self::full_pages_of(&self.g, self.lpns);
-        let seq = self.meta_seq;
-        self.meta_seq += 1;
-        let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-        for i in 0..pages as usize {
-            d.fill(0xff);
-            let entries = &self.l2p[(i * per).min(self.l2p.len())..((i + 1) * per).min(self.l2p.len())];
-            put32(&mut d, 0, MAGIC);
-            put32(&mut d, 4, i as u32);
-            put32(&mut d, 8, entries.len() as u32);
-            for (k, &e) in entries.iter().enumerate() {
-                put32(&mut d, HEADER + 4 * k, e);
-            }
-            let ppn = self.area_page(target, i as u32);
-            flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_FULL, seq, i as u32, 0))?;
-            self.c.full_pages += 1;
-        }
-        let seal = self.seal_bytes(seq);
-        let ppn = self.area_page(target, pages);
-        flash.program_meta(Cause::Metadata, self.pa(ppn), &seal, &oob(K_SEAL, seq, 0, 0))?;
-        self.c.full_pages += 1;
-        self.full_area = target;
-        // The log's content is older than this checkpoint: reuse it from the start.
-        self.log_pos = 0;
-        self.log_fresh.fill(false);
-        Ok(())
-    }
-
-    fn area_page(&self, area: usize, i: u32) -> u32 {
-        self.area[area][(i / self.ppb) as usize] * self.ppb + i % self.ppb
-    }
-
-    // ----- garbage collection -----
-
-    /// Before a program: if a plane is short of blocks, flush, checkpoint
-    /// and collect a batch (the paper's two GC constraints).
-    fn ensure_space(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        if self.in_gc || self.in_request {
-            return Ok(());
-        }
-        self.ensure_space_for(flash, 0)
-    }
-
-    /// Before a request of `pages` pages: room for every page it may evict
-    /// without a checkpoint in its middle (a checkpoint's commit point must
-    /// fall between requests).
-    fn ensure_space_for(&mut self, flash: &mut dyn Flash, pages: u32) -> Result<(), FtlError> {
-        let need = self.reserve + pages.div_ceil(self.ppb - 1) + 1;
-        if self.in_gc || self.free.iter().all(|f| f.len() as u32 > need) {
-            return Ok(());
-        }
-        self.in_gc = true;
-        let r = self.flush_and_collect(flash, need);
-        self.in_gc = false;
-        r
-    }
-
-    fn flush_and_collect(&mut self, flash: &mut dyn Flash, need: u32) -> Result<(), FtlError> {
-        self.c.internal_flushes += 1;
-        // The internal flush programs the cache from the reserve.
-        self.flush_all(flash)?;
-        self.checkpoint(flash)?;
-        self.c.gc_batches += 1;
-        for u in 0..self.units as usize {
-            while (self.free[u].len() as u32) <= need + self.batch {
-                if !self.collect(flash, u)? {
-                    break;
-                }
-            }
-        }
-        if self.free.iter().any(|f| f.is_empty()) {
-            return Err(FtlError::NoSpace("optr: garbage collection found nothing to reclaim".into()));
-        }
-        Ok(())
-    }
-
-    /// Collect the sealed block of unit `u` with the fewest valid pages that
-    /// holds nothing written since the latest checkpoint.
-    fn collect(&mut self, flash: &mut dyn Flash, u: usize) -> Result<bool, FtlError> {
-        let bpp = self.g.blocks_per_plane();
-        let victim = (0..bpp)
-            .map(|i| self.g.block_addr(u as u32, i).0 as u32)
-            .filter(|&b| self.state[b as usize] == State::Sealed && self.epoch_of[b as usize] < self.epoch)
-            .min_by_key(|&b| self.valid_count[b as usize]);
-        let Some(v) = victim else { return Ok(false) };
-        if self.valid_count[v as usize] >= self.ppb - 1 {
-            return Ok(false);
-        }
-        self.c.gc_runs += 1;
-        let first = v * self.ppb;
-        let mut o = [0u8; OOB_BYTES];
-        for src in first..first + self.ppb - 1 {
-            if self.valid[(src / 64) as usize] & (1 << (src % 64)) == 0 {
-                continue;
-            }
-            flash.read_oob(Cause::Gc, self.pa(src), &mut o)?;
-            let (_, wid, size, lpn) = unoob(&o);
-            let dst = self.append(flash, u, true, Err(src), wid, size & !TRIM_FLAG, lpn)?;
-            self.set_map(lpn, dst);
-        }
-        flash.erase(Cause::Gc, self.ba(v))?;
-        self.state[v as usize] = State::Free { dirty: false };
-        self.free[u].push_back(v);
-        Ok(true)
-    }
-
     fn request_pages(&self, lba: u64, sectors: u64) -> Vec<(u32, u32, u32, u32)> {
         let spp = u64::from(self.spp);
         let (mut s, end) = (lba, lba + sectors);
@@ -1128,324 +623,6 @@ impl OptrFtl {
             s += u64::from(n);
         }
         v
-    }
-}
-
-// ----- recovery -----
-
-/// What recovery's first phase finds: the seal to recover from, the map
-/// entries of the sealed incremental checkpoints after the full one, and
-/// the records after the last seal.
-type Located = (Vec<u8>, Vec<(u32, u32)>, Vec<Record>);
-
-/// What recovery found after the last seal.
-#[derive(Default)]
-struct Found {
-    /// (wid, ppn, lpn, size) of host pages, (ppn, lpn) of GC copies, in chain order.
-    host: Vec<(u64, u32, u32, u32)>,
-    gc: Vec<(u32, u32)>,
-    /// wid → (pages found, request size).
-    count: BTreeMap<u64, (u32, u32)>,
-    max_wid: u64,
-}
-
-impl OptrFtl {
-    /// Phase 1: the newest sealed full checkpoint, then the sealed
-    /// incrementals and the records after it. Returns the seal to recover from.
-    fn locate(&mut self, flash: &mut dyn Flash) -> Result<Located, FtlError> {
-        let pages = Self::full_pages_of(&self.g, self.lpns);
-        let mut best: Option<(u64, usize, Vec<u8>)> = None;
-        let mut d = vec![0u8; self.g.page_size_bytes() as usize];
-        let mut o = [0u8; OOB_BYTES];
-        for area in 0..2 {
-            let ppn = self.area_page(area, pages);
-            if flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut o).is_ok()
-                && o[0] == K_SEAL
-                && get32(&d, 0) == MAGIC
-            {
-                let seq = get64(&d, 4);
-                if best.as_ref().is_none_or(|b| seq > b.0) {
-                    best = Some((seq, area, d.clone()));
-                }
-            }
-        }
-        let Some((full_seq, area, full_seal)) = best else {
-            return Err(FtlError::Mount("optr: no sealed full checkpoint".into()));
-        };
-        self.full_area = area;
-        // The log, in order: pages newer than the full checkpoint.
-        let mut log: Vec<(u64, u8, u32)> = Vec::new();
-        let mut last_pos = 0;
-        for (i, &b) in self.log.iter().enumerate() {
-            for p in 0..self.ppb {
-                let ppn = b * self.ppb + p;
-                match flash.read_oob(Cause::Recovery, self.pa(ppn), &mut o) {
-                    Ok(()) if o[0] != K_ERASED => {
-                        let (kind, seq, _, _) = unoob(&o);
-                        if seq > full_seq {
-                            log.push((seq, kind, ppn));
-                            last_pos = i as u32 * self.ppb + p + 1;
-                        }
-                    }
-                    _ => break,
-                }
-            }
-        }
-        log.sort_unstable();
-        let mut seal = full_seal;
-        let mut incs: Vec<(u32, u32)> = Vec::new();
-        let mut pending_inc: Vec<(u32, u32)> = Vec::new();
-        let mut records: Vec<Record> = Vec::new();
-        for &(_, kind, ppn) in &log {
-            let readable =
-                flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut []).is_ok() && get32(&d, 0) == MAGIC;
-            if !readable {
-                break; // a torn page ends the log
-            }
-            match kind {
-                K_INC => map_entries(&d, get32(&d, 4), HEADER, &mut pending_inc),
-                K_SEAL => {
-                    let at = seal_entries_at(get32(&d, 28).min(self.units));
-                    map_entries(&d, get32(&d, at), at + 4, &mut pending_inc);
-                    incs.append(&mut pending_inc);
-                    seal = d.clone();
-                    records.clear();
-                }
-                K_RECORDS => {
-                    let n = get32(&d, 4) as usize;
-                    for k in 0..n.min((d.len() - HEADER) / RECORD_BYTES) {
-                        let at = HEADER + k * RECORD_BYTES;
-                        let (a, b, c) = (get64(&d, at), get64(&d, at + 8), get32(&d, at + 16));
-                        records.push(if c & TRIM_FLAG != 0 {
-                            Record::Trim { wid: a, first_lpn: (b >> 32) as u32, count: b as u32, size: c & !TRIM_FLAG }
-                        } else {
-                            Record::Coalesce { src: a, dst: b, src_size: c }
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
-        // New log pages go after everything found (torn ones included).
-        self.log_pos = last_pos;
-        for (i, fresh) in self.log_fresh.iter_mut().enumerate() {
-            *fresh = (i as u32) < last_pos.div_ceil(self.ppb);
-        }
-        self.meta_seq = log.last().map_or(full_seq, |l| l.0) + 1;
-        Ok((seal, incs, records))
-    }
-
-    /// Phase 2: load the full checkpoint and apply the incrementals.
-    fn load(&mut self, flash: &mut dyn Flash, incs: &[(u32, u32)]) -> Result<(), FtlError> {
-        let per = (self.g.page_size_bytes() as usize - HEADER) / 4;
-        let mut d = vec![0u8; self.g.page_size_bytes() as usize];
-        for i in 0..Self::full_pages_of(&self.g, self.lpns) {
-            let ppn = self.area_page(self.full_area, i);
-            flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut [])?;
-            let n = (get32(&d, 8) as usize).min(per);
-            for k in 0..n {
-                let lpn = i as usize * per + k;
-                if lpn < self.l2p.len() {
-                    self.l2p[lpn] = get32(&d, HEADER + 4 * k);
-                }
-            }
-        }
-        for &(lpn, ppn) in incs {
-            if (lpn as usize) < self.l2p.len() {
-                self.l2p[lpn as usize] = ppn;
-            }
-        }
-        Ok(())
-    }
-
-    /// Phase 3: follow every chain from the seal.
-    fn scan_chains(&mut self, flash: &mut dyn Flash, seal: &[u8], commit: u64) -> Result<Found, FtlError> {
-        let mut f = Found::default();
-        let units = get32(seal, 28).min(self.units) as usize;
-        let mut d = vec![0u8; self.g.page_size_bytes() as usize];
-        let mut o = [0u8; OOB_BYTES];
-        for u in 0..units {
-            for gc in [true, false] {
-                let at = 32 + 16 * u + if gc { 8 } else { 0 };
-                let (mut block, mut page) = (get32(seal, at), get32(seal, at + 4));
-                let mut last: Option<(u32, usize, usize)> = None; // (ppn, index in host/gc)
-                let mut guard = 0;
-                while block < self.g.blocks() && guard < self.g.blocks() {
-                    if page == self.ppb - 1 {
-                        let ppn = block * self.ppb + page;
-                        if flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut o).is_err()
-                            || o[0] != K_SUMMARY
-                            || get32(&d, 0) != MAGIC
-                        {
-                            break;
-                        }
-                        block = get32(&d, 4);
-                        page = 0;
-                        guard += 1;
-                        continue;
-                    }
-                    let ppn = block * self.ppb + page;
-                    if flash.read_oob(Cause::Recovery, self.pa(ppn), &mut o).is_err() {
-                        break;
-                    }
-                    let (kind, wid, size, lpn) = unoob(&o);
-                    if kind != K_DATA && kind != K_GC || lpn >= self.lpns {
-                        break;
-                    }
-                    if kind == K_GC {
-                        f.gc.push((ppn, lpn));
-                        last = Some((ppn, f.gc.len() - 1, 1));
-                    } else if wid > commit {
-                        f.host.push((wid, ppn, lpn, size));
-                        last = Some((ppn, f.host.len() - 1, 0));
-                    }
-                    page += 1;
-                }
-                // Only a chain's last page (and its word line's lower pages) can be torn.
-                if let Some((ppn, idx, is_gc)) = last {
-                    if self.torn(flash, ppn)? {
-                        if is_gc == 1 {
-                            f.gc.remove(idx);
-                        } else {
-                            f.host.remove(idx);
-                        }
-                    }
-                    let mut lower = Vec::new();
-                    self.g.lower_paired_pages(ppn % self.ppb, &mut lower);
-                    for l in lower {
-                        let q = ppn - ppn % self.ppb + l;
-                        if self.torn(flash, q)? {
-                            f.host.retain(|h| h.1 != q);
-                            f.gc.retain(|h| h.0 != q);
-                        }
-                    }
-                }
-            }
-        }
-        for &(wid, _, _, size) in &f.host {
-            let c = f.count.entry(wid).or_insert((0, size));
-            c.0 += 1;
-            f.max_wid = f.max_wid.max(wid);
-        }
-        Ok(f)
-    }
-
-    fn torn(&self, flash: &mut dyn Flash, ppn: u32) -> Result<bool, FtlError> {
-        let tmp = self.tmp.expect("buffers allocated");
-        Ok(match flash.read(Cause::Recovery, self.pa(ppn), 0, 1, tmp, 0, &mut []) {
-            Ok(()) => false,
-            Err(FlashError::Uncorrectable) => true,
-            Err(e) => return Err(e.into()),
-        })
-    }
-
-    /// Phase 4: the first write id recovery must not replay.
-    fn recovery_point(&self, f: &mut Found, records: &[Record], commit: u64) -> u64 {
-        for r in records {
-            match *r {
-                Record::Coalesce { src, src_size, dst } if src > commit => {
-                    f.count.entry(src).or_insert((0, src_size)).0 += 1;
-                    f.max_wid = f.max_wid.max(src).max(dst);
-                }
-                Record::Trim { wid, size, .. } if wid > commit => {
-                    f.count.entry(wid).or_insert((0, size)).0 += 1;
-                    f.max_wid = f.max_wid.max(wid);
-                }
-                _ => {}
-            }
-        }
-        if self.mutant == Mutant::HalfDurableRequests {
-            return f.max_wid + 1;
-        }
-        let mut first = commit + 1;
-        while first <= f.max_wid {
-            match f.count.get(&first) {
-                Some(&(found, size)) if found >= size && size > 0 => first += 1,
-                _ => break,
-            }
-        }
-        let mut deps: Vec<(u64, u64)> = records
-            .iter()
-            .filter_map(|r| match *r {
-                Record::Coalesce { src, dst, .. } => Some((src, dst)),
-                _ => None,
-            })
-            .collect();
-        deps.sort_unstable_by(|a, b| b.cmp(a));
-        for (src, dst) in deps {
-            if src < first && dst >= first && src > commit {
-                first = src;
-            }
-        }
-        first
-    }
-
-    /// Phases 1–5 (see the module docs).
-    fn recover(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        let (seal, incs, records) = self.locate(flash)?;
-        self.load(flash, &incs)?;
-        let commit = get64(&seal, 12);
-        let mut found = self.scan_chains(flash, &seal, commit)?;
-        let first = self.recovery_point(&mut found, &records, commit);
-        // Phase 5: GC copies as found, then requests before the recovery point, in order.
-        for &(ppn, lpn) in &found.gc {
-            self.l2p[lpn as usize] = ppn;
-        }
-        let mut events: Vec<(u64, u32, u32, bool)> =
-            found.host.iter().filter(|h| h.0 < first).map(|&(w, ppn, lpn, _)| (w, lpn, ppn, false)).collect();
-        for r in &records {
-            if let Record::Trim { wid, first_lpn, count, .. } = *r {
-                if wid > commit && wid < first {
-                    for l in first_lpn..first_lpn.saturating_add(count).min(self.lpns) {
-                        events.push((wid, l, UNMAPPED, true));
-                    }
-                }
-            }
-        }
-        events.sort_by_key(|e| e.0);
-        for (_, lpn, ppn, _) in events {
-            self.l2p[lpn as usize] = ppn;
-        }
-        let highest = found.max_wid.max(commit).max(get64(&seal, 20).saturating_sub(1));
-        self.c.rolled_back_requests += highest.saturating_sub(first.saturating_sub(1));
-        self.next_wid = highest + 1;
-        self.c.recoveries += 1;
-        // Block states: reserved and bad as set; blocks holding valid pages
-        // are sealed; everything else is free once the new checkpoint exists.
-        for lpn in 0..self.lpns {
-            let ppn = self.l2p[lpn as usize];
-            if ppn != UNMAPPED {
-                self.valid[(ppn / 64) as usize] |= 1 << (ppn % 64);
-                self.valid_count[(ppn / self.ppb) as usize] += 1;
-            }
-        }
-        let mut o = [0u8; OOB_BYTES];
-        for b in 0..self.g.blocks() {
-            if matches!(self.state[b as usize], State::Reserved | State::Bad) {
-                continue;
-            }
-            self.state[b as usize] = if self.valid_count[b as usize] > 0 {
-                State::Sealed
-            } else {
-                // Nothing may be erased before the new checkpoint exists
-                // (the old seal's chains run through these blocks): new
-                // chains start in blocks that are erased already.
-                let clean = flash.read_oob(Cause::Recovery, self.pa(b * self.ppb), &mut o).is_ok() && o[0] == K_ERASED;
-                State::Free { dirty: !clean }
-            };
-        }
-        let changed = !found.host.is_empty() || !found.gc.is_empty() || !records.is_empty() || !incs.is_empty();
-        self.host.clear();
-        self.gc.clear();
-        if changed || first <= highest {
-            // Everything up to `highest` is now decided: a checkpoint (with
-            // no chains yet) says so before any block is erased.
-            self.write_full(flash)?;
-            self.epoch += 1;
-        }
-        // New chains (erasing blocks is safe now), recorded by a seal.
-        self.start_chains(flash)?;
-        self.checkpoint(flash)
     }
 }
 

@@ -12,9 +12,9 @@
 //!   read-modify-write through a one-page buffer (never-written sectors
 //!   are filled with zeros, so they read as zeros).
 //! - **Allocation, garbage collection, hot/cold streams and wear
-//!   leveling** are the shared data plane's ([`super::data_plane`]):
+//!   leveling** are the shared data plane's ([`super::kit::data_plane`]):
 //!   host pages striped over planes, per-plane GC with a pluggable victim
-//!   policy ([`super::policy`]), background GC in idle time, a stream per
+//!   policy ([`super::kit::policy`]), background GC in idle time, a stream per
 //!   data heat, dynamic and static wear leveling. The FTL counts erases per
 //!   block and keeps the counts in its checkpoint.
 //! - **Persistence.** Each programmed page's OOB holds `kind`, the logical
@@ -23,7 +23,7 @@
 //!   whole map and the erase counts (metadata pages in dedicated blocks,
 //!   superseding the previous one). Every full group ends with a *summary
 //!   page* listing its data pages' OOBs (option `summary_pages`, on where
-//!   one fits a page; see [`super::data_plane`]'s `summary.rs`), as
+//!   one fits a page; see [`super::kit::data_plane`]'s `summary.rs`), as
 //!   OpenSSD Jasmine's FTLs and OPTR do. Mount reads each group's summary,
 //!   or, where it has no valid one (an open group, a torn summary, a
 //!   member erased since), the OOB of every written page; takes the newest
