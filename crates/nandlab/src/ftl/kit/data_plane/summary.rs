@@ -20,9 +20,9 @@
 //!   multiple of its width: were the summary one slot among data, a die's
 //!   rows would fall out of step with the placement cursor at every group
 //!   (a row split over two host requests is two single-plane programs) and
-//!   stay so on sequential traffic of row-sized requests — measured on
-//!   `perf_physics`' 2-plane drive: 178 MB/s instead of 262. A group narrowed
-//!   by a bad block has a narrower summary row and its summary lists what is left.
+//!   stay so on sequential traffic of row-sized requests, a large loss of
+//!   throughput on multi-plane drives. A group narrowed by a bad block has
+//!   a narrower summary row and its summary lists what is left.
 //! - **Contents.** A header (magic, group, entry count) and, for
 //!   every data slot in slot order, the 10 OOB bytes that page was
 //!   programmed with (kind and stream, index, 40-bit sequence number): a
@@ -34,18 +34,16 @@
 //!   this summary needs, and its kind byte only if the summary's kinds
 //!   differ. Neighbouring slots are programmed close together (a
 //!   multi-plane row at consecutive sequence numbers, sequential data at
-//!   consecutive indexes), so a random-write entry takes 6-7 bytes and a
-//!   sequential one 1-3. Fixed widths, not varints: the encoder is two
-//!   passes of straight-line code (measured with callgrind on `bench
-//!   stress`'s `vst-rand`: varints added 5 % to the run's instructions,
-//!   fixed widths 2.5 %; CPU time did not move beyond the noise, the
-//!   smaller page slots making up for it). A summary whose dense form would not be
-//!   shorter than the plain 10 bytes per entry is stored plain (the entry
-//!   count's top bit says which), so a summary never needs more than the
-//!   plain size [`DataPlane::enable_summaries`] checks against the page.
-//!   Why: the simulator stores what is programmed, and summaries of 10 B
-//!   per physical page were 1 GiB of a preconditioned 512 GiB drive's
-//!   3.7 GiB (`bench perf`'s `mqsim-s1-pre75`); dense ones are a third.
+//!   consecutive indexes), so differences are small, sequential ones
+//!   smallest. Fixed widths, not varints: the encoder is two passes of
+//!   straight-line code, cheaper than a varint coder. A summary whose
+//!   dense form would not be shorter than the plain 10 bytes per entry is
+//!   stored plain (the entry count's top bit says which), so a summary
+//!   never needs more than the plain size [`DataPlane::enable_summaries`]
+//!   checks against the page. Why dense: the simulator stores what is
+//!   programmed, and plain summaries were a large share of what a big
+//!   preconditioned drive holds in memory. Measured sizes and costs:
+//!   `docs/design-notes-ftl.md`, *Summary pages*.
 //! - **When.** Entries are kept in DRAM per open frontier (one buffer of
 //!   `(pages per block − 1) × width` entries per unit and stream) as pages
 //!   are programmed.
@@ -56,9 +54,8 @@
 //! - **Cost.** One program per group: one per `(pages per block − 1) ×
 //!   width` data programs (0.79 % with 128-page blocks, 1.6 % for `tiny`'s
 //!   2 × 32-page groups), and the summary row is not available to data:
-//!   one page per block of space, which the spare space loses (on
-//!   `vst-jasmine`'s 128-page blocks and small spare, random-write WAF
-//!   goes from 3.12 to 3.31). GC and
+//!   one page per block of space, which the spare space loses (a higher
+//!   WAF on drives with little spare space). GC and
 //!   victim policies count the summary row like a missing block's pages:
 //!   pages that are never valid data, never moved, and reclaimed with the
 //!   erase (a group's valid count starts at its fixed pages, so policies
