@@ -84,6 +84,7 @@ use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, BlockPages},
+    kit::free_blocks::FreeBlockPool,
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -91,7 +92,7 @@ use super::{
 use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "block",
@@ -224,10 +225,9 @@ pub struct BlockFtl {
     lbns: u32,
     map: Vec<Mapped>,
     replacing: Option<Replacement>,
-    free: Vec<VecDeque<u32>>,
-    plane_order: Vec<u32>,
+    /// Free blocks per plane (oldest erased first).
+    free: FreeBlockPool,
     plane_div: FastDiv,
-    next_plane: u32,
     seq: u64,
     tmp_buf: Option<BufId>,
     copy_buf: Option<BufId>,
@@ -268,9 +268,6 @@ impl BlockFtl {
         if dram > env.dram_budget_bytes {
             return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
-        let unit_of_plane = super::kit::data_plane::unit_order(&g);
-        let mut plane_order: Vec<u32> = (0..g.planes()).collect();
-        plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
         Ok(BlockFtl {
             spp,
             ppb,
@@ -279,10 +276,8 @@ impl BlockFtl {
             lbns,
             map: Vec::new(),
             replacing: None,
-            free: Vec::new(),
-            plane_order,
+            free: FreeBlockPool::new(&g),
             plane_div: FastDiv::new(g.blocks_per_plane()),
-            next_plane: 0,
             seq: 1,
             tmp_buf: None,
             copy_buf: None,
@@ -297,8 +292,7 @@ impl BlockFtl {
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.map = vec![UNMAPPED; self.lbns as usize];
         self.replacing = None;
-        self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
-        self.next_plane = 0;
+        self.free.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -348,25 +342,12 @@ impl BlockFtl {
     }
 
     fn pop_free(&mut self, plane: Option<u32>) -> Result<u32, FtlError> {
-        if let Some(p) = plane {
-            if let Some(b) = self.free[p as usize].pop_front() {
-                return Ok(b);
-            }
-        }
-        for _ in 0..self.plane_order.len() {
-            self.next_plane = (self.next_plane + 1) % self.plane_order.len() as u32;
-            let p = self.plane_order[self.next_plane as usize] as usize;
-            if let Some(b) = self.free[p].pop_front() {
-                return Ok(b);
-            }
-        }
-        Err(FtlError::NoSpace("block: no free block".into()))
+        self.free.pop(plane).ok_or_else(|| FtlError::NoSpace("block: no free block".into()))
     }
 
     fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
         flash.erase(cause, BlockAddr(u64::from(block)))?;
-        let plane = self.plane_of(block) as usize;
-        self.free[plane].push_back(block);
+        self.free.push(block);
         Ok(())
     }
 
@@ -506,10 +487,7 @@ impl BlockFtl {
             }
             good += 1;
             match self.scan_block(flash, block, &mut oobs)? {
-                Scan::Erased => {
-                    let plane = self.plane_of(block) as usize;
-                    self.free[plane].push_back(block);
-                }
+                Scan::Erased => self.free.push(block),
                 Scan::Garbage => garbage.push(block),
                 Scan::Found(b) => {
                     self.seq = self.seq.max(b.seq + 1);
@@ -629,10 +607,10 @@ impl Ftl for BlockFtl {
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.reset_state(flash)?;
-        let (plane_div, free) = (self.plane_div, &mut self.free);
+        let free = &mut self.free;
         let good = whole_page_io::format_blocks(flash, &self.geometry, |block, good| {
             if good {
-                free[plane_div.quotient(block) as usize].push_back(block);
+                free.push(block);
             }
         })?;
         self.check_spare(good)
@@ -706,7 +684,7 @@ impl Ftl for BlockFtl {
         FtlStats {
             gc_runs: c.rmw_merges,
             dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,
-            free_blocks: Some(self.free.iter().map(|f| f.len() as u64).sum()),
+            free_blocks: Some(u64::from(self.free.len())),
             mount: vec![
                 ("mount_scanned_pages", c.mount_scanned_pages),
                 ("mount_rewrites", c.mount_rewrites),

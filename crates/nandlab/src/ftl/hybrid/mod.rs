@@ -85,6 +85,7 @@ use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, OOB_ERASED},
+    kit::free_blocks::FreeBlockPool,
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -254,12 +255,8 @@ pub struct HybridFtl {
     log_ppn: Vec<u32>,
     role: Vec<Role>,
     /// Free blocks per plane (oldest erased first).
-    free: Vec<VecDeque<u32>>,
-    free_total: u32,
-    /// Planes in striping order (channel first), and the next to allocate on.
-    plane_order: Vec<u32>,
+    free: FreeBlockPool,
     plane_div: FastDiv,
-    next_plane: u32,
     seq_log: Option<SeqLog>,
     /// Random log blocks, oldest first; the last one is being filled.
     rand_logs: VecDeque<u32>,
@@ -320,16 +317,8 @@ impl HybridFtl {
             in_data: Vec::new(),
             log_ppn: Vec::new(),
             role: vec![Role::Free; g.blocks() as usize],
-            free: Vec::new(),
-            free_total: 0,
-            plane_order: {
-                let unit_of_plane = super::kit::data_plane::unit_order(&g);
-                let mut order: Vec<u32> = (0..g.planes()).collect();
-                order.sort_by_key(|&p| unit_of_plane[p as usize]);
-                order
-            },
+            free: FreeBlockPool::new(&g),
             plane_div: FastDiv::new(g.blocks_per_plane()),
-            next_plane: 0,
             seq_log: None,
             rand_logs: VecDeque::new(),
             cursor: (NONE, ppb),
@@ -372,9 +361,7 @@ impl HybridFtl {
         self.in_data = vec![0; (self.lpns as usize).div_ceil(64)];
         self.log_ppn = crate::util::prefetch::large_vec(self.lpns as usize, NONE);
         self.role.fill(Role::Free);
-        self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
-        self.free_total = 0;
-        self.next_plane = 0;
+        self.free.clear();
         self.seq_log = None;
         self.rand_logs.clear();
         self.cursor = (NONE, self.ppb);
@@ -450,30 +437,13 @@ impl HybridFtl {
 
     fn push_free(&mut self, block: u32) {
         self.role[block as usize] = Role::Free;
-        let plane = self.plane_of(block) as usize;
-        self.free[plane].push_back(block);
-        self.free_total += 1;
+        self.free.push(block);
     }
 
     /// A free block, on `plane` if it has one (so merges can use copyback),
     /// else on the next plane in turn that has one.
     fn pop_free(&mut self, plane: Option<u32>) -> Result<u32, FtlError> {
-        if let Some(p) = plane {
-            if let Some(b) = self.free[p as usize].pop_front() {
-                self.free_total -= 1;
-                return Ok(b);
-            }
-        }
-        let planes = self.plane_order.len() as u32;
-        for _ in 0..planes {
-            self.next_plane = (self.next_plane + 1) % planes;
-            let p = self.plane_order[self.next_plane as usize] as usize;
-            if let Some(b) = self.free[p].pop_front() {
-                self.free_total -= 1;
-                return Ok(b);
-            }
-        }
-        Err(FtlError::NoSpace("hybrid: no free block for a log or a merge".into()))
+        self.free.pop(plane).ok_or_else(|| FtlError::NoSpace("hybrid: no free block for a log or a merge".into()))
     }
 
     fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
@@ -815,7 +785,7 @@ impl Ftl for HybridFtl {
         FtlStats {
             gc_runs: runs,
             dram_bytes: Self::dram_needed(&self.geometry, self.lpns, self.lbns, self.max_rand_logs),
-            free_blocks: Some(u64::from(self.free_total)),
+            free_blocks: Some(u64::from(self.free.len())),
             mount: vec![
                 ("mount_scanned_pages", c.mount_scanned_pages),
                 ("mount_merged_logs", c.mount_merged_logs),

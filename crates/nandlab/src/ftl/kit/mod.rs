@@ -9,6 +9,8 @@
 //!   whole logical pages (`block`, `hybrid`).
 //! - [`flash_ops`]: the pieces of an OOB mount scan and the page copy of
 //!   merges (`block`, `hybrid`).
+//! - [`free_blocks`]: the per-plane pool of erased blocks of `block` and
+//!   `hybrid`.
 //! - [`map_table`]: a logical-to-physical table whose unmapped state is
 //!   zero bytes, so a large map becomes resident only where it is written.
 //!
@@ -18,6 +20,7 @@
 
 pub mod data_plane;
 pub mod flash_ops;
+pub mod free_blocks;
 pub mod map_table;
 pub mod policy;
 pub mod whole_page_io;
