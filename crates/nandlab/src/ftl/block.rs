@@ -130,29 +130,16 @@ impl Default for BlockOptions {
 
 const NONE: u32 = u32::MAX;
 
-/// OOB layout: kind (1 byte), logical block (4), the block's creation
-/// sequence number (5 bytes).
-pub const OOB_BYTES: usize = 10;
+/// The OOB is the shared one ([`crate::ftl::kit::wire::oob`]): kind, logical
+/// block (index), and the block's creation sequence number.
+pub use super::kit::wire::oob::OOB_BYTES;
+use super::kit::wire::oob::{decode_oob, encode_oob};
 /// Host data (a write, or a trim's zeros).
 const OOB_DATA: u8 = 1;
 /// A copy of the same offset from an older block of the logical block.
 const OOB_COPY: u8 = 2;
 /// Zeros for an offset never written, padding up to a later page.
 const OOB_PAD: u8 = 3;
-
-fn encode_oob(kind: u8, lbn: u32, seq: u64) -> [u8; OOB_BYTES] {
-    let mut o = [0u8; OOB_BYTES];
-    o[0] = kind;
-    o[1..5].copy_from_slice(&lbn.to_le_bytes());
-    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
-    o
-}
-
-fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
-    let mut seq = [0u8; 8];
-    seq[..5].copy_from_slice(&o[5..10]);
-    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
-}
 
 /// A physical block of a logical block: where, how far written, and its
 /// creation sequence number (in every page's OOB).

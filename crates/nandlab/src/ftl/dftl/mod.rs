@@ -78,6 +78,7 @@ mod recovery;
 use super::kit::data_plane::{
     self, encode_oob, DataPlane, DataPlaneOptions, Entry, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED,
 };
+use super::kit::wire::U32Le;
 use super::mutants::Mutant;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
@@ -501,7 +502,7 @@ impl TranslationMap {
         self.counters.translation_reads += 1;
         let mut bytes = [0u8; ENTRY_BYTES as usize];
         flash.read_meta_at(Cause::Metadata, page_addr(tppn), self.entry_offset(lpn), &mut bytes)?;
-        Ok(u32::from_le_bytes(bytes))
+        Ok(bytemuck::cast::<_, U32Le>(bytes).get())
     }
 
     /// Byte offset of `lpn`'s entry in its translation page.
@@ -594,11 +595,10 @@ impl TranslationMap {
             flash.read_meta(Cause::Metadata, page_addr(old), page, &mut [])?;
         }
         let first = tvpn * self.per_tpage;
-        let at = |lpn: u32| (persist::HEADER_BYTES + (lpn - first) * ENTRY_BYTES) as usize;
         for (lpn, ppn) in self.fixes.take(tvpn) {
-            page[at(lpn)..at(lpn) + 4].copy_from_slice(&ppn.to_le_bytes());
+            persist::set_entry(page, lpn - first, ppn);
         }
-        Ok(self.cmt.drain_dirty(tvpn, |lpn, ppn| page[at(lpn)..at(lpn) + 4].copy_from_slice(&ppn.to_le_bytes())))
+        Ok(self.cmt.drain_dirty(tvpn, |lpn, ppn| persist::set_entry(page, lpn - first, ppn)))
     }
 
     /// Record that `lpn` now lives at `ppn` (GC, mount): in place when

@@ -172,8 +172,10 @@ impl Default for HybridOptions {
 
 const NONE: u32 = u32::MAX;
 
-/// OOB layout: kind (1 byte), logical page (4), sequence number (5 bytes).
-pub const OOB_BYTES: usize = 10;
+/// The OOB is the shared one ([`crate::ftl::kit::wire::oob`]): kind, logical
+/// page (index), sequence number.
+pub use super::kit::wire::oob::OOB_BYTES;
+use super::kit::wire::oob::{decode_oob, encode_oob};
 /// A merge's copy of a page (into a data block being built, or the rest
 /// of a logical block copied into its sequential log).
 const OOB_DATA: u8 = 1;
@@ -183,20 +185,6 @@ const OOB_SEQ: u8 = 2;
 const OOB_PAD: u8 = 3;
 /// A host page in a random log block.
 const OOB_RAND: u8 = 4;
-
-fn encode_oob(kind: u8, lpn: u32, seq: u64) -> [u8; OOB_BYTES] {
-    let mut o = [0u8; OOB_BYTES];
-    o[0] = kind;
-    o[1..5].copy_from_slice(&lpn.to_le_bytes());
-    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
-    o
-}
-
-fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
-    let mut seq = [0u8; 8];
-    seq[..5].copy_from_slice(&o[5..10]);
-    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
-}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Role {

@@ -12,8 +12,7 @@
 use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::PageAddr;
 
-/// OOB byte 0 of an erased page.
-pub const OOB_ERASED: u8 = 0xff;
+pub use super::wire::oob::OOB_ERASED;
 
 /// What a mount scan found in a block.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

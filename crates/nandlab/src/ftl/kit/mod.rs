@@ -11,6 +11,8 @@
 //!   merges (`block`, `hybrid`).
 //! - [`free_blocks`]: the per-plane pool of erased blocks of `block` and
 //!   `hybrid`.
+//! - [`wire`]: the on-flash records (OOB, summary, checkpoint, trim and
+//!   translation pages) as byte views with parse and emit.
 //! - [`map_table`]: a logical-to-physical table whose unmapped state is
 //!   zero bytes, so a large map becomes resident only where it is written.
 //!
@@ -24,3 +26,4 @@ pub mod free_blocks;
 pub mod map_table;
 pub mod policy;
 pub mod whole_page_io;
+pub mod wire;

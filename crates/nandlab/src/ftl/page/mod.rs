@@ -47,6 +47,8 @@ use super::kit::data_plane::{
     self, encode_oob, DataPlane, DataPlaneOptions, Entry, GroupState, Mapper, OOB_BYTES, UNMAPPED,
 };
 use super::kit::map_table::MapTable;
+use super::kit::wire::checkpoint::{CheckpointHeader, CHECKPOINT_HEADER_BYTES};
+use super::kit::wire::U32Le;
 use super::mutants::Mutant;
 use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
@@ -127,8 +129,6 @@ impl Default for PageOptions {
 }
 
 const OOB_CHECKPOINT: u8 = 2;
-const CHECKPOINT_MAGIC: u32 = 0x4b43_4c4e; // "NLCK"
-const CHECKPOINT_HEADER_BYTES: usize = 16;
 
 #[derive(Default, Clone, Debug)]
 struct Counters {
@@ -334,14 +334,11 @@ impl PageMap {
                 if index < map_pages { (self.l2p.len(), index) } else { (erase_counts.len(), index - map_pages) };
             let range = (i * per_page).min(len)..((i + 1) * per_page).min(len);
             data.fill(0xff);
-            data[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
-            data[4..8].copy_from_slice(&(index as u32).to_le_bytes());
-            data[8..12].copy_from_slice(&(pages as u32).to_le_bytes());
-            data[12..16].copy_from_slice(&(range.len() as u32).to_le_bytes());
-            for (k, entry) in range.enumerate() {
+            let header = CheckpointHeader { index: index as u32, pages: pages as u32, entries: range.len() as u32 };
+            header.emit(&mut data);
+            for (slot, entry) in CheckpointHeader::entries_mut(&mut data, range.len()).iter_mut().zip(range) {
                 let e = if index < map_pages { self.l2p.get(entry) } else { erase_counts[entry] };
-                let at = CHECKPOINT_HEADER_BYTES + 4 * k;
-                data[at..at + 4].copy_from_slice(&e.to_le_bytes());
+                *slot = U32Le::new(e);
             }
             if slot == dp.group_capacity(new_groups[group_at]) {
                 (group_at, slot) = (group_at + 1, 0);

@@ -36,12 +36,10 @@
 use super::*;
 use crate::flash::FlashError;
 use crate::ftl::kit::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
+use crate::ftl::kit::wire::checkpoint::{CheckpointHeader, TrimRecords, TRIM_ENTRY_BYTES, TRIM_HEADER_BYTES};
 use crate::ftl::mutants::Mutant;
 
 const OOB_TRIM: u8 = 3;
-const TRIM_MAGIC: u32 = 0x5254_4c4e; // "NLTR"
-const TRIM_HEADER_BYTES: usize = 8;
-const TRIM_ENTRY_BYTES: usize = 12;
 /// Trim-log groups a flush accumulates before it writes a checkpoint instead.
 pub(super) const TRIM_LOG_MAX_BLOCKS: usize = 4;
 
@@ -92,13 +90,7 @@ impl PageMap {
         for chunk in trims.chunks(per_page) {
             let ppn = self.trim_log_page(dp, flash)?;
             data.fill(0xff);
-            data[0..4].copy_from_slice(&TRIM_MAGIC.to_le_bytes());
-            data[4..8].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
-            for (k, &(lpn, seq)) in chunk.iter().enumerate() {
-                let at = TRIM_HEADER_BYTES + k * TRIM_ENTRY_BYTES;
-                data[at..at + 4].copy_from_slice(&lpn.to_le_bytes());
-                data[at + 4..at + 12].copy_from_slice(&seq.to_le_bytes());
-            }
+            TrimRecords::emit(chunk, data);
             let oob = encode_oob(OOB_TRIM, chunk.len() as u32, dp.next_seq());
             flash.program_meta(Cause::Metadata, page_addr(ppn), data, &oob)?;
             self.counters.checkpoint_pages += 1;
@@ -247,11 +239,10 @@ impl PageFtl {
             }
             OOB_CHECKPOINT => {
                 let mut meta = [0u8; CHECKPOINT_HEADER_BYTES];
-                if flash.read_meta(Cause::Recovery, page_addr(ppn), &mut meta, &mut []).is_ok()
-                    && u32::from_le_bytes(meta[0..4].try_into().unwrap()) == CHECKPOINT_MAGIC
-                {
-                    let total = u32::from_le_bytes(meta[8..12].try_into().unwrap());
-                    found.checkpoints.entry(seq).or_insert((total, Vec::new())).1.push((index, ppn));
+                if flash.read_meta(Cause::Recovery, page_addr(ppn), &mut meta, &mut []).is_ok() {
+                    if let Some(header) = CheckpointHeader::parse(&meta) {
+                        found.checkpoints.entry(seq).or_insert((header.pages, Vec::new())).1.push((index, ppn));
+                    }
                 }
             }
             OOB_TRIM => found.trim_pages.push((seq, ppn)),
@@ -324,7 +315,7 @@ impl PageFtl {
 /// entries together rather than one miss at a time.
 fn prefetch_entries(oobs: &[[u8; OOB_BYTES]], found: &MountScan) {
     for oob in oobs {
-        let lpn = u32::from_le_bytes(oob[1..5].try_into().unwrap()) as usize;
+        let lpn = decode_oob(oob).1 as usize;
         crate::util::prefetch::prefetch(&found.best_seq, lpn);
         crate::util::prefetch::prefetch(&found.data_l2p, lpn);
     }
@@ -400,14 +391,9 @@ impl PageMap {
             if page_seq <= ckpt_seq || flash.read_meta(Cause::Recovery, page_addr(ppn), &mut data, &mut []).is_err() {
                 continue;
             }
-            if u32::from_le_bytes(data[0..4].try_into().unwrap()) != TRIM_MAGIC {
-                continue;
-            }
-            let count = u32::from_le_bytes(data[4..8].try_into().unwrap()) as usize;
-            for k in 0..count.min((data.len() - TRIM_HEADER_BYTES) / TRIM_ENTRY_BYTES) {
-                let at = TRIM_HEADER_BYTES + k * TRIM_ENTRY_BYTES;
-                let lpn = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
-                let seq = u64::from_le_bytes(data[at + 4..at + 12].try_into().unwrap());
+            let Some(trims) = TrimRecords::parse(&data) else { continue };
+            for trim in trims {
+                let (lpn, seq) = (trim.lpn.get() as usize, trim.seq.get());
                 if lpn < self.l2p.len() && seq > ckpt_seq && best_seq[lpn] < seq {
                     self.l2p.set(lpn, UNMAPPED);
                 }
@@ -433,7 +419,7 @@ impl PageMap {
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         for &(index, ppn) in pages {
             flash.read_meta(Cause::Recovery, page_addr(ppn), &mut data, &mut [])?;
-            let count = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
+            let count = CheckpointHeader::parse_unchecked(&data).entries as usize;
             // The map first, then the erase counts (see write_checkpoint).
             let is_map = (index as usize) < map_pages;
             let (len, i) = if is_map {
@@ -445,9 +431,8 @@ impl PageMap {
             if count > per_page || base + count > len {
                 return Err(FtlError::Mount(format!("checkpoint page {index} at page {ppn} is inconsistent")));
             }
-            for k in 0..count {
-                let at = CHECKPOINT_HEADER_BYTES + 4 * k;
-                let entry = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+            for (k, entry) in CheckpointHeader::entries(&data, count).iter().enumerate() {
+                let entry = entry.get();
                 if is_map {
                     self.l2p.set(base + k, entry);
                 } else {

@@ -88,29 +88,13 @@ use layout::Layout;
 use serde::Deserialize;
 use std::collections::VecDeque;
 
-/// OOB bytes the data plane's FTLs write: kind and stream (1), index (4),
-/// program sequence number (5 bytes: 2^40 programs before it would wrap).
-pub const OOB_BYTES: usize = 10;
+/// The OOB the data plane's FTLs write (kind and stream, index, 40-bit
+/// program sequence number): the shared codec of [`crate::ftl::kit::wire::oob`].
+pub use crate::ftl::kit::wire::oob::{decode_oob, encode_oob, OOB_BYTES, OOB_ERASED};
 /// The OOB kind of a host data page (index = logical page).
 pub const OOB_DATA: u8 = 1;
-/// The kind byte of an erased page's OOB.
-pub const OOB_ERASED: u8 = 0xff;
+/// The kind bits of an OOB's first byte (the write stream is in the high nibble).
 pub const OOB_KIND_MASK: u8 = 0x0f;
-
-pub fn encode_oob(kind: u8, index: u32, seq: u64) -> [u8; OOB_BYTES] {
-    let mut o = [0u8; OOB_BYTES];
-    o[0] = kind;
-    o[1..5].copy_from_slice(&index.to_le_bytes());
-    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
-    o
-}
-
-/// (kind byte, index, sequence number) of an OOB.
-pub fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
-    let mut seq = [0u8; 8];
-    seq[..5].copy_from_slice(&o[5..10]);
-    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
-}
 
 /// A map entry that points nowhere (an unwritten or trimmed logical page).
 pub const UNMAPPED: u32 = u32::MAX;

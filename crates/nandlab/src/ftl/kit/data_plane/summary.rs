@@ -79,6 +79,7 @@
 
 use super::{decode_oob, encode_oob, DataPlane, NONE, OOB_BYTES};
 use crate::flash::{Cause, Flash, FlashError};
+use crate::ftl::kit::wire::summary::{SummaryHeader, SUMMARY_HEADER_BYTES};
 use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::PageAddr;
@@ -86,12 +87,10 @@ use crate::nand::PageAddr;
 /// The OOB kind byte of a summary page. The data plane reserves it: FTLs
 /// built on it use other kinds for their own pages.
 pub const OOB_SUMMARY: u8 = 0x0e;
-const SUMMARY_MAGIC: u32 = 0x4d53_4c4e; // "NLSM"
-/// Magic, group, entry count (its top bit: the format).
-const HEADER_BYTES: usize = 12;
-/// The entry count's top bit set: entries as differences
-/// ([`encode_dense`]); clear: 10 plain OOB bytes each.
-const DENSE_FLAG: u32 = 1 << 31;
+/// The header (magic, group, entry count; see [`SummaryHeader`]): its
+/// dense flag set, entries as differences ([`encode_dense`]); clear, 10
+/// plain OOB bytes each.
+const HEADER_BYTES: usize = SUMMARY_HEADER_BYTES;
 /// Head of the dense entries: seq step width, index step width, kind
 /// width (0 or 1), the first entry as it is.
 const DENSE_HEAD_BYTES: usize = 3 + OOB_BYTES;
@@ -295,20 +294,18 @@ impl DataPlane {
         let s = self.summaries.as_mut().expect("summaries on");
         let len = Summaries::bytes(entries);
         let page = &mut s.page[..len];
-        page[0..4].copy_from_slice(&SUMMARY_MAGIC.to_le_bytes());
-        page[4..8].copy_from_slice(&group.to_le_bytes());
         let from = buffer * s.entries_max;
         let listed = &s.oobs[from..from + entries];
-        let (count, len) = match encode_dense(listed, &mut page[HEADER_BYTES..]) {
-            Some(n) => (entries as u32 | DENSE_FLAG, HEADER_BYTES + n),
+        let (dense, len) = match encode_dense(listed, &mut page[HEADER_BYTES..]) {
+            Some(n) => (true, HEADER_BYTES + n),
             None => {
                 for (dst, oob) in page[HEADER_BYTES..].chunks_exact_mut(OOB_BYTES).zip(listed) {
                     dst.copy_from_slice(oob);
                 }
-                (entries as u32, len)
+                (false, len)
             }
         };
-        page[8..12].copy_from_slice(&count.to_le_bytes());
+        SummaryHeader { group, entries: entries as u32, dense }.emit(page);
         s.programmed_early = early;
         let oob = encode_oob(OOB_SUMMARY, group, seq);
         flash.program_meta(Cause::Metadata, PageAddr(u64::from(ppn)), &s.page[..len], &oob)?;
@@ -345,12 +342,12 @@ impl DataPlane {
             Err(FlashError::Uncorrectable) => return Ok(SummaryRead::Rejected), // torn
             Err(e) => return Err(e.into()),
         }
-        let word = |i: usize| u32::from_le_bytes(page[i..i + 4].try_into().unwrap());
-        if word(0) != SUMMARY_MAGIC || word(4) != group || (word(8) & !DENSE_FLAG) as usize != entries {
+        let Some(header) = SummaryHeader::parse(page).filter(|h| h.group == group && h.entries as usize == entries)
+        else {
             return Ok(SummaryRead::Rejected);
-        }
+        };
         let body = &page[HEADER_BYTES..];
-        let decoded = if word(8) & DENSE_FLAG != 0 {
+        let decoded = if header.dense {
             decode_dense(body, entries, out)
         } else {
             out.extend(body.chunks_exact(OOB_BYTES).map(|e| <[u8; OOB_BYTES]>::try_from(e).unwrap()));
