@@ -20,6 +20,7 @@
 
 use super::Mutant;
 use crate::flash::{BufId, Cause, Flash, FlashError, ProgramOp};
+use crate::ftl::kit::wire::{U32Le, U64Le};
 use crate::ftl::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
@@ -106,7 +107,15 @@ fn buggy_mutant<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Mutant, D::Err
 }
 
 const NONE: u32 = u32::MAX;
+/// OOB: the logical page (4 bytes) and a program sequence number (8).
 const OOB_BYTES: usize = 12;
+
+#[derive(Copy, Clone, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct OobBytes {
+    lpn: U32Le,
+    seq: U64Le,
+}
 
 pub struct BuggyFtl {
     mutant: Mutant,
@@ -162,9 +171,7 @@ impl BuggyFtl {
     }
 
     fn oob(&mut self, lpn: u32) -> [u8; OOB_BYTES] {
-        let mut o = [0u8; OOB_BYTES];
-        o[0..4].copy_from_slice(&lpn.to_le_bytes());
-        o[4..12].copy_from_slice(&self.seq.to_le_bytes());
+        let o = bytemuck::cast(OobBytes { lpn: U32Le::new(lpn), seq: U64Le::new(self.seq) });
         self.seq += 1;
         o
     }

@@ -3,6 +3,7 @@
 //! ended by a seal page (see the module docs of `optr`).
 
 use super::*;
+use crate::ftl::kit::wire::{array_mut, view_mut, U32Le, U64Le};
 
 impl OptrFtl {
     /// The next page of the metadata log (None when it is full).
@@ -41,19 +42,9 @@ impl OptrFtl {
         let records = std::mem::take(&mut self.records);
         for chunk in records.chunks(per) {
             let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-            put32(&mut d, 0, MAGIC);
-            put32(&mut d, 4, chunk.len() as u32);
-            for (k, r) in chunk.iter().enumerate() {
-                let at = HEADER + k * RECORD_BYTES;
-                let (a, b, c) = match *r {
-                    Record::Coalesce { src, dst, src_size } => (src, dst, src_size),
-                    Record::Trim { wid, first_lpn, count, size } => {
-                        (wid, (u64::from(first_lpn) << 32) | u64::from(count), size | TRIM_FLAG)
-                    }
-                };
-                put64(&mut d, at, a);
-                put64(&mut d, at + 8, b);
-                put32(&mut d, at + 16, c);
+            put_header(&mut d, &[chunk.len() as u32]);
+            for (slot, r) in array_mut::<RecordBytes>(&mut d, HEADER, chunk.len()).iter_mut().zip(chunk) {
+                *slot = r.emit();
             }
             if self.log_write(flash, K_RECORDS, &d)?.is_none() {
                 // The log is full: a checkpoint (which makes every record moot) instead.
@@ -68,22 +59,25 @@ impl OptrFtl {
     /// then the map entries it carries (none here; see [`Self::write_incremental`]).
     pub(super) fn seal_bytes(&self, seq: u64) -> Vec<u8> {
         let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-        put32(&mut d, 0, MAGIC);
-        put64(&mut d, 4, seq);
-        put64(&mut d, 12, self.next_wid - 1);
-        put64(&mut d, 20, self.next_wid);
-        put32(&mut d, 28, self.units);
+        *view_mut(&mut d) = SealHeader {
+            magic: U32Le::new(MAGIC),
+            seq: U64Le::new(seq),
+            commit: U64Le::new(self.next_wid - 1),
+            next_wid: U64Le::new(self.next_wid),
+            units: U32Le::new(self.units),
+        };
         for u in 0..self.units as usize {
             // No chains yet (during recovery): nothing to scan.
             let none = Chain { block: NONE, page: 0, summary: Vec::new() };
             let (h, g) = (self.host.get(u).unwrap_or(&none), self.gc.get(u).unwrap_or(&none));
-            let at = 32 + 16 * u;
-            put32(&mut d, at, h.block);
-            put32(&mut d, at + 4, h.page);
-            put32(&mut d, at + 8, g.block);
-            put32(&mut d, at + 12, g.page);
+            *view_mut(&mut d[chain_ends_at(u)..]) = ChainEnds {
+                host_block: U32Le::new(h.block),
+                host_page: U32Le::new(h.page),
+                gc_block: U32Le::new(g.block),
+                gc_page: U32Le::new(g.page),
+            };
         }
-        put32(&mut d, seal_entries_at(self.units), 0);
+        *view_mut(&mut d[seal_entries_at(self.units)..]) = U32Le::new(0);
         d
     }
 
@@ -135,9 +129,8 @@ impl OptrFtl {
                     in_seal.push((lpn, self.l2p[lpn as usize]));
                     continue;
                 }
-                let at = HEADER + 8 * n;
-                put32(&mut d, at, lpn);
-                put32(&mut d, at + 4, self.l2p[lpn as usize]);
+                *view_mut(&mut d[HEADER + 8 * n..]) =
+                    MapEntry { lpn: U32Le::new(lpn), ppn: U32Le::new(self.l2p[lpn as usize]) };
                 (n, in_pages) = (n + 1, in_pages - 1);
                 if n == per || in_pages == 0 {
                     self.write_inc_page(flash, &mut d, n)?;
@@ -147,10 +140,9 @@ impl OptrFtl {
         }
         let mut seal = self.seal_bytes(self.meta_seq);
         let at = seal_entries_at(self.units);
-        put32(&mut seal, at, in_seal.len() as u32);
-        for (k, &(lpn, ppn)) in in_seal.iter().enumerate() {
-            put32(&mut seal, at + 4 + 8 * k, lpn);
-            put32(&mut seal, at + 8 + 8 * k, ppn);
+        *view_mut(&mut seal[at..]) = U32Le::new(in_seal.len() as u32);
+        for (slot, &(lpn, ppn)) in array_mut::<MapEntry>(&mut seal, at + 4, in_seal.len()).iter_mut().zip(&in_seal) {
+            *slot = MapEntry { lpn: U32Le::new(lpn), ppn: U32Le::new(ppn) };
         }
         self.log_write(flash, K_SEAL, &seal)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
         self.c.seal_pages += 1;
@@ -158,8 +150,7 @@ impl OptrFtl {
     }
 
     pub(super) fn write_inc_page(&mut self, flash: &mut dyn Flash, d: &mut [u8], n: usize) -> Result<(), FtlError> {
-        put32(d, 0, MAGIC);
-        put32(d, 4, n as u32);
+        put_header(d, &[n as u32]);
         self.log_write(flash, K_INC, d)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
         self.c.inc_pages += 1;
         d.fill(0xff);
@@ -180,11 +171,9 @@ impl OptrFtl {
         for i in 0..pages as usize {
             d.fill(0xff);
             let entries = &self.l2p[(i * per).min(self.l2p.len())..((i + 1) * per).min(self.l2p.len())];
-            put32(&mut d, 0, MAGIC);
-            put32(&mut d, 4, i as u32);
-            put32(&mut d, 8, entries.len() as u32);
-            for (k, &e) in entries.iter().enumerate() {
-                put32(&mut d, HEADER + 4 * k, e);
+            put_header(&mut d, &[i as u32, entries.len() as u32]);
+            for (slot, &e) in array_mut::<U32Le>(&mut d, HEADER, entries.len()).iter_mut().zip(entries) {
+                *slot = U32Le::new(e);
             }
             let ppn = self.area_page(target, i as u32);
             flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_FULL, seq, i as u32, 0))?;

@@ -132,6 +132,7 @@ use crate::nand::{BlockAddr, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use crate::ftl::kit::wire::{array_mut, U32Le, U64Le};
 use crate::util::recency::RecencyQueue;
 use cache::Entry;
 pub use layout::OOB_BYTES;
@@ -576,16 +577,10 @@ impl OptrFtl {
         let (block, summary) = (ch.block, std::mem::take(&mut ch.summary));
         *ch = Chain { block: next, page: 0, summary: Vec::with_capacity(self.ppb as usize) };
         let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
-        put32(&mut d, 0, MAGIC);
-        put32(&mut d, 4, next);
-        put32(&mut d, 8, summary.len() as u32);
-        for (k, &(w, s, l)) in summary.iter().enumerate() {
-            let at = HEADER + 16 * k;
-            if at + 16 <= d.len() {
-                put64(&mut d, at, w);
-                put32(&mut d, at + 8, s);
-                put32(&mut d, at + 12, l);
-            }
+        put_header(&mut d, &[next, summary.len() as u32]);
+        let fit = summary.len().min((d.len() - HEADER) / std::mem::size_of::<SummaryEntry>());
+        for (slot, &(w, s, l)) in array_mut::<SummaryEntry>(&mut d, HEADER, fit).iter_mut().zip(&summary) {
+            *slot = SummaryEntry { wid: U64Le::new(w), size: U32Le::new(s), lpn: U32Le::new(l) };
         }
         let ppn = block * self.ppb + self.ppb - 1;
         flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_SUMMARY, 0, next, 0))?;

@@ -3,6 +3,7 @@
 //! (the phases in the module docs of `optr`).
 
 use super::*;
+use crate::ftl::kit::wire::{array, view, U32Le};
 
 /// What recovery's first phase finds: the seal to recover from, the map
 /// entries of the sealed incremental checkpoints after the full one, and
@@ -30,11 +31,9 @@ impl OptrFtl {
         let mut o = [0u8; OOB_BYTES];
         for area in 0..2 {
             let ppn = self.area_page(area, pages);
-            if flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut o).is_ok()
-                && o[0] == K_SEAL
-                && get32(&d, 0) == MAGIC
+            if flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut o).is_ok() && o[0] == K_SEAL && has_magic(&d)
             {
-                let seq = get64(&d, 4);
+                let seq = seal_header(&d).seq.get();
                 if best.as_ref().is_none_or(|b| seq > b.0) {
                     best = Some((seq, area, d.clone()));
                 }
@@ -68,31 +67,22 @@ impl OptrFtl {
         let mut pending_inc: Vec<(u32, u32)> = Vec::new();
         let mut records: Vec<Record> = Vec::new();
         for &(_, kind, ppn) in &log {
-            let readable =
-                flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut []).is_ok() && get32(&d, 0) == MAGIC;
+            let readable = flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut []).is_ok() && has_magic(&d);
             if !readable {
                 break; // a torn page ends the log
             }
             match kind {
-                K_INC => map_entries(&d, get32(&d, 4), HEADER, &mut pending_inc),
+                K_INC => map_entries(&d, header_word(&d, 0), HEADER, &mut pending_inc),
                 K_SEAL => {
-                    let at = seal_entries_at(get32(&d, 28).min(self.units));
-                    map_entries(&d, get32(&d, at), at + 4, &mut pending_inc);
+                    let at = seal_entries_at(seal_header(&d).units.get().min(self.units));
+                    map_entries(&d, view::<U32Le>(&d[at..]).get(), at + 4, &mut pending_inc);
                     incs.append(&mut pending_inc);
                     seal = d.clone();
                     records.clear();
                 }
                 K_RECORDS => {
-                    let n = get32(&d, 4) as usize;
-                    for k in 0..n.min((d.len() - HEADER) / RECORD_BYTES) {
-                        let at = HEADER + k * RECORD_BYTES;
-                        let (a, b, c) = (get64(&d, at), get64(&d, at + 8), get32(&d, at + 16));
-                        records.push(if c & TRIM_FLAG != 0 {
-                            Record::Trim { wid: a, first_lpn: (b >> 32) as u32, count: b as u32, size: c & !TRIM_FLAG }
-                        } else {
-                            Record::Coalesce { src: a, dst: b, src_size: c }
-                        });
-                    }
+                    let n = (header_word(&d, 0) as usize).min((d.len() - HEADER) / RECORD_BYTES);
+                    records.extend(array::<RecordBytes>(&d, HEADER, n).iter().map(Record::parse));
                 }
                 _ => {}
             }
@@ -113,11 +103,11 @@ impl OptrFtl {
         for i in 0..Self::full_pages_of(&self.g, self.lpns) {
             let ppn = self.area_page(self.full_area, i);
             flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut [])?;
-            let n = (get32(&d, 8) as usize).min(per);
-            for k in 0..n {
+            let n = (header_word(&d, 1) as usize).min(per);
+            for (k, entry) in array::<U32Le>(&d, HEADER, n).iter().enumerate() {
                 let lpn = i as usize * per + k;
                 if lpn < self.l2p.len() {
-                    self.l2p[lpn] = get32(&d, HEADER + 4 * k);
+                    self.l2p[lpn] = entry.get();
                 }
             }
         }
@@ -132,13 +122,17 @@ impl OptrFtl {
     /// Phase 3: follow every chain from the seal.
     pub(super) fn scan_chains(&mut self, flash: &mut dyn Flash, seal: &[u8], commit: u64) -> Result<Found, FtlError> {
         let mut f = Found::default();
-        let units = get32(seal, 28).min(self.units) as usize;
+        let units = seal_header(seal).units.get().min(self.units) as usize;
         let mut d = vec![0u8; self.g.page_size_bytes() as usize];
         let mut o = [0u8; OOB_BYTES];
         for u in 0..units {
             for gc in [true, false] {
-                let at = 32 + 16 * u + if gc { 8 } else { 0 };
-                let (mut block, mut page) = (get32(seal, at), get32(seal, at + 4));
+                let ends: &ChainEnds = view(&seal[chain_ends_at(u)..]);
+                let (mut block, mut page) = if gc {
+                    (ends.gc_block.get(), ends.gc_page.get())
+                } else {
+                    (ends.host_block.get(), ends.host_page.get())
+                };
                 let mut last: Option<(u32, usize, usize)> = None; // (ppn, index in host/gc)
                 let mut guard = 0;
                 while block < self.g.blocks() && guard < self.g.blocks() {
@@ -146,11 +140,11 @@ impl OptrFtl {
                         let ppn = block * self.ppb + page;
                         if flash.read_meta(Cause::Recovery, self.pa(ppn), &mut d, &mut o).is_err()
                             || o[0] != K_SUMMARY
-                            || get32(&d, 0) != MAGIC
+                            || !has_magic(&d)
                         {
                             break;
                         }
-                        block = get32(&d, 4);
+                        block = header_word(&d, 0);
                         page = 0;
                         guard += 1;
                         continue;
@@ -255,7 +249,7 @@ impl OptrFtl {
     pub(super) fn recover(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let (seal, incs, records) = self.locate(flash)?;
         self.load(flash, &incs)?;
-        let commit = get64(&seal, 12);
+        let commit = seal_header(&seal).commit.get();
         let mut found = self.scan_chains(flash, &seal, commit)?;
         let first = self.recovery_point(&mut found, &records, commit);
         // Phase 5: GC copies as found, then requests before the recovery point, in order.
@@ -277,7 +271,7 @@ impl OptrFtl {
         for (_, lpn, ppn, _) in events {
             self.l2p[lpn as usize] = ppn;
         }
-        let highest = found.max_wid.max(commit).max(get64(&seal, 20).saturating_sub(1));
+        let highest = found.max_wid.max(commit).max(seal_header(&seal).next_wid.get().saturating_sub(1));
         self.c.rolled_back_requests += highest.saturating_sub(first.saturating_sub(1));
         self.next_wid = highest + 1;
         self.c.recoveries += 1;
