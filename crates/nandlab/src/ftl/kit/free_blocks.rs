@@ -6,7 +6,7 @@
 //! for when that plane has one (so a merge can copy pages by copyback,
 //! which stays within a plane), otherwise from the next plane in turn, in
 //! the data plane's striping order (channel → chip → die → plane, see
-//! [`super::data_plane::unit_order`]), so consecutive new blocks land on
+//! `data_plane::unit_order`), so consecutive new blocks land on
 //! different channels first.
 
 use crate::nand::{FastDiv, Geometry};
