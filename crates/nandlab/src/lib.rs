@@ -32,7 +32,7 @@
 //!   the per-request latency breakdown that names the bottleneck.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
 //!   (`page`, `dftl`, `hybrid`, `block`, `optr`), with pluggable victim selection,
-//!   hot/cold separation and wear leveling in [`ftl::policy`].
+//!   hot/cold separation and wear leveling in [`ftl::kit::policy`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
 //!   data buffers. Every operation carries its cause; timing and fault

@@ -147,7 +147,7 @@ pub fn estimate(config: &Config, oracle_unit_sectors: u32, alignment_sectors: u3
 /// The OOB bytes per page the shipped FTLs declare (`FtlInfo::oob_bytes`).
 fn ftl_oob_bytes(name: &str) -> u32 {
     match name {
-        "page" | "dftl" => crate::ftl::data_plane::OOB_BYTES as u32,
+        "page" | "dftl" => crate::ftl::kit::data_plane::OOB_BYTES as u32,
         "hybrid" => crate::ftl::hybrid::OOB_BYTES as u32,
         "block" => crate::ftl::block::OOB_BYTES as u32,
         "optr" => crate::ftl::optr::OOB_BYTES as u32,

@@ -29,7 +29,7 @@ use support::*;
 const BLOCKS: u64 = 1024;
 const PAGES_PER_BLOCK: u64 = 32;
 /// Pages of a block data can use: `page` writes a summary page into the
-/// last slot of every block it fills (see `ftl/data_plane/summary.rs`).
+/// last slot of every block it fills (see `ftl/kit/data_plane/summary.rs`).
 const DATA_PAGES_PER_BLOCK: u64 = PAGES_PER_BLOCK - 1;
 /// Programs per data page program: one summary per block of data pages.
 const SUMMARY_FACTOR: f64 = PAGES_PER_BLOCK as f64 / DATA_PAGES_PER_BLOCK as f64;

@@ -5,20 +5,21 @@
 mod support;
 
 use nandlab::config::Config;
-use nandlab::ftl::buggy::{Bug, BuggyFtl};
+use nandlab::ftl::mutants::buggy::BuggyFtl;
+use nandlab::ftl::mutants::Mutant;
 use nandlab::report::StressReport;
 use nandlab::util::size::SizeSpec;
 use nandlab::violation::{Rule, Severity};
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use support::*;
 
-fn run_bug(config: &Config, bug: Bug) -> StressReport {
+fn run_bug(config: &Config, bug: Mutant) -> StressReport {
     let spec = preset_workload(config);
-    stress_with(config, Box::new(move |env| Ok(Box::new(BuggyFtl::new(env, bug)))), &spec, &opts(42))
+    stress_with(config, Box::new(move |env| Ok(Box::new(BuggyFtl::with_mutant(env, bug)?))), &spec, &opts(42))
 }
 
 /// The bug is caught, and the first error names `rule`.
-fn caught(config: &Config, bug: Bug, rule: Rule) {
+fn caught(config: &Config, bug: Mutant, rule: Rule) {
     let r = run_bug(config, bug);
     let first =
         r.violations.iter().find(|v| v.severity == Severity::Error).unwrap_or_else(|| panic!("{bug:?} was not caught"));
@@ -29,9 +30,9 @@ fn caught(config: &Config, bug: Bug, rule: Rule) {
 #[test]
 fn the_correct_test_ftl_and_page_pass_the_same_workload() {
     let config = tiny();
-    assert_clean(&run_bug(&config, Bug::None));
+    assert_clean(&run_bug(&config, Mutant::None));
     assert_clean(&stress(&config, &preset_workload(&config), &opts(42)));
-    let r = run_bug(&config, Bug::None);
+    let r = run_bug(&config, Mutant::None);
     assert!(
         r.gc.runs > 0 && r.host.trim_requests > 0 && r.host.read_requests > 0,
         "the workload exercises GC, trims, reads"
@@ -56,7 +57,12 @@ fn the_correct_test_ftl_passes_on_pages_of_many_sectors_as_page_does() {
     let config = tiny_with_mib_pages();
     for seed in 1..=3 {
         let spec = preset_workload(&config);
-        let r = stress_with(&config, Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::None)))), &spec, &opts(seed));
+        let r = stress_with(
+            &config,
+            Box::new(|env| Ok(Box::new(BuggyFtl::with_mutant(env, Mutant::None)?))),
+            &spec,
+            &opts(seed),
+        );
         assert_clean(&r);
         assert!(r.gc.runs > 0, "seed {seed}: the workload exercises GC");
         assert_clean(&stress(&config, &spec, &opts(seed)));
@@ -65,29 +71,29 @@ fn the_correct_test_ftl_passes_on_pages_of_many_sectors_as_page_does() {
 
 #[test]
 fn skipping_page_zero_of_a_fresh_block_is_out_of_order() {
-    caught(&tiny(), Bug::SkipFirstPage, Rule::ProgramOutOfOrder);
+    caught(&tiny(), Mutant::SkipFirstPage, Rule::ProgramOutOfOrder);
 }
 
 #[test]
 fn data_mapped_to_the_skipped_page_reads_as_erased() {
     let mut config = tiny();
     config.rules.set(Rule::ProgramOutOfOrder, Severity::Allow).unwrap();
-    caught(&config, Bug::SkipFirstPageMapsIt, Rule::ErasedRead);
+    caught(&config, Mutant::SkipFirstPageMapsIt, Rule::ErasedRead);
 }
 
 #[test]
 fn writing_in_place_is_a_program_of_a_non_erased_page() {
-    caught(&tiny(), Bug::WriteInPlace, Rule::ProgramNotErased);
+    caught(&tiny(), Mutant::WriteInPlace, Rule::ProgramNotErased);
 }
 
 #[test]
 fn programming_pages_in_swapped_pairs_is_out_of_order() {
-    caught(&tiny(), Bug::OutOfOrder, Rule::ProgramOutOfOrder);
+    caught(&tiny(), Mutant::OutOfOrder, Rule::ProgramOutOfOrder);
 }
 
 #[test]
 fn gc_remapping_a_page_the_host_overwrote_is_a_stale_read() {
-    caught(&tiny(), Bug::GcStaleRemap, Rule::StaleRead);
+    caught(&tiny(), Mutant::GcStaleRemap, Rule::StaleRead);
 }
 
 /// The finding names the physical page that supplied the wrong data: for
@@ -102,7 +108,8 @@ fn a_stale_read_names_the_physical_page_holding_the_stale_copy() {
     use nandlab::workload::Workload;
     let config = tiny();
     let mut wl = workload(&config, &preset_workload(&config), 42);
-    let factory: nandlab::run::FtlFactory = Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::GcStaleRemap))));
+    let factory: nandlab::run::FtlFactory =
+        Box::new(|env| Ok(Box::new(BuggyFtl::with_mutant(env, Mutant::GcStaleRemap)?)));
     let mut session = Session::with_factory(&config, factory, 42, wl.alignment_sectors(), 20).unwrap();
     while let Some(r) = wl.next_request().unwrap() {
         session.submit(&r).unwrap();
@@ -135,45 +142,45 @@ fn a_stale_read_names_the_physical_page_holding_the_stale_copy() {
 
 #[test]
 fn gc_dropping_a_valid_page_is_a_lost_write() {
-    caught(&tiny(), Bug::GcDropsValidPage, Rule::LostWrite);
+    caught(&tiny(), Mutant::GcDropsValidPage, Rule::LostWrite);
 }
 
 #[test]
 fn two_lbas_mapped_to_one_page_is_a_misdirected_read() {
-    caught(&tiny(), Bug::AliasTwoLbas, Rule::MisdirectedRead);
+    caught(&tiny(), Mutant::AliasTwoLbas, Rule::MisdirectedRead);
 }
 
 #[test]
 fn ignoring_trims_is_caught_by_read_zero_after_trim() {
-    caught(&tiny(), Bug::IgnoresTrim, Rule::TrimNotZero);
+    caught(&tiny(), Mutant::IgnoresTrim, Rule::TrimNotZero);
 }
 
 #[test]
 fn leaving_unmapped_sectors_unfilled_is_missing_data() {
-    caught(&tiny(), Bug::ForgetsToFill, Rule::MissingData);
+    caught(&tiny(), Mutant::ForgetsToFill, Rule::MissingData);
 }
 
 #[test]
 fn using_factory_bad_blocks_is_caught() {
     let mut config = tiny();
     config.factory_bad_block_percent = 2.0;
-    caught(&config, Bug::ProgramsBadBlocks, Rule::BadBlock);
-    assert_clean(&run_bug(&config, Bug::None));
+    caught(&config, Mutant::ProgramsBadBlocks, Rule::BadBlock);
+    assert_clean(&run_bug(&config, Mutant::None));
 }
 
 #[test]
 fn an_off_by_one_block_count_is_out_of_range() {
-    caught(&tiny(), Bug::BlockPastEnd, Rule::AddressOutOfRange);
+    caught(&tiny(), Mutant::BlockPastEnd, Rule::AddressOutOfRange);
 }
 
 #[test]
 fn a_multi_plane_program_on_one_plane_is_a_mismatch() {
-    caught(&tiny(), Bug::MultiPlaneOnOnePlane, Rule::MultiPlaneMismatch);
+    caught(&tiny(), Mutant::MultiPlaneOnOnePlane, Rule::MultiPlaneMismatch);
 }
 
 #[test]
 fn copyback_across_planes_is_caught() {
-    caught(&tiny(), Bug::CopybackAcrossPlanes, Rule::CopybackCrossPlane);
+    caught(&tiny(), Mutant::CopybackAcrossPlanes, Rule::CopybackCrossPlane);
 }
 
 #[test]
@@ -181,17 +188,18 @@ fn returning_never_programmed_pages_as_host_data_is_caught_with_the_default_rule
     // The NAND rule `read_erased_page` stays allowed (a mount scan reads
     // erased pages legitimately); the oracle catches the erased flash the
     // FTL then returns for a never-written sector, which must read as zeros.
-    caught(&tiny(), Bug::ReadsUnwrittenPages, Rule::UnwrittenNotZero);
+    caught(&tiny(), Mutant::ReadsUnwrittenPages, Rule::UnwrittenNotZero);
     let reads =
         SyntheticSpec { rw: RwMode::RandRead, io_size: Some(SizeSpec::TimesCapacity(0.2)), ..Default::default() };
     let r = stress_with(
         &tiny(),
-        Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::ReadsUnwrittenPages)))),
+        Box::new(|env| Ok(Box::new(BuggyFtl::with_mutant(env, Mutant::ReadsUnwrittenPages)?))),
         &reads,
         &opts(1),
     );
     assert_eq!(r.violations.first().map(|v| v.rule), Some(Rule::UnwrittenNotZero), "on an empty drive too");
-    let correct = stress_with(&tiny(), Box::new(|env| Ok(Box::new(BuggyFtl::new(env, Bug::None)))), &reads, &opts(1));
+    let correct =
+        stress_with(&tiny(), Box::new(|env| Ok(Box::new(BuggyFtl::with_mutant(env, Mutant::None)?))), &reads, &opts(1));
     assert_clean(&correct);
 }
 
@@ -199,19 +207,19 @@ fn returning_never_programmed_pages_as_host_data_is_caught_with_the_default_rule
 fn reading_never_programmed_pages_is_caught_by_the_nand_rule_when_it_is_on() {
     let mut config = tiny();
     config.rules.set(Rule::ReadErasedPage, Severity::Error).unwrap();
-    caught(&config, Bug::ReadsUnwrittenPages, Rule::ReadErasedPage);
+    caught(&config, Mutant::ReadsUnwrittenPages, Rule::ReadErasedPage);
 }
 
 #[test]
 fn an_ftl_error_stops_the_run_as_a_violation() {
-    caught(&tiny(), Bug::FailsWrites, Rule::FtlError);
+    caught(&tiny(), Mutant::FailsWrites, Rule::FtlError);
 }
 
 #[test]
 fn warnings_are_reported_but_do_not_fail_the_run() {
     let mut config = tiny();
     config.rules.set(Rule::ProgramOutOfOrder, Severity::Warn).unwrap();
-    let r = run_bug(&config, Bug::SkipFirstPage);
+    let r = run_bug(&config, Mutant::SkipFirstPage);
     assert_eq!(r.errors, 0);
     assert!(r.warnings > 0);
     assert_eq!(r.violation_counts.get(&Rule::ProgramOutOfOrder), Some(&r.warnings));
@@ -221,10 +229,10 @@ fn warnings_are_reported_but_do_not_fail_the_run() {
 
 mod zoo {
     use super::*;
-    use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
-    use nandlab::ftl::dftl::{DftlBug, DftlFtl, DftlOptions};
-    use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
-    use nandlab::ftl::page::{PageBug, PageFtl, PageOptions};
+    use nandlab::ftl::block::{BlockFtl, BlockOptions};
+    use nandlab::ftl::dftl::{DftlFtl, DftlOptions};
+    use nandlab::ftl::hybrid::{HybridFtl, HybridOptions};
+    use nandlab::ftl::page::{PageFtl, PageOptions};
     use nandlab::ftl::{parse_options, FtlOptions};
 
     fn options<T: for<'de> serde::Deserialize<'de>>(text: &str) -> T {
@@ -235,28 +243,33 @@ mod zoo {
         r.violations.iter().find(|v| v.severity == Severity::Error).expect("the bug was caught").rule
     }
 
-    fn dftl(config: &Config, bug: DftlBug, spec: &SyntheticSpec) -> StressReport {
+    fn dftl(config: &Config, bug: Mutant, spec: &SyntheticSpec) -> StressReport {
         let o: DftlOptions = options("cmt_bytes = \"5%\"");
-        stress_with(config, Box::new(move |env| Ok(Box::new(DftlFtl::with_bug(env, o.clone(), bug)?))), spec, &opts(42))
+        stress_with(
+            config,
+            Box::new(move |env| Ok(Box::new(DftlFtl::with_mutant(env, o.clone(), bug)?))),
+            spec,
+            &opts(42),
+        )
     }
 
     #[test]
     fn dftl_evicting_a_dirty_entry_without_writing_it_back_is_caught() {
         let config = tiny();
         let spec = preset_workload(&config);
-        let good = dftl(&config, DftlBug::None, &spec);
+        let good = dftl(&config, Mutant::None, &spec);
         assert_clean(&good);
         assert!(good.ftl_stats.extra["writebacks"].as_u64().unwrap() > 0, "the workload evicts dirty entries");
-        let r = dftl(&config, DftlBug::EvictsDirtyWithoutWriteBack, &spec);
+        let r = dftl(&config, Mutant::EvictsDirtyWithoutWriteBack, &spec);
         eprintln!("dftl: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::LostWrite, "the evicted update never reached flash");
     }
 
-    fn hybrid(config: &Config, bug: HybridBug, spec: &SyntheticSpec) -> StressReport {
+    fn hybrid(config: &Config, bug: Mutant, spec: &SyntheticSpec) -> StressReport {
         let o: HybridOptions = options("random_log_blocks = 4");
         stress_with(
             config,
-            Box::new(move |env| Ok(Box::new(HybridFtl::with_bug(env, o.clone(), bug)?))),
+            Box::new(move |env| Ok(Box::new(HybridFtl::with_mutant(env, o.clone(), bug)?))),
             spec,
             &opts(42),
         )
@@ -276,19 +289,19 @@ mod zoo {
             write_size: Some(SizeSpec::TimesCapacity(0.2)),
             ..Default::default()
         };
-        let good = hybrid(&config, HybridBug::None, &spec);
+        let good = hybrid(&config, Mutant::None, &spec);
         assert_clean(&good);
         assert!(good.ftl_stats.extra["empty_log_reclaims"].as_u64().unwrap() > 0, "the workload reclaims empty logs");
-        let r = hybrid(&config, HybridBug::MergeReturnsEarlyWithoutLogBlock, &spec);
+        let r = hybrid(&config, Mutant::MergeReturnsEarlyWithoutLogBlock, &spec);
         eprintln!("hybrid: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::ProgramNotErased, "the next random write lands past the full log block");
     }
 
-    fn block(config: &Config, bug: BlockBug) -> StressReport {
+    fn block(config: &Config, bug: Mutant) -> StressReport {
         let spec = preset_workload(config);
         stress_with(
             config,
-            Box::new(move |env| Ok(Box::new(BlockFtl::with_bug(env, BlockOptions::default(), bug)?))),
+            Box::new(move |env| Ok(Box::new(BlockFtl::with_mutant(env, BlockOptions::default(), bug)?))),
             &spec,
             &opts(42),
         )
@@ -297,20 +310,20 @@ mod zoo {
     #[test]
     fn block_dropping_a_page_from_a_read_modify_write_is_a_lost_write() {
         let config = tiny();
-        let good = block(&config, BlockBug::None);
+        let good = block(&config, Mutant::None);
         assert_clean(&good);
         assert!(good.ftl_stats.extra["rmw_merges"].as_u64().unwrap() > 1000, "the workload rewrites blocks");
-        let r = block(&config, BlockBug::ReplacementDropsLastPage);
+        let r = block(&config, Mutant::ReplacementDropsLastPage);
         eprintln!("block: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::LostWrite, "the old block's last page was erased uncopied");
     }
 
-    fn dac(config: &Config, bug: PageBug) -> StressReport {
+    fn dac(config: &Config, bug: Mutant) -> StressReport {
         let o: PageOptions = options("hot_cold = \"dac:4\"\ngc_policy = \"greedy\"");
         let spec = preset_workload(config);
         stress_with(
             config,
-            Box::new(move |env| Ok(Box::new(PageFtl::with_bug(env, o.clone(), bug)?))),
+            Box::new(move |env| Ok(Box::new(PageFtl::with_mutant(env, o.clone(), bug)?))),
             &spec,
             &opts(42),
         )
@@ -319,8 +332,8 @@ mod zoo {
     #[test]
     fn a_hot_cold_allocator_writing_a_block_gc_erased_is_caught() {
         let config = tiny();
-        assert_clean(&dac(&config, PageBug::None));
-        let r = dac(&config, PageBug::GcErasesActiveBlock);
+        assert_clean(&dac(&config, Mutant::None));
+        let r = dac(&config, Mutant::GcErasesActiveBlock);
         eprintln!("dac: {:?}", r.violations.first());
         assert_eq!(first_error(&r), Rule::ProgramOutOfOrder, "the region keeps writing at its old offset");
     }

@@ -7,7 +7,7 @@ mod support;
 
 use nandlab::config::Config;
 use nandlab::flash::{Cause, Flash, PowerCut};
-use nandlab::ftl::crash_bugs::CrashBug;
+use nandlab::ftl::mutants::Mutant;
 use nandlab::ftl::optr::{OptrFtl, OptrOptions};
 use nandlab::ftl::page::{PageFtl, PageOptions};
 use nandlab::ftl::{Ftl, FtlError, Guarantee};
@@ -91,17 +91,17 @@ fn caught_with_control(
 }
 
 /// A factory for `page` with a deliberate crash bug (`None`: correct).
-fn page_with(bug: CrashBug) -> SharedFactory {
+fn page_with(bug: Mutant) -> SharedFactory {
     Arc::new(move |env| {
-        let ftl = PageFtl::new(env, PageOptions::default())?.with_crash_bug(bug);
+        let ftl = PageFtl::with_mutant(env, PageOptions::default(), bug)?;
         Ok(Box::new(ftl) as Box<dyn Ftl>)
     })
 }
 
 /// A factory for `optr` with a deliberate crash bug (`None`: correct).
-fn optr_with(bug: CrashBug) -> SharedFactory {
+fn optr_with(bug: Mutant) -> SharedFactory {
     Arc::new(move |env| {
-        let ftl = OptrFtl::new(env, OptrOptions::default())?.with_crash_bug(bug);
+        let ftl = OptrFtl::with_mutant(env, OptrOptions::default(), bug)?;
         Ok(Box::new(ftl) as Box<dyn Ftl>)
     })
 }
@@ -140,13 +140,13 @@ fn page_passes_baseline_on_multi_plane_groups_narrowed_by_bad_blocks() {
 fn recovery_that_trusts_a_torn_page_is_caught() {
     let mut o = options(2, 80);
     o.phase = Phase::During;
-    let (bad, good) = (page_with(CrashBug::TrustsTornPage), page_with(CrashBug::None));
+    let (bad, good) = (page_with(Mutant::TrustsTornPage), page_with(Mutant::None));
     caught_with_control(&tiny(), bad, good, &mixed(), &o, &[Rule::FtlError, Rule::CorruptRead]);
 }
 
 #[test]
 fn recovery_that_ignores_sequence_numbers_lets_an_old_copy_win() {
-    let (bad, good) = (page_with(CrashBug::IgnoresSequenceNumbers), page_with(CrashBug::None));
+    let (bad, good) = (page_with(Mutant::IgnoresSequenceNumbers), page_with(Mutant::None));
     caught_with_control(&tiny(), bad, good, &mixed(), &options(3, 40), &[Rule::LostDurableWrite]);
 }
 
@@ -155,10 +155,10 @@ fn recovery_that_breaks_when_itself_cut_is_caught_only_with_nested_cuts() {
     let config = tiny();
     let mut o = options(4, 80);
     o.nested = false;
-    let calm = campaign_of(&config, page_with(CrashBug::RecoveryNotCrashSafe), &mixed(), &o);
+    let calm = campaign_of(&config, page_with(Mutant::RecoveryNotCrashSafe), &mixed(), &o);
     assert_passes(&calm);
     o.nested = true;
-    let (bad, good) = (page_with(CrashBug::RecoveryNotCrashSafe), page_with(CrashBug::None));
+    let (bad, good) = (page_with(Mutant::RecoveryNotCrashSafe), page_with(Mutant::None));
     let r = caught_with_control(&config, bad, good, &mixed(), &o, &[Rule::LostDurableWrite]);
     let first = r.points.iter().find(|p| !p.passed).unwrap();
     assert_eq!(first.stage, Some(Stage::Verify), "{first:#?}");
@@ -207,7 +207,7 @@ fn a_trimmed_sector_reads_trimmed_or_previous_until_a_flush_follows() {
 
 #[test]
 fn a_flushed_trim_that_recovery_undoes_is_caught() {
-    let (bad, good) = (page_with(CrashBug::ForgetsTrimsOnFlush), page_with(CrashBug::None));
+    let (bad, good) = (page_with(Mutant::ForgetsTrimsOnFlush), page_with(Mutant::None));
     caught_with_control(&tiny(), bad, good, &trims(4, 0.5), &options(7, 40), &[Rule::LostDurableWrite]);
 }
 
@@ -290,7 +290,7 @@ fn every_nested_cut_during_an_operation_tears_it() {
 
 #[test]
 fn a_flush_that_loses_the_write_cache_is_caught() {
-    let (bad, good) = (optr_with(CrashBug::LosesCacheOnFlush), optr_with(CrashBug::None));
+    let (bad, good) = (optr_with(Mutant::LosesCacheOnFlush), optr_with(Mutant::None));
     caught_with_control(&optr_config(), bad, good, &mixed(), &options(13, 60), &[Rule::LostDurableWrite]);
 }
 
@@ -304,7 +304,7 @@ fn writes_reordered_across_a_flush_are_caught() {
     });
     let mut o = options(14, 150);
     o.phase = Phase::Between;
-    let (bad, good) = (optr_with(CrashBug::ReordersAcrossFlush), optr_with(CrashBug::None));
+    let (bad, good) = (optr_with(Mutant::ReordersAcrossFlush), optr_with(Mutant::None));
     caught_with_control(&optr_config(), bad, good, &w, &o, &[Rule::LostDurableWrite, Rule::NotAPrefix]);
 }
 
@@ -319,9 +319,9 @@ fn a_half_durable_multi_page_request_is_caught_by_atomicity_only_in_optr_mode() 
     });
     let mut o = options(15, 150);
     o.guarantee = Some(Guarantee::Baseline);
-    assert_passes(&campaign_of(&config, optr_with(CrashBug::HalfDurableRequests), &w, &o));
+    assert_passes(&campaign_of(&config, optr_with(Mutant::HalfDurableRequests), &w, &o));
     o.guarantee = Some(Guarantee::Optr);
-    let (bad, good) = (optr_with(CrashBug::HalfDurableRequests), optr_with(CrashBug::None));
+    let (bad, good) = (optr_with(Mutant::HalfDurableRequests), optr_with(Mutant::None));
     caught_with_control(&config, bad, good, &w, &o, &[Rule::TornWriteRequest]);
 }
 
@@ -353,9 +353,9 @@ fn an_emergency_flush_that_drops_the_write_cache_is_caught_with_power_loss_prote
     let config = optr_config();
     // Without protection the emergency flush never runs: the variant passes.
     let unprotected =
-        campaign_of(&config, optr_with(CrashBug::EmergencyFlushDropsCache), &mixed_short(), &options(32, 40));
+        campaign_of(&config, optr_with(Mutant::EmergencyFlushDropsCache), &mixed_short(), &options(32, 40));
     assert_passes(&unprotected);
-    let (bad, good) = (optr_with(CrashBug::EmergencyFlushDropsCache), optr_with(CrashBug::None));
+    let (bad, good) = (optr_with(Mutant::EmergencyFlushDropsCache), optr_with(Mutant::None));
     let r = caught_with_control(&config, bad, good, &mixed_short(), &protected(32, 40), &[Rule::LostDurableWrite]);
     let first = r.points.iter().find(|p| !p.passed).unwrap().first.as_ref().unwrap();
     assert!(first.message.contains("power-loss protection"), "{first}");
@@ -507,7 +507,7 @@ fn a_finding_is_shrunk_to_the_earliest_point_that_fails_the_same_way() {
     // An exhaustive scan of a short workload knows every failing point; a
     // campaign that finds only the last one must shrink it to the first.
     let config = tiny();
-    let factory = || page_with(CrashBug::TrustsTornPage);
+    let factory = || page_with(Mutant::TrustsTornPage);
     let mut o = options(2, 0);
     o.nested = false;
     o.post_requests = 0;
@@ -546,7 +546,7 @@ fn shrinking_keeps_the_recovery_cut_a_finding_needs_and_the_campaign_phase() {
     let mut o = options(4, 80);
     o.shrink = true;
     o.phase = Phase::Between;
-    let r = campaign_of(&config, page_with(CrashBug::RecoveryNotCrashSafe), &mixed(), &o);
+    let r = campaign_of(&config, page_with(Mutant::RecoveryNotCrashSafe), &mixed(), &o);
     let first = r.points.iter().find(|p| !p.passed).expect("a finding");
     let shrunk = r.shrunk.as_ref().expect("shrunk");
     assert!(!shrunk.cut.during, "only `between` cuts were asked for");
@@ -560,12 +560,12 @@ fn shrinking_keeps_the_recovery_cut_a_finding_needs_and_the_campaign_phase() {
         shrink: false,
         ..o.clone()
     };
-    let again = campaign_of(&config, page_with(CrashBug::RecoveryNotCrashSafe), &mixed(), &alone);
+    let again = campaign_of(&config, page_with(Mutant::RecoveryNotCrashSafe), &mixed(), &alone);
     assert_eq!(again.failed, 1, "{}", again.summary());
     assert_eq!(again.points[0].signature(), first.signature());
 }
 
-// ----- page: summary pages (ftl/data_plane/summary.rs) -----
+// ----- page: summary pages (ftl/kit/data_plane/summary.rs) -----
 
 fn stat(ftl: &dyn Ftl, key: &str) -> u64 {
     ftl.stats().extra[key].as_u64().unwrap_or_else(|| panic!("no stat {key}"))
@@ -612,9 +612,9 @@ struct MountTotals {
 }
 
 /// `page` with `bug`, its mounts counted in `totals`.
-fn page_counted(bug: CrashBug, totals: Arc<MountTotals>) -> SharedFactory {
+fn page_counted(bug: Mutant, totals: Arc<MountTotals>) -> SharedFactory {
     Arc::new(move |env| {
-        let inner = PageFtl::new(env, PageOptions::default())?.with_crash_bug(bug);
+        let inner = PageFtl::with_mutant(env, PageOptions::default(), bug)?;
         let totals = totals.clone();
         let after = Box::new(move |ftl: &PageFtl| {
             totals.summaries.fetch_add(stat(ftl, "mount_summaries"), Ordering::SeqCst);
@@ -629,7 +629,7 @@ fn page_counted(bug: CrashBug, totals: Arc<MountTotals>) -> SharedFactory {
 /// of its group's data), found by a run of the same drive and seed.
 fn cuts_during_summary_requests(config: &Config, spec: &SyntheticSpec, seed: u64, requests: usize) -> Vec<PowerCut> {
     let mut w = workload(config, spec, seed);
-    let shared = page_with(CrashBug::None);
+    let shared = page_with(Mutant::None);
     let factory: FtlFactory = Box::new(move |env| shared(env));
     let mut session = Session::with_factory(config, factory, seed, w.alignment_sectors(), 20).unwrap();
     let (mut cuts, mut found) = (Vec::new(), 0);
@@ -654,7 +654,7 @@ fn cuts_read_summaries_and_a_torn_summary_falls_back_to_the_scan() {
     let mut o = options(5, 0);
     o.points = PointSelection::At(cuts_during_summary_requests(&config, &mixed(), 5, 3));
     let totals = Arc::new(MountTotals::default());
-    let r = campaign_of(&config, page_counted(CrashBug::None, totals.clone()), &mixed(), &o);
+    let r = campaign_of(&config, page_counted(Mutant::None, totals.clone()), &mixed(), &o);
     assert_passes(&r);
     assert!(totals.summaries.load(Ordering::SeqCst) > 0, "recoveries read summaries");
     assert!(totals.rejected.load(Ordering::SeqCst) > 0, "a cut during a summary's program left it torn and rejected");
@@ -665,7 +665,7 @@ fn a_summary_programmed_before_its_groups_last_data_page_is_caught() {
     let config = tiny();
     let mut o = options(5, 0);
     o.points = PointSelection::At(cuts_during_summary_requests(&config, &mixed(), 5, 3));
-    let (bad, good) = (page_with(CrashBug::SummaryBeforeLastPage), page_with(CrashBug::None));
+    let (bad, good) = (page_with(Mutant::SummaryBeforeLastPage), page_with(Mutant::None));
     let r = caught_with_control(&config, bad, good, &mixed(), &o, &[Rule::FtlError]);
     eprintln!("{}", r.summary());
 }

@@ -1,4 +1,4 @@
-//! The data plane's multi-plane operations (ftl/data_plane/multi_plane.rs)
+//! The data plane's multi-plane operations (ftl/kit/data_plane/multi_plane.rs)
 //! as `page` and `dftl` use them on the 2-plane `tiny` preset: rows of a
 //! die's planes programmed with one operation, GC rows moved the same way,
 //! the option to turn it off, and groups narrowed by factory bad blocks.

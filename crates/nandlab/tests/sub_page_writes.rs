@@ -3,7 +3,7 @@
 //! plain round-robin striping every final copy of a page lands on the same
 //! plane, which fills with valid data while the others hold only stale
 //! copies, and the FTL ran out of space long before the drive was full.
-//! The data plane's placement balance (ftl/data_plane/placement.rs) keeps
+//! The data plane's placement balance (ftl/kit/data_plane/placement.rs) keeps
 //! every unit within its share: these runs must complete, and read back
 //! right after a remount.
 

@@ -14,10 +14,10 @@ mod support;
 
 use nandlab::config::Config;
 use nandlab::flash::PowerCut;
-use nandlab::ftl::block::{BlockBug, BlockFtl, BlockOptions};
-use nandlab::ftl::crash_bugs::CrashBug;
+use nandlab::ftl::block::{BlockFtl, BlockOptions};
 use nandlab::ftl::dftl::{DftlFtl, DftlOptions};
-use nandlab::ftl::hybrid::{HybridBug, HybridFtl, HybridOptions};
+use nandlab::ftl::hybrid::{HybridFtl, HybridOptions};
+use nandlab::ftl::mutants::Mutant;
 use nandlab::ftl::{Ftl, FtlEnv, Guarantee, IoRequest};
 use nandlab::nand::payload::Run;
 use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, SharedFactory};
@@ -244,17 +244,17 @@ fn dftl_with_a_whole_table_cache_passes_baseline_when_recovery_is_cut_too() {
 
 /// A factory for `dftl` with `cmt_bytes = cache` and a deliberate crash
 /// bug (`None`: correct).
-fn dftl_with(cache: &str, bug: CrashBug) -> SharedFactory {
+fn dftl_with(cache: &str, bug: Mutant) -> SharedFactory {
     let opts = DftlOptions::parse("dftl", &dftl_config(cache).ftl_options).expect("options");
-    Arc::new(move |env| Ok(Box::new(DftlFtl::new(env, opts.clone())?.with_crash_bug(bug)) as Box<dyn Ftl>))
+    Arc::new(move |env| Ok(Box::new(DftlFtl::with_mutant(env, opts.clone(), bug)?) as Box<dyn Ftl>))
 }
 
 /// The campaign of `options(seed, 70, phase, false)` on `random_mix`:
 /// the correct `dftl` passes it, the one with `bug` fails it, each failure
 /// by one of `rules`. Returns the broken one's report.
-fn dftl_bug_caught(cache: &str, bug: CrashBug, seed: u64, phase: Phase, rules: &[Rule]) -> CrashReport {
+fn dftl_bug_caught(cache: &str, bug: Mutant, seed: u64, phase: Phase, rules: &[Rule]) -> CrashReport {
     let (config, o) = (dftl_config(cache), options(seed, 70, phase, false));
-    let control = crash::run_with_factory(&config, dftl_with(cache, CrashBug::None), &random_mix(), &o).unwrap();
+    let control = crash::run_with_factory(&config, dftl_with(cache, Mutant::None), &random_mix(), &o).unwrap();
     assert_passes(&control);
     let r = crash::run_with_factory(&config, dftl_with(cache, bug), &random_mix(), &o).expect("campaign runs");
     eprintln!("{cache}, {bug:?}: {}", r.summary());
@@ -267,7 +267,7 @@ fn dftl_bug_caught(cache: &str, bug: CrashBug, seed: u64, phase: Phase, rules: &
 fn dftl_recovery_that_trusts_a_torn_page_is_caught() {
     for cache in [SMALL_CACHE, WHOLE_TABLE] {
         let rules = [Rule::FtlError, Rule::CorruptRead, Rule::RecoveryFailed];
-        dftl_bug_caught(cache, CrashBug::TrustsTornPage, 10, Phase::During, &rules);
+        dftl_bug_caught(cache, Mutant::TrustsTornPage, 10, Phase::During, &rules);
     }
 }
 
@@ -277,7 +277,7 @@ fn dftl_recovery_that_trusts_a_torn_page_is_caught() {
 /// pages go back to their old copies.
 #[test]
 fn dftl_recovery_that_lets_a_stale_translation_page_win_loses_writes() {
-    dftl_bug_caught(SMALL_CACHE, CrashBug::IgnoresSequenceNumbers, 11, Phase::Between, &[Rule::LostDurableWrite]);
+    dftl_bug_caught(SMALL_CACHE, Mutant::IgnoresSequenceNumbers, 11, Phase::Between, &[Rule::LostDurableWrite]);
 }
 
 // ----- the campaigns can fail: recoveries that trust a torn page -----
@@ -293,15 +293,15 @@ fn caught_trusting_torn_pages(factory: SharedFactory, ftl: &str) {
 }
 
 fn block_trusting_torn_pages(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
-    Ok(Box::new(BlockFtl::with_bug(env, BlockOptions::default(), BlockBug::MountTrustsTornPage)?))
+    Ok(Box::new(BlockFtl::with_mutant(env, BlockOptions::default(), Mutant::TrustsTornPage)?))
 }
 
 fn hybrid_erasing_stale_blocks_first(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
-    Ok(Box::new(HybridFtl::with_bug(env, HybridOptions::default(), HybridBug::RecoveryErasesStaleBlocksFirst)?))
+    Ok(Box::new(HybridFtl::with_mutant(env, HybridOptions::default(), Mutant::RecoveryErasesStaleBlocksFirst)?))
 }
 
 fn hybrid_trusting_torn_pages(env: &FtlEnv) -> Result<Box<dyn Ftl>, String> {
-    Ok(Box::new(HybridFtl::with_bug(env, HybridOptions::default(), HybridBug::MountTrustsTornPage)?))
+    Ok(Box::new(HybridFtl::with_mutant(env, HybridOptions::default(), Mutant::TrustsTornPage)?))
 }
 
 #[test]

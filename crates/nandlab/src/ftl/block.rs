@@ -78,20 +78,21 @@
 //! beyond the logical blocks: one for the read-modify-write in progress,
 //! one for recovery.
 //!
-//! Deliberately broken variants ([`BlockBug`]) exist for the checkers' tests.
+//! Deliberately broken variants ([`Mutant`]s) exist for the checkers' tests.
 
+use super::mutants::Mutant;
 use super::{
     check_range,
-    flash_ops::{self, BlockPages},
-    parse_options,
-    whole_page_io::{self, WholePageStore},
-    Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee, IdleOutcome, IoRequest,
-    OptionDoc,
+    kit::flash_ops::{self, BlockPages},
+    kit::free_blocks::FreeBlockPool,
+    kit::whole_page_io::{self, WholePageStore},
+    parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
+    IdleOutcome, IoRequest, OptionDoc,
 };
 use crate::flash::{BufId, Cause, Flash};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
     name: "block",
@@ -107,21 +108,6 @@ pub const DESCRIPTOR: FtlDescriptor = FtlDescriptor {
 fn build_block(env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
     let opts: BlockOptions = parse_options("block", options)?;
     Ok(Box::new(BlockFtl::new(env, opts)?))
-}
-
-/// Deliberate bugs, for proving that the checkers catch them (tests only;
-/// not reachable from a configuration).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum BlockBug {
-    #[default]
-    None,
-    /// An off-by-one in the read-modify-write: the last page of the old
-    /// block is not copied before the old block is erased (`stress` finds
-    /// the lost write).
-    ReplacementDropsLastPage,
-    /// Recovery reads only the OOB: a torn last page is trusted because its
-    /// OOB looks valid (`crash` finds the unreadable page).
-    MountTrustsTornPage,
 }
 
 fn default_true() -> bool {
@@ -144,29 +130,16 @@ impl Default for BlockOptions {
 
 const NONE: u32 = u32::MAX;
 
-/// OOB layout: kind (1 byte), logical block (4), the block's creation
-/// sequence number (5 bytes).
-pub const OOB_BYTES: usize = 10;
+/// The OOB is the shared one ([`crate::ftl::kit::wire::oob`]): kind, logical
+/// block (index), and the block's creation sequence number.
+pub use super::kit::wire::oob::OOB_BYTES;
+use super::kit::wire::oob::{decode_oob, encode_oob};
 /// Host data (a write, or a trim's zeros).
 const OOB_DATA: u8 = 1;
 /// A copy of the same offset from an older block of the logical block.
 const OOB_COPY: u8 = 2;
 /// Zeros for an offset never written, padding up to a later page.
 const OOB_PAD: u8 = 3;
-
-fn encode_oob(kind: u8, lbn: u32, seq: u64) -> [u8; OOB_BYTES] {
-    let mut o = [0u8; OOB_BYTES];
-    o[0] = kind;
-    o[1..5].copy_from_slice(&lbn.to_le_bytes());
-    o[5..10].copy_from_slice(&seq.to_le_bytes()[..5]);
-    o
-}
-
-fn decode_oob(o: &[u8; OOB_BYTES]) -> (u8, u32, u64) {
-    let mut seq = [0u8; 8];
-    seq[..5].copy_from_slice(&o[5..10]);
-    (o[0], u32::from_le_bytes(o[1..5].try_into().unwrap()), u64::from_le_bytes(seq))
-}
 
 /// A physical block of a logical block: where, how far written, and its
 /// creation sequence number (in every page's OOB).
@@ -239,15 +212,15 @@ pub struct BlockFtl {
     lbns: u32,
     map: Vec<Mapped>,
     replacing: Option<Replacement>,
-    free: Vec<VecDeque<u32>>,
-    plane_order: Vec<u32>,
+    /// Free blocks per plane (oldest erased first).
+    free: FreeBlockPool,
     plane_div: FastDiv,
-    next_plane: u32,
     seq: u64,
     tmp_buf: Option<BufId>,
     copy_buf: Option<BufId>,
     zero_buf: Option<BufId>,
-    bug: BlockBug,
+    /// A deliberate bug (checker tests; see [`Mutant`]).
+    mutant: Mutant,
     counters: Counters,
 }
 
@@ -257,11 +230,12 @@ const SPARE_BLOCKS: u32 = 2;
 
 impl BlockFtl {
     pub fn new(env: &FtlEnv, opts: BlockOptions) -> Result<BlockFtl, String> {
-        Self::with_bug(env, opts, BlockBug::None)
+        Self::with_mutant(env, opts, Mutant::None)
     }
 
-    /// The FTL with a deliberate bug (for checker tests; see [`BlockBug`]).
-    pub fn with_bug(env: &FtlEnv, opts: BlockOptions, bug: BlockBug) -> Result<BlockFtl, String> {
+    /// The FTL with a deliberate bug (for checker tests; see [`Mutant`]).
+    pub fn with_mutant(env: &FtlEnv, opts: BlockOptions, mutant: Mutant) -> Result<BlockFtl, String> {
+        mutant.check_breaks("block")?;
         let g = env.geometry.clone();
         let spp = g.sectors_per_page();
         let ppb = g.pages_per_block();
@@ -281,9 +255,6 @@ impl BlockFtl {
         if dram > env.dram_budget_bytes {
             return Err(format!("block: the block map needs {}", super::dram_shortfall(dram, env.dram_budget_bytes)));
         }
-        let unit_of_plane = super::data_plane::unit_order(&g);
-        let mut plane_order: Vec<u32> = (0..g.planes()).collect();
-        plane_order.sort_by_key(|&p| unit_of_plane[p as usize]);
         Ok(BlockFtl {
             spp,
             ppb,
@@ -292,15 +263,13 @@ impl BlockFtl {
             lbns,
             map: Vec::new(),
             replacing: None,
-            free: Vec::new(),
-            plane_order,
+            free: FreeBlockPool::new(&g),
             plane_div: FastDiv::new(g.blocks_per_plane()),
-            next_plane: 0,
             seq: 1,
             tmp_buf: None,
             copy_buf: None,
             zero_buf: None,
-            bug,
+            mutant,
             counters: Counters::default(),
             geometry: g,
             opts,
@@ -310,8 +279,7 @@ impl BlockFtl {
     fn reset_state(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.map = vec![UNMAPPED; self.lbns as usize];
         self.replacing = None;
-        self.free = vec![VecDeque::new(); self.geometry.planes() as usize];
-        self.next_plane = 0;
+        self.free.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -361,25 +329,12 @@ impl BlockFtl {
     }
 
     fn pop_free(&mut self, plane: Option<u32>) -> Result<u32, FtlError> {
-        if let Some(p) = plane {
-            if let Some(b) = self.free[p as usize].pop_front() {
-                return Ok(b);
-            }
-        }
-        for _ in 0..self.plane_order.len() {
-            self.next_plane = (self.next_plane + 1) % self.plane_order.len() as u32;
-            let p = self.plane_order[self.next_plane as usize] as usize;
-            if let Some(b) = self.free[p].pop_front() {
-                return Ok(b);
-            }
-        }
-        Err(FtlError::NoSpace("block: no free block".into()))
+        self.free.pop(plane).ok_or_else(|| FtlError::NoSpace("block: no free block".into()))
     }
 
     fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
         flash.erase(cause, BlockAddr(u64::from(block)))?;
-        let plane = self.plane_of(block) as usize;
-        self.free[plane].push_back(block);
+        self.free.push(block);
         Ok(())
     }
 
@@ -438,8 +393,8 @@ impl BlockFtl {
     /// Copy the rest of the logical block being replaced and erase its old block.
     fn finish_replacement(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let Some(r) = self.replacing else { return Ok(()) };
-        let end = match self.bug {
-            BlockBug::ReplacementDropsLastPage => r.old.written.saturating_sub(1),
+        let end = match self.mutant {
+            Mutant::ReplacementDropsLastPage => r.old.written.saturating_sub(1),
             _ => r.old.written,
         };
         self.fill_to(flash, r.lbn, end)?;
@@ -519,10 +474,7 @@ impl BlockFtl {
             }
             good += 1;
             match self.scan_block(flash, block, &mut oobs)? {
-                Scan::Erased => {
-                    let plane = self.plane_of(block) as usize;
-                    self.free[plane].push_back(block);
-                }
+                Scan::Erased => self.free.push(block),
                 Scan::Garbage => garbage.push(block),
                 Scan::Found(b) => {
                     self.seq = self.seq.max(b.seq + 1);
@@ -556,7 +508,7 @@ impl BlockFtl {
         oobs: &mut Vec<[u8; OOB_BYTES]>,
     ) -> Result<Scan, FtlError> {
         let buf = self.tmp_buf.expect("buffers allocated at power-on");
-        let trust = self.bug == BlockBug::MountTrustsTornPage;
+        let trust = self.mutant == Mutant::TrustsTornPage;
         let pages = flash_ops::scan_block(flash, u64::from(block * self.ppb), self.ppb, oobs, buf, trust)?;
         self.counters.mount_scanned_pages += oobs.len() as u64;
         let (valid, torn) = match pages {
@@ -642,10 +594,10 @@ impl Ftl for BlockFtl {
 
     fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.reset_state(flash)?;
-        let (plane_div, free) = (self.plane_div, &mut self.free);
+        let free = &mut self.free;
         let good = whole_page_io::format_blocks(flash, &self.geometry, |block, good| {
             if good {
-                free[plane_div.quotient(block) as usize].push_back(block);
+                free.push(block);
             }
         })?;
         self.check_spare(good)
@@ -713,18 +665,21 @@ impl Ftl for BlockFtl {
             ("page_rmw_reads", c.page_rmw_reads),
             ("trim_block_erases", c.trim_block_erases),
             ("trim_zero_pages", c.trim_zero_pages),
-            ("free_blocks", self.free.iter().map(|f| f.len() as u64).sum()),
-            ("mount_scanned_pages", c.mount_scanned_pages),
-            ("mount_rewrites", c.mount_rewrites),
-            ("mount_copies", c.mount_copies),
-            ("mount_erases", c.mount_erases),
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         FtlStats {
             gc_runs: c.rmw_merges,
             dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,
+            free_blocks: Some(u64::from(self.free.len())),
+            mount: vec![
+                ("mount_scanned_pages", c.mount_scanned_pages),
+                ("mount_rewrites", c.mount_rewrites),
+                ("mount_copies", c.mount_copies),
+                ("mount_erases", c.mount_erases),
+            ],
             extra,
         }
+        .with_typed_in_extra()
     }
 }

@@ -54,19 +54,39 @@
 //! | 104     | [`FtlError::Dram`]                      | not enough device DRAM                         |
 //!
 //! Codes are never reused or renumbered; new errors get new codes.
+//!
+//! # Where things are
+//!
+//! - This file: the interface — [`Ftl`], [`FtlEnv`], [`IoRequest`],
+//!   [`FtlError`], [`FtlStats`]. `options.rs`: option tables, their
+//!   parsing and documentation. `registry.rs`: the FTLs that ship, [`build`]
+//!   by name, [`check_geometry`].
+//! - One module per FTL: [`page`], [`dftl`], [`hybrid`], [`block`],
+//!   [`optr`]. An FTL of one file is `name.rs`; an FTL of several files is
+//!   a folder `name/` whose `mod.rs` holds the FTL itself and whose other
+//!   files its parts (`page/recovery.rs`, `dftl/cmt.rs`, …).
+//! - [`kit`]: what more than one FTL uses (the data plane of `page` and
+//!   `dftl`, the policies, whole-page I/O, mount-scan pieces, the map
+//!   table).
+//! - [`mutants`]: every deliberate bug ([`mutants::Mutant`]), switched on
+//!   through each FTL's `with_mutant` constructor, and the `buggy` FTL
+//!   built for them; they prove that the checkers catch what they claim.
+//!
+//! Every module with children is `name/mod.rs`; there are no `#[path]`
+//! attributes and no `name.rs` beside a `name/` folder.
 
 pub mod block;
-pub mod buggy;
-pub mod crash_bugs;
-pub mod data_plane;
 pub mod dftl;
-pub mod flash_ops;
 pub mod hybrid;
-pub mod map_table;
+pub mod kit;
+pub mod mutants;
+mod options;
 pub mod optr;
 pub mod page;
-pub mod policy;
-pub mod whole_page_io;
+mod registry;
+
+pub use options::{concat_option_docs, parse_options, split_options, FtlOptions, OptionDoc};
+pub use registry::{build, check_geometry, descriptor, registry, FtlDescriptor};
 
 use crate::flash::{BufId, Flash, FlashError};
 use crate::nand::Geometry;
@@ -127,18 +147,47 @@ pub struct FtlInfo {
     pub oob_bytes: u32,
 }
 
-/// Counters an FTL reports. `extra` holds FTL-specific metrics.
+/// Counters an FTL reports.
+///
+/// What other layers read is a typed field (`free_blocks` for
+/// preconditioning, `mount` for a remount's summary); `extra` holds the
+/// FTL-specific metrics for display only (JSON, summaries, [`FtlStats::numbers`])
+/// and is never read by key. [`FtlStats::with_typed_in_extra`] lists the
+/// typed figures in `extra` too, under their names, so a report shows every
+/// figure in one map.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FtlStats {
     /// Garbage-collection cycles (victims collected).
     pub gc_runs: u64,
     /// Device DRAM the FTL's own structures use, in bytes.
     pub dram_bytes: u64,
-    /// FTL-specific metrics (mapping cache, merges, wear …).
+    /// Free blocks (erased, ready to be written) now; `None` if the FTL
+    /// does not count them. Preconditioning watches it for steady state.
+    #[serde(skip)]
+    pub free_blocks: Option<u64>,
+    /// What the last mount did, as (name, count) pairs whose names start
+    /// with `mount_` (each FTL has its own: pages scanned, merges finished,
+    /// …); empty if the FTL reports none.
+    #[serde(skip)]
+    pub mount: Vec<(&'static str, u64)>,
+    /// FTL-specific metrics (mapping cache, merges, wear …), for display.
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl FtlStats {
+    /// These stats with the typed figures (`free_blocks`, `mount`) also
+    /// listed in `extra` under their names.
+    pub fn with_typed_in_extra(mut self) -> FtlStats {
+        if let Some(free) = self.free_blocks {
+            self.extra.insert("free_blocks".into(), serde_json::json!(free));
+        }
+        for &(name, count) in &self.mount {
+            debug_assert!(name.starts_with("mount_"), "{name}");
+            self.extra.insert(name.into(), serde_json::json!(count));
+        }
+        self
+    }
+
     /// The stats as a key/value list of numbers, as a C FTL reports them
     /// (see the module docs): `gc_runs`, `dram_bytes`, then `extra` in key
     /// order, arrays flattened to `key.0`, `key.1`, …; non-numbers skipped.
@@ -249,26 +298,6 @@ pub trait Ftl {
     fn prefetch(&mut self, _flash: &dyn Flash, _lba: u64, _sectors: u32) {}
 }
 
-/// Check what an FTL declares it needs of the geometry (its [`FtlInfo`])
-/// against a device: the spare bytes it writes per page must fit the
-/// page's OOB. Returns the geometry field and the reason on a mismatch.
-pub fn check_geometry(info: &FtlInfo, geometry: &Geometry) -> Result<(), (&'static str, String)> {
-    if info.oob_bytes > geometry.oob_size_bytes() {
-        return Err((
-            "oob_size_bytes",
-            format!(
-                "ftl `{}` stores {} bytes of OOB (spare area) per page, but the geometry has {}; \
-                 set oob_size_bytes to at least {}",
-                info.name,
-                info.oob_bytes,
-                geometry.oob_size_bytes(),
-                info.oob_bytes
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Check a request against the logical capacity.
 pub fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<(), FtlError> {
     match lba.checked_add(sectors) {
@@ -289,136 +318,9 @@ pub fn dram_shortfall(needed_bytes: u64, budget_bytes: u64) -> String {
     )
 }
 
-/// An FTL's options as written in the `[ftl]` table or given with
-/// `--ftl-opt key=value`; each FTL parses them into its own typed struct.
-pub type FtlOptions = toml::Table;
-
-/// Documentation of one FTL option (for `nandlab ftls`).
-#[derive(Copy, Clone, Debug)]
-pub struct OptionDoc {
-    pub name: &'static str,
-    pub default: &'static str,
-    pub help: &'static str,
-}
-
-/// `a` followed by `b` (an FTL's own options, then a shared part's), in a const context.
-pub const fn concat_option_docs<const A: usize, const B: usize, const N: usize>(
-    a: [OptionDoc; A],
-    b: [OptionDoc; B],
-) -> [OptionDoc; N] {
-    assert!(A + B == N, "the lengths must add up");
-    let mut out = [OptionDoc { name: "", default: "", help: "" }; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = if i < A { a[i] } else { b[i - A] };
-        i += 1;
-    }
-    out
-}
-
-/// An FTL that ships with nandlab.
-pub struct FtlDescriptor {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub options: &'static [OptionDoc],
-    pub build: fn(&FtlEnv, &FtlOptions) -> Result<Box<dyn Ftl>, String>,
-}
-
-/// Every FTL nandlab ships.
-pub fn registry() -> &'static [FtlDescriptor] {
-    static REGISTRY: [FtlDescriptor; 6] = [
-        page::DESCRIPTOR,
-        dftl::DESCRIPTOR,
-        hybrid::DESCRIPTOR,
-        block::DESCRIPTOR,
-        optr::DESCRIPTOR,
-        buggy::DESCRIPTOR,
-    ];
-    &REGISTRY
-}
-
-pub fn descriptor(name: &str) -> Option<&'static FtlDescriptor> {
-    registry().iter().find(|d| d.name == name)
-}
-
-/// Build an FTL by name with its options.
-pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
-    let d = descriptor(name).ok_or_else(|| {
-        let names: Vec<_> = registry().iter().map(|d| d.name).collect();
-        format!("unknown FTL `{name}` (available: {})", names.join(", "))
-    })?;
-    (d.build)(env, options)
-}
-
-/// Split an option table into the options named in `keys` and the rest
-/// (an FTL whose options are its own and a shared part's parses each).
-pub fn split_options(options: &FtlOptions, keys: &[&str]) -> (FtlOptions, FtlOptions) {
-    let (mut named, mut rest) = (FtlOptions::new(), FtlOptions::new());
-    for (k, v) in options {
-        let part = if keys.contains(&k.as_str()) { &mut named } else { &mut rest };
-        part.insert(k.clone(), v.clone());
-    }
-    (named, rest)
-}
-
-/// Parse an FTL's typed options from its option table, naming the bad field.
-pub fn parse_options<T: for<'de> Deserialize<'de>>(ftl: &str, options: &FtlOptions) -> Result<T, String> {
-    // Round-trip through TOML text so the error carries a span: the line
-    // of the offending option, from which its name is read back.
-    let text = toml::to_string(options).map_err(|e| format!("ftl `{ftl}` options: {e}"))?;
-    toml::from_str::<T>(&text).map_err(|e| {
-        let message = e.message().trim();
-        if let Some((name, valid)) = unknown_option(message) {
-            return format!("ftl `{ftl}`: unknown option `{name}` (valid options: {valid})");
-        }
-        match e.span().and_then(|s| key_of_line_at(&text, s.start)) {
-            Some(k) => format!("ftl `{ftl}` option `{k}`: {message}"),
-            None => format!("ftl `{ftl}` options: {message}"),
-        }
-    })
-}
-
-/// serde's "unknown field `x`, expected one of `a`, `b`" as (`x`, "`a`, `b`").
-fn unknown_option(message: &str) -> Option<(&str, &str)> {
-    let (name, rest) = message.strip_prefix("unknown field `")?.split_once('`')?;
-    let rest = rest.trim_start_matches(',').trim();
-    let valid = rest.strip_prefix("expected one of ").or_else(|| rest.strip_prefix("expected ")).unwrap_or("none");
-    Some((name, valid))
-}
-
-/// The key set on the line that holds byte `at` of TOML `text`.
-fn key_of_line_at(text: &str, at: usize) -> Option<String> {
-    let at = at.min(text.len());
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let line = text[start..].lines().next()?;
-    let key = line.split('=').next()?.trim();
-    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
-    struct Opts {
-        gc_policy: Option<String>,
-        copyback: Option<bool>,
-    }
-
-    fn parse(text: &str) -> Result<Opts, String> {
-        parse_options("page", &toml::from_str::<FtlOptions>(text).unwrap())
-    }
-
-    /// `op=5` next to a valid option was blamed on the valid one.
-    #[test]
-    fn an_unknown_option_is_named_with_the_valid_ones() {
-        let e = parse("gc_policy = \"greedy\"\nop = 5").unwrap_err();
-        assert!(e.contains("unknown option `op`"), "{e}");
-        assert!(e.contains("valid options: `gc_policy` or `copyback`"), "lists the valid options: {e}");
-        assert!(!e.contains("option `gc_policy`"), "{e}");
-    }
 
     /// The codes are part of the C ABI contract: these exact numbers.
     #[test]
@@ -449,7 +351,7 @@ mod tests {
         extra.insert("cmt_hit_ratio".to_string(), serde_json::json!(0.5));
         extra.insert("gc_policy".to_string(), serde_json::json!("greedy"));
         extra.insert("stream_pages".to_string(), serde_json::json!([3, 4]));
-        let s = FtlStats { gc_runs: 7, dram_bytes: 4096, extra };
+        let s = FtlStats { gc_runs: 7, dram_bytes: 4096, extra, ..Default::default() };
         let expected = [
             ("gc_runs", 7.0),
             ("dram_bytes", 4096.0),
@@ -459,13 +361,5 @@ mod tests {
         ];
         let expected: Vec<(String, f64)> = expected.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         assert_eq!(s.numbers(), expected, "the policy name is not a number");
-    }
-
-    #[test]
-    fn a_bad_value_names_its_own_option() {
-        let e = parse("gc_policy = \"greedy\"\ncopyback = 3").unwrap_err();
-        assert!(e.starts_with("ftl `page` option `copyback`:"), "{e}");
-        let e = parse("copyback = true\ngc_policy = 7").unwrap_err();
-        assert!(e.starts_with("ftl `page` option `gc_policy`:"), "{e}");
     }
 }

@@ -371,7 +371,7 @@ impl Session {
                 ..Default::default()
             };
         }
-        let mount_stats = self.ftl.stats().extra.into_iter().filter(|(k, _)| k.starts_with("mount_")).collect();
+        let mount_stats = self.ftl.stats().mount.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
         match self.verify_all(8192) {
             Ok(sectors) => RemountSummary { mounted: true, verified_sectors: sectors, error: None, mount_stats },
             Err(e) => RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()), mount_stats },

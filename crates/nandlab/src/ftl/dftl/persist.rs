@@ -13,13 +13,15 @@
 
 use super::{page_addr, TranslationMap, NONE, OOB_ERASE_COUNTS};
 use crate::flash::{Cause, Flash};
-use crate::ftl::data_plane::{encode_oob, DataPlane};
+use crate::ftl::kit::data_plane::{encode_oob, DataPlane};
 use crate::ftl::FtlError;
 use crate::nand::Geometry;
 
-pub(super) const HEADER_BYTES: u32 = 16;
-pub(super) const TPAGE_MAGIC: u32 = 0x5054_4c4e; // "NLTP"
-pub(super) const ERASE_COUNTS_MAGIC: u32 = 0x4345_4c4e; // "NLEC"
+use crate::ftl::kit::wire::translation::MetaHeader;
+/// The layout of the metadata pages is [`crate::ftl::kit::wire::translation`].
+pub(super) use crate::ftl::kit::wire::translation::{
+    entry, set_entry, ERASE_COUNTS_MAGIC, META_HEADER_BYTES as HEADER_BYTES, TPAGE_MAGIC,
+};
 
 /// Map entries (or erase counts) of 4 bytes a metadata page holds after its header.
 pub(super) fn entries_per_page(g: &Geometry) -> u32 {
@@ -28,27 +30,14 @@ pub(super) fn entries_per_page(g: &Geometry) -> u32 {
 
 /// Write the header of a metadata page.
 pub(super) fn seal(page: &mut [u8], magic: u32, index: u32, seq: u64) {
-    page[0..4].copy_from_slice(&magic.to_le_bytes());
-    page[4..8].copy_from_slice(&index.to_le_bytes());
-    page[8..16].copy_from_slice(&seq.to_le_bytes());
+    MetaHeader { magic, index, seq }.emit(page);
 }
 
 /// The header of a metadata page: the sequence number its content was
 /// composed at, if the page is a `magic` page of `index`.
 pub(super) fn content_seq(page: &[u8], magic: u32, index: u32) -> Option<u64> {
-    let word = |at: usize| u32::from_le_bytes(page[at..at + 4].try_into().unwrap());
-    (word(0) == magic && word(4) == index).then(|| u64::from_le_bytes(page[8..16].try_into().unwrap()))
-}
-
-/// The `i`-th 4-byte entry after the header.
-pub(super) fn entry(page: &[u8], i: u32) -> u32 {
-    let at = (HEADER_BYTES + 4 * i) as usize;
-    u32::from_le_bytes(page[at..at + 4].try_into().unwrap())
-}
-
-pub(super) fn set_entry(page: &mut [u8], i: u32, value: u32) {
-    let at = (HEADER_BYTES + 4 * i) as usize;
-    page[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    let header = MetaHeader::parse(page);
+    (header.magic == magic && header.index == index).then_some(header.seq)
 }
 
 /// Trims not yet in a translation page on flash: one bit per translation

@@ -5,8 +5,8 @@
 use super::persist::{self, ERASE_COUNTS_MAGIC, TPAGE_MAGIC};
 use super::{page_addr, DftlFtl, TranslationMap, OOB_ERASE_COUNTS, OOB_TRANSLATION};
 use crate::flash::{Cause, Flash, FlashError};
-use crate::ftl::crash_bugs::CrashBug;
-use crate::ftl::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
+use crate::ftl::kit::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::BlockAddr;
 use crate::util::prefetch::large_vec;
@@ -143,7 +143,7 @@ impl TranslationMap {
             pages.oobs.push(oob);
         }
         let Some(last) = (pages.oobs.len() as u32).checked_sub(1) else { return Ok(true) };
-        if self.crash_bug == CrashBug::TrustsTornPage {
+        if self.mutant == Mutant::TrustsTornPage {
             return Ok(true);
         }
         self.geometry.lower_paired_pages(last, &mut pages.at_risk);
@@ -258,9 +258,9 @@ impl TranslationMap {
     /// Where `lpn`'s data is, given the entry `stored` in its translation
     /// page composed at `content_seq`.
     fn current_entry(&self, found: &Found, lpn: u32, stored: u32, content_seq: u64) -> u32 {
-        let newer = match self.crash_bug {
+        let newer = match self.mutant {
             // Broken: the translation page wins wherever it maps the page.
-            CrashBug::IgnoresSequenceNumbers => stored == UNMAPPED && found.data_seq[lpn as usize] > 0,
+            Mutant::IgnoresSequenceNumbers => stored == UNMAPPED && found.data_seq[lpn as usize] > 0,
             _ => found.data_seq[lpn as usize] > content_seq,
         };
         if newer {

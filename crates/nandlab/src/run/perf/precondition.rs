@@ -97,7 +97,7 @@ pub struct PreconditionReport {
 
 /// The FTL's free blocks, when it reports them.
 pub fn free_blocks(session: &Session) -> Option<u64> {
-    session.ftl.stats().extra.get("free_blocks").and_then(serde_json::Value::as_u64)
+    session.ftl.stats().free_blocks
 }
 
 /// Windows in SNIA PTS's measurement window.

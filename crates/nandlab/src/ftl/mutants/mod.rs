@@ -1,0 +1,184 @@
+//! Deliberate bugs: the one home of every broken variant of an FTL.
+//!
+//! They exist to prove that the checkers catch what they claim to: a test
+//! builds an FTL with one [`Mutant`], runs a workload or a crash campaign
+//! and expects the rule that names the bug, while the correct FTL
+//! ([`Mutant::None`]) passes the same run. Most bugs are classics from
+//! real firmware (VST found several of them in the OpenSSD FTLs). Never
+//! use them for anything else.
+//!
+//! There is one way to switch a bug on: the FTL's `with_mutant`
+//! constructor (`PageFtl::with_mutant(env, options, Mutant::TrustsTornPage)`),
+//! which refuses a mutant that does not break that FTL
+//! ([`Mutant::breaks`]). The `buggy` FTL ([`buggy`]) is built for its
+//! mutants alone and is the only one reachable from the command line
+//! (`--ftl buggy --ftl-opt bug=gc-stale-remap`).
+//!
+//! A bug sits in the code it breaks: each hook is a comparison with a
+//! `Mutant` variant where the correct code would differ, so
+//! `grep -rn Mutant:: src/ftl` lists every one of them.
+
+pub mod buggy;
+
+/// A deliberate bug, and which FTLs have it (each variant says).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Mutant {
+    /// Correct.
+    #[default]
+    None,
+
+    // ----- page, and its data plane -----
+    /// `page`: the OpenSSD DAC bug class: the open block of every hot region
+    /// (stream 1 and up) is also registered as a GC candidate, so GC can
+    /// choose and erase a block a region is still writing, and the region
+    /// keeps programming it at its old write offset. Needs hot/cold streams.
+    GcErasesActiveBlock,
+    /// `page`, `dftl`, `block`, `hybrid`: recovery maps a page on its OOB
+    /// alone, without checking that its data survived (a torn program's
+    /// page is trusted because its OOB looks valid; `crash` finds the
+    /// unreadable page).
+    TrustsTornPage,
+    /// `page`: recovery ignores program sequence numbers: the first copy of
+    /// a logical page found in the scan wins, old or new. `dftl`: recovery
+    /// ignores the sequence number a translation page was composed at: its
+    /// entry wins over data pages written after it.
+    IgnoresSequenceNumbers,
+    /// `page`: recovery erases the blocks of the checkpoint it loaded before
+    /// it has written a new one, so a cut during recovery loses the map.
+    RecoveryNotCrashSafe,
+    /// `page`, `dftl`: a flush does not make trims durable (no trim records).
+    ForgetsTrimsOnFlush,
+    /// `page`: a group's summary page is programmed as soon as its last
+    /// entry is known, before that last data page itself: a cut between
+    /// the two leaves a summary that vouches for a page never written.
+    SummaryBeforeLastPage,
+
+    // ----- dftl -----
+    /// `dftl`: evicts a dirty cached entry without writing its translation
+    /// page back: the update is lost, and the next miss on that page reads
+    /// the older mapping from flash.
+    EvictsDirtyWithoutWriteBack,
+
+    // ----- hybrid -----
+    /// `hybrid`: the OpenSSD FASTer bug class: reclaiming a random log block
+    /// that holds no valid page returns early, erasing it but not
+    /// installing a new log block, so the next random write goes to the
+    /// page after the full log block — the first page of the next block on
+    /// the device.
+    MergeReturnsEarlyWithoutLogBlock,
+    /// `hybrid`: recovery erases the stale blocks before it finishes the
+    /// merges a cut interrupted — as it once did: a stale random log may
+    /// hold the only other copy of pages an unfinished merge block holds,
+    /// so a cut tearing the finish loses them (`crash` with nested cuts
+    /// finds the lost durable write).
+    RecoveryErasesStaleBlocksFirst,
+
+    // ----- block -----
+    /// `block`: an off-by-one in the read-modify-write: the last page of the
+    /// old block is not copied before the old block is erased (`stress`
+    /// finds the lost write).
+    ReplacementDropsLastPage,
+
+    // ----- optr -----
+    /// `optr`: a flush drops the dirty pages of the write cache instead of
+    /// writing them.
+    LosesCacheOnFlush,
+    /// `optr`: the emergency flush of power-loss protection drops the dirty
+    /// pages of the write cache (a regular flush still writes them).
+    EmergencyFlushDropsCache,
+    /// `optr`: a flush acknowledges before the cache is written; the pages
+    /// go to flash after the next write request's.
+    ReordersAcrossFlush,
+    /// `optr`: recovery keeps every page it finds, without checking that
+    /// the write request it belongs to is complete: a multi-page request
+    /// can come back half-written.
+    HalfDurableRequests,
+
+    // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
+    /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
+    /// first power-on"); the map is right.
+    SkipFirstPage,
+    /// `buggy`: skips page 1 of a fresh block too, but maps the data to the
+    /// page it skipped, so reads find erased flash.
+    SkipFirstPageMapsIt,
+    /// `buggy`: rewrites a whole overwritten page in place.
+    WriteInPlace,
+    /// `buggy`: programs the pages of a block in swapped pairs: 1, 0, 3, 2, …
+    OutOfOrder,
+    /// `buggy`: GC copies the pages it listed when it chose the victim
+    /// without checking the map again, so a page the host overwrote
+    /// meanwhile is copied and remapped over the newer data.
+    GcStaleRemap,
+    /// `buggy`: GC drops the last valid page of each victim and unmaps it.
+    GcDropsValidPage,
+    /// `buggy`: a write of an odd logical page also remaps the even page
+    /// before it.
+    AliasTwoLbas,
+    /// `buggy`: trims do nothing.
+    IgnoresTrim,
+    /// `buggy`: reads of unmapped pages leave the host buffer unfilled.
+    ForgetsToFill,
+    /// `buggy`: ignores factory bad-block marks.
+    ProgramsBadBlocks,
+    /// `buggy`: counts one block too many (an off-by-one in the block count).
+    BlockPastEnd,
+    /// `buggy`: writes page pairs with one multi-plane program on a single
+    /// plane.
+    MultiPlaneOnOnePlane,
+    /// `buggy`: GC moves pages by copyback even across planes.
+    CopybackAcrossPlanes,
+    /// `buggy`: reads unmapped logical pages from flash instead of
+    /// returning zeros.
+    ReadsUnwrittenPages,
+    /// `buggy`: fails every write after the first 1000.
+    FailsWrites,
+}
+
+impl Mutant {
+    /// The FTLs that have this bug (every FTL is correct with [`Mutant::None`]).
+    pub fn ftls(self) -> &'static [&'static str] {
+        use Mutant::*;
+        match self {
+            None => &["page", "dftl", "hybrid", "block", "optr", "buggy"],
+            GcErasesActiveBlock | RecoveryNotCrashSafe | SummaryBeforeLastPage => &["page"],
+            TrustsTornPage => &["page", "dftl", "block", "hybrid"],
+            IgnoresSequenceNumbers | ForgetsTrimsOnFlush => &["page", "dftl"],
+            EvictsDirtyWithoutWriteBack => &["dftl"],
+            MergeReturnsEarlyWithoutLogBlock | RecoveryErasesStaleBlocksFirst => &["hybrid"],
+            ReplacementDropsLastPage => &["block"],
+            LosesCacheOnFlush | EmergencyFlushDropsCache | ReordersAcrossFlush | HalfDurableRequests => &["optr"],
+            SkipFirstPage | SkipFirstPageMapsIt | WriteInPlace | OutOfOrder | GcStaleRemap | GcDropsValidPage
+            | AliasTwoLbas | IgnoresTrim | ForgetsToFill | ProgramsBadBlocks | BlockPastEnd | MultiPlaneOnOnePlane
+            | CopybackAcrossPlanes | ReadsUnwrittenPages | FailsWrites => &["buggy"],
+        }
+    }
+
+    /// Whether FTL `ftl` has this bug.
+    pub fn breaks(self, ftl: &str) -> bool {
+        self.ftls().contains(&ftl)
+    }
+
+    /// `Ok` if FTL `ftl` has this bug, else the message its `with_mutant` fails with.
+    pub fn check_breaks(self, ftl: &str) -> Result<(), String> {
+        if self.breaks(ftl) {
+            Ok(())
+        } else {
+            Err(format!("{ftl}: mutant {self:?} is a bug of {}, not of {ftl}", self.ftls().join(", ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ftl_is_correct_without_a_mutant_and_refuses_another_ftls() {
+        for ftl in ["page", "dftl", "hybrid", "block", "optr", "buggy"] {
+            assert!(Mutant::None.check_breaks(ftl).is_ok());
+        }
+        assert!(Mutant::TrustsTornPage.check_breaks("hybrid").is_ok());
+        let e = Mutant::LosesCacheOnFlush.check_breaks("page").unwrap_err();
+        assert!(e.contains("LosesCacheOnFlush") && e.contains("optr"), "{e}");
+    }
+}
