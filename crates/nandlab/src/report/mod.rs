@@ -7,7 +7,6 @@ pub mod timeseries;
 
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::ftl::FtlStats;
-use crate::run::HostCounters;
 use crate::violation::{Rule, Violation, ViolationLog};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,6 +21,20 @@ use std::fmt::Write as _;
 ///   NAND rules). New rule `unwritten_not_zero`.
 /// - 1: the first schema.
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// What the host did: requests and bytes by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostCounters {
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    pub trim_bytes: u64,
+    pub write_requests: u64,
+    pub read_requests: u64,
+    pub flush_requests: u64,
+    pub trim_requests: u64,
+    /// Writes acknowledged from a volatile cache (durable only after a flush).
+    pub volatile_writes: u64,
+}
 
 /// Flash traffic: totals and the split by cause.
 #[derive(Clone, Debug, PartialEq, Serialize)]

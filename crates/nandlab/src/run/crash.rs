@@ -763,20 +763,20 @@ fn count_ops(plan: &Plan) -> Result<OpCounts, RunError> {
     let mut session = new_session(plan)?;
     let mut workload = new_workload(plan.config, plan.spec, plan.opts.seed)?;
     let mut warm = Warmup::new(plan.opts.warmup_write_bytes, plan.config);
-    let first_request = session.flash.op_index();
+    let first_request = session.drive().flash().op_index();
     let mut requests = 0;
     while let Some(req) = next_request(&mut workload)? {
         if plan.opts.max_requests.is_some_and(|m| requests >= m) || plan.opts.stop.is_set() {
             break;
         }
-        warm.before(&req, session.flash.op_index());
+        warm.before(&req, session.drive().flash().op_index());
         session.submit(&req)?;
         requests += 1;
         if session.ftl_failed() {
             break;
         }
     }
-    let end = session.flash.op_index();
+    let end = session.drive().flash().op_index();
     Ok(OpCounts { first_request, window_start: warm.start.unwrap_or(end), end })
 }
 
@@ -810,7 +810,7 @@ fn new_session(plan: &Plan) -> Result<Session, RunError> {
     let f = plan.factory.clone();
     let factory: FtlFactory = Box::new(move |env| f(env));
     let mut session = Session::with_factory(plan.config, factory, plan.opts.seed, plan.unit, 20)?;
-    session.flash.set_power_cut_effects(plan.opts.effects);
+    session.drive_mut().set_power_cut_effects(plan.opts.effects);
     Ok(session)
 }
 
@@ -847,8 +847,8 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
             return out;
         }
     };
-    out.first_request_op = Some(session.flash.op_index());
-    session.flash.nand_mut().journal_start();
+    out.first_request_op = Some(session.drive().flash().op_index());
+    session.drive_mut().start_journal();
     let mut history = CrashHistory::new(plan.config.logical_sectors, plan.unit, plan.guarantee);
     let mut warm = Warmup::new(if absolute { 0 } else { plan.opts.warmup_write_bytes }, plan.config);
     let mut next = 0;
@@ -870,16 +870,16 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
             break;
         }
         requests += 1;
-        let ops_before = session.flash.op_index();
+        let ops_before = session.drive().flash().op_index();
         warm.before(&req, ops_before);
         let start = if absolute { Some(0) } else { warm.start };
-        let write_id = session.next_write_id;
+        let write_id = session.host().next_write_id();
         let request_id = session.requests();
         if let Err(e) = session.submit(&req) {
             out.base_failure = Some(e.to_string());
             break;
         }
-        let ops_after = session.flash.op_index();
+        let ops_after = session.drive().flash().op_index();
         let in_flight = PendingOp::of(&req, request_id, write_id, write_id.saturating_sub(1));
         if let Some(start) = start {
             out.window_start = start;
@@ -900,13 +900,14 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
             }
         }
         if session.ftl_failed() {
-            let v = session.flash.log().first_error().map_or_else(|| "the FTL failed".into(), |v| v.to_string());
+            let v =
+                session.drive().flash().log().first_error().map_or_else(|| "the FTL failed".into(), |v| v.to_string());
             out.base_failure = Some(format!("the FTL failed in the base run (no power cut): {v}"));
             break;
         }
         let flush = req.op == HostOp::Flush;
-        history.record(in_flight, flush, session.last_durability);
-        session.flash.nand_mut().journal_discard_from(0);
+        history.record(in_flight, flush, session.host().last_durability());
+        session.drive_mut().clear_journal();
     }
     out.not_reached += (points.len() - next) as u64;
     out

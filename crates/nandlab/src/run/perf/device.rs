@@ -48,8 +48,8 @@
 
 use super::super::{RunError, Session};
 use crate::config::Config;
-use crate::flash::{BufId, Flash};
-use crate::ftl::IoRequest;
+use crate::flash::BufId;
+use crate::ftl::{Durability, IoRequest};
 use crate::host::{Host, SubmissionQueues};
 use crate::timing::write_cache::WriteCache;
 use crate::timing::{
@@ -99,7 +99,7 @@ pub struct HostBusy {
 
 /// The timed device. See the module docs.
 pub struct TimedDevice {
-    pub session: Session,
+    session: Session,
     pub model: Rc<RefCell<FlashTiming>>,
     timing: Timing,
     host: Host,
@@ -168,12 +168,12 @@ impl TimedDevice {
         let mut model = FlashTiming::new(g, &timing, interval_ns);
         model.set_enabled(false);
         let model = Rc::new(RefCell::new(model));
-        session.flash.add_observer(Box::new(TimingObserver(model.clone())));
+        session.drive_mut().add_observer(Box::new(TimingObserver(model.clone())));
         let spp = g.sectors_per_page();
         let page_bytes = u64::from(g.page_size_bytes());
         let cache = (timing.config.write_cache != WriteCacheMode::None).then(|| {
             let lines = (timing.write_cache_bytes / page_bytes).max(1) as usize;
-            let bufs: Vec<BufId> = (0..lines).map(|_| session.flash.alloc_host_read(spp)).collect();
+            let bufs: Vec<BufId> = (0..lines).map(|_| session.drive_mut().alloc_host_read(spp)).collect();
             WriteCache::new(bufs, spp, timing.config.write_cache_flush_watermark)
         });
         let host = config.host.clone();
@@ -206,6 +206,16 @@ impl TimedDevice {
     /// Switch the timing model on: from now on operations take time.
     pub fn start_timing(&mut self) {
         self.model.borrow_mut().set_enabled(true);
+    }
+
+    /// The drive and host side the device serves requests with.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session, to run untimed work on (preconditioning, a test's fault injection).
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 
     pub fn host(&self) -> &Host {
@@ -342,25 +352,24 @@ impl TimedDevice {
             cache.counters.read_misses += 1;
         }
         let id = self.session.begin_request();
-        let buf = self.session.flash.alloc_host_read(req.sectors);
+        let buf = self.session.drive_mut().alloc_host_read(req.sectors);
         let (r, mut end, mut p) = self.epoch(t, seq, b, |d| {
             if all_cached {
                 Ok(())
             } else {
                 let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
-                d.session.ftl.read(&mut d.session.flash, &io)
+                d.session.drive_mut().read(&io)
             }
         });
         match r {
             Ok(()) => {
                 self.overlay_cached(req.lba, req.sectors, buf);
-                let s = &mut self.session;
-                let oracle = &s.oracle;
-                s.flash
-                    .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, req.lba, runs))
-                    .map_err(|e| RunError::Input(e.to_string()))?;
+                let (drive, host) = self.session.parts_mut();
+                host.check_read(drive, req.lba, buf)?;
             }
-            Err(e) => self.session.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
+            Err(e) => {
+                self.session.drive_mut().ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e)
+            }
         }
         if all_cached {
             end = self.dram_copy(data_ready, bytes, &mut p);
@@ -371,9 +380,9 @@ impl TimedDevice {
             p.add(Component::Dram, data_ready - end);
             end = data_ready;
         }
-        self.session.flash.free_host_buffer(buf);
-        self.session.host.read_requests += 1;
-        self.session.host.read_bytes += bytes;
+        let (drive, host) = self.session.parts_mut();
+        drive.free_host_buffer(buf);
+        host.count_read(req.sectors);
         self.session.end_request();
         Ok((end, p))
     }
@@ -384,7 +393,7 @@ impl TimedDevice {
             return;
         };
         let runs = &mut self.scratch_runs;
-        let flash = &mut self.session.flash;
+        let drive = self.session.drive_mut();
         for (lpn, first, n, off) in pieces(self.spp, lba, sectors) {
             let Some(line) = cache.lookup(lpn) else {
                 continue;
@@ -396,7 +405,7 @@ impl TimedDevice {
                 let lo = s.max(first);
                 let hi = (s + len).min(first + n);
                 if lo < hi {
-                    let _ = flash.buf_copy(buf, off + (lo - first), lbuf, lo, hi - lo);
+                    let _ = drive.buf_copy(buf, off + (lo - first), lbuf, lo, hi - lo);
                 }
             }
         }
@@ -411,11 +420,11 @@ impl TimedDevice {
         let cache = self.cache.as_mut().expect("cache present");
         if sectors == self.spp && n == self.spp {
             let old = std::mem::replace(&mut cache.line_mut(line).buf, hbuf);
-            self.session.flash.free_host_buffer(old);
+            self.session.drive_mut().free_host_buffer(old);
             return true;
         }
         let lbuf = cache.line(line).buf;
-        let _ = self.session.flash.buf_copy(lbuf, first, hbuf, off, n);
+        let _ = self.session.drive_mut().buf_copy(lbuf, first, hbuf, off, n);
         false
     }
 
@@ -538,10 +547,11 @@ impl TimedDevice {
         let first_lpn = cache.line(lines[0]).lpn;
         let mut ready = lines.iter().fold(t, |r, &l| r.max(cache.line(l).data_ready_ns));
         let sectors = self.spp * lines.len() as u32;
-        let buf = self.session.flash.alloc_host_read(sectors);
+        let drive = self.session.drive_mut();
+        let buf = drive.alloc_host_read(sectors);
         for (k, &l) in lines.iter().enumerate() {
             let lbuf = cache.line(l).buf;
-            let _ = self.session.flash.buf_copy(buf, k as u32 * self.spp, lbuf, 0, self.spp);
+            let _ = drive.buf_copy(buf, k as u32 * self.spp, lbuf, 0, self.spp);
         }
         if self.evictions_in_flight(t) >= self.max_evictions {
             let Reverse(first) = self.evictions.pop().expect("window is full");
@@ -549,7 +559,7 @@ impl TimedDevice {
         }
         let lba = first_lpn * u64::from(self.spp);
         let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| d.write_to_ftl(lba, sectors, buf));
-        self.session.flash.free_host_buffer(buf);
+        self.session.drive_mut().free_host_buffer(buf);
         self.evictions.push(Reverse(end));
         let cache = self.cache.as_mut().expect("cache present");
         for &l in lines {
@@ -563,13 +573,14 @@ impl TimedDevice {
 
     /// One FTL write of a cache eviction (an FTL failure is recorded, not returned).
     fn write_to_ftl(&mut self, lba: u64, sectors: u32, buf: BufId) {
-        if self.session.ftl_failed() {
+        let drive = self.session.drive_mut();
+        if drive.ftl_failed() {
             return;
         }
-        let id = self.session.flash.request().unwrap_or(u64::MAX);
+        let id = drive.flash().request().unwrap_or(u64::MAX);
         let io = IoRequest { id, lba, sectors, buf };
-        if let Err(e) = self.session.ftl.write(&mut self.session.flash, &io) {
-            self.session.ftl_error(&format!("write-cache eviction of {sectors} sectors at LBA {lba}"), e);
+        if let Err(e) = drive.write(&io) {
+            drive.ftl_error(&format!("write-cache eviction of {sectors} sectors at LBA {lba}"), e);
         }
     }
 
@@ -590,20 +601,22 @@ impl TimedDevice {
         let (buf, temp) = if first == 0 {
             (lbuf, false)
         } else {
-            let b = self.session.flash.alloc_host_read(n);
-            let _ = self.session.flash.buf_copy(b, 0, lbuf, first, n);
+            let drive = self.session.drive_mut();
+            let b = drive.alloc_host_read(n);
+            let _ = drive.buf_copy(b, 0, lbuf, first, n);
             (b, true)
         };
         self.write_to_ftl(lba, n, buf);
         if temp {
-            self.session.flash.free_host_buffer(buf);
+            self.session.drive_mut().free_host_buffer(buf);
         }
     }
 
     fn write_back(&mut self, req: &HostRequest, t: u64, mut b: Breakdown) -> Result<(u64, Breakdown), RunError> {
         let _id = self.session.begin_request();
-        let write = self.session.take_write_id()?;
-        let hbuf = self.session.flash.alloc_host_write(req.lba as u32, write, req.sectors);
+        let (drive, host) = self.session.parts_mut();
+        let w = host.issue_write(drive, req.lba, req.sectors)?;
+        let hbuf = w.buf;
         let mut lines = std::mem::take(&mut self.scratch_lines);
         lines.clear();
         let mut space = t;
@@ -622,14 +635,10 @@ impl TimedDevice {
         let ack = self.dram_copy(space, bytes, &mut b);
         self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
         self.scratch_lines = lines;
-        self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
-        if !adopted {
-            self.session.flash.free_host_buffer(hbuf);
-        }
-        let h = &mut self.session.host;
-        h.write_requests += 1;
-        h.write_bytes += bytes;
-        h.volatile_writes += 1;
+        // Acknowledged from DRAM: durable only once written back.
+        let (drive, host) = self.session.parts_mut();
+        host.acknowledge_write(&w, Durability::Volatile);
+        host.complete_write(drive, w, adopted);
         // Keep dirty lines under the watermark so flushing overlaps with
         // writes, as far as the window of evictions in flight allows.
         while self.evictions_in_flight(ack) < self.max_evictions {
@@ -653,15 +662,18 @@ impl TimedDevice {
         b: Breakdown,
     ) -> Result<(u64, Breakdown), RunError> {
         let id = self.session.begin_request();
-        let write = self.session.take_write_id()?;
-        let hbuf = self.session.flash.alloc_host_write(req.lba as u32, write, req.sectors);
+        let (drive, host) = self.session.parts_mut();
+        let w = host.issue_write(drive, req.lba, req.sectors)?;
+        let hbuf = w.buf;
         let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
-        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.ftl.write(&mut d.session.flash, &io));
+        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.drive_mut().write(&io));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let mut adopted = false;
         match r {
             Ok(_) => {
-                self.session.oracle.record_write(req.lba, u64::from(req.sectors), write);
+                // The cache acknowledges once the FTL's write returned: counted
+                // as durable whatever the FTL said (its own buffer is its business).
+                self.session.parts_mut().1.acknowledge_write(&w, Durability::Durable);
                 // Keep a clean copy for reads (in DRAM while flash programs).
                 let mut lines = std::mem::take(&mut self.scratch_lines);
                 lines.clear();
@@ -676,13 +688,12 @@ impl TimedDevice {
                 self.cache.as_mut().expect("cache present").data_ready_at(&lines, copied);
                 self.scratch_lines = lines;
             }
-            Err(e) => self.session.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
+            Err(e) => {
+                self.session.drive_mut().ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e)
+            }
         }
-        if !adopted {
-            self.session.flash.free_host_buffer(hbuf);
-        }
-        self.session.host.write_requests += 1;
-        self.session.host.write_bytes += bytes;
+        let (drive, host) = self.session.parts_mut();
+        host.complete_write(drive, w, adopted);
         self.session.end_request();
         Ok((end, p))
     }
@@ -760,9 +771,8 @@ impl TimedDevice {
         let mut steps = 0;
         while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
         {
-            self.session.flash.set_request(None);
-            let (r, end, _) =
-                self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.ftl.idle(&mut d.session.flash));
+            self.session.drive_mut().set_request(None);
+            let (r, end, _) = self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.drive_mut().idle_step());
             match r {
                 Ok(crate::ftl::IdleOutcome::Worked) => {
                     steps += 1;
@@ -774,7 +784,7 @@ impl TimedDevice {
                 }
                 Ok(crate::ftl::IdleOutcome::Nothing) => break,
                 Err(e) => {
-                    self.session.ftl_error("background work", e);
+                    self.session.drive_mut().ftl_error("background work", e);
                     break;
                 }
             }
