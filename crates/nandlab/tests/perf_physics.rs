@@ -7,7 +7,7 @@ use nandlab::config::Config;
 use nandlab::flash::{Cause, FlashOp, OpKind};
 use nandlab::host::Arrival;
 use nandlab::report::perf::PerfReport;
-use nandlab::run::perf::device::TimedDevice;
+use nandlab::run::device::TimedDevice;
 use nandlab::run::perf::precondition::{precondition, PreconditionSpec};
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::StopFlag;

@@ -15,6 +15,17 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// What the device's write cache did (`perf` reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheCounters {
+    pub write_hits: u64,
+    pub write_misses: u64,
+    pub read_hits: u64,
+    pub read_misses: u64,
+    pub evictions: u64,
+    pub flushes: u64,
+}
+
 /// One flow of the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowSummary {
@@ -189,7 +200,7 @@ pub struct PerfSection {
     pub utilisation: Utilisation,
     pub gc: PerfGc,
     pub write_cache_mode: &'static str,
-    pub write_cache: Option<crate::timing::write_cache::CacheCounters>,
+    pub write_cache: Option<CacheCounters>,
     /// Reads that suspended a program or erase.
     pub suspends: u64,
     pub timeseries_interval_s: f64,

@@ -17,11 +17,12 @@
 //! the flash.
 //!
 //! Modes build on it: [`stress`] runs a workload untimed and reports;
-//! [`perf`] runs the same session inside the timed [`perf::device`]; [`crash`]
+//! [`perf`] runs the same session inside the timed [`device`]; [`crash`]
 //! cuts the drive's power at chosen operations and checks what recovers.
 //! None of them reaches into the drive's or the host side's fields.
 
 pub mod crash;
+pub mod device;
 pub mod drive;
 pub mod host_side;
 pub mod perf;

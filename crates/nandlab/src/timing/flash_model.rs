@@ -562,7 +562,7 @@ impl FlashTiming {
         }
         let mut i = since / self.interval_ns;
         while i >= MAX_SERIES_BINS as u64 {
-            crate::report::timeseries::merge_flash_pairs(&mut self.flash_series);
+            super::merge_neighbour_pairs(&mut self.flash_series, FlashInterval::absorb);
             self.interval_ns = self.interval_ns.saturating_mul(2);
             i = since / self.interval_ns;
         }

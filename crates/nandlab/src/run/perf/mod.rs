@@ -53,9 +53,9 @@
 //! each request, and again before the next one is simulated, which
 //! takes it a stage further through the FTL's prefetch pipeline.
 
-pub mod device;
 pub mod precondition;
 
+use super::device::TimedDevice;
 use super::{Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
@@ -71,7 +71,6 @@ use crate::timing::WriteCacheMode;
 use crate::timing::{Component, TIME_LIMIT_NS};
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use crate::workload::{HostOp, HostRequest, Workload};
-use device::TimedDevice;
 use precondition::{free_blocks, PreconditionSpec};
 use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
