@@ -1,5 +1,6 @@
 //! Reports: what a run did, in a versioned JSON schema, and a readable summary.
 
+pub mod crash;
 pub mod latency;
 pub mod perf;
 pub mod resources;

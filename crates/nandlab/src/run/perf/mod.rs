@@ -586,7 +586,7 @@ fn build_report(
     opts: &PerfOptions,
     device: TimedDevice,
     sim: Sim,
-    precondition: Option<precondition::PreconditionReport>,
+    precondition: Option<crate::report::perf::PreconditionReport>,
     base: (FlashStats, crate::report::HostCounters, u64),
     clocks: (Instant, f64, f64, f64),
 ) -> Result<PerfReport, RunError> {

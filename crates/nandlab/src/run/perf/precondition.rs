@@ -43,11 +43,11 @@
 
 use super::super::{RunError, Session, StopFlag};
 use crate::flash::{Cause, Flash};
+use crate::report::perf::{PreconditionReport, PreconditionWindow};
 use crate::report::resources;
 use crate::seed::rng_for;
 use crate::workload::{HostOp, HostRequest};
 use rand::RngExt;
-use serde::Serialize;
 use std::time::Instant;
 
 /// How to precondition.
@@ -68,31 +68,6 @@ impl Default for PreconditionSpec {
     fn default() -> Self {
         PreconditionSpec { fill_percent: 100.0, max_overwrite: 2.0, window_percent: 2.0, tolerance: 0.02 }
     }
-}
-
-/// One window of the random phase.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PreconditionWindow {
-    /// Random bytes written up to the end of this window.
-    pub random_bytes: u64,
-    pub waf: f64,
-    pub free_blocks: Option<u64>,
-}
-
-/// What preconditioning did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PreconditionReport {
-    pub fill_percent: f64,
-    pub sequential_bytes: u64,
-    pub random_bytes: u64,
-    pub windows: Vec<PreconditionWindow>,
-    /// Whether steady state was reached (false: stopped at the cap).
-    pub steady: bool,
-    /// WAF of the last window.
-    pub waf_steady: f64,
-    pub free_blocks: Option<u64>,
-    pub wall_seconds: f64,
-    pub cpu_seconds: f64,
 }
 
 /// The FTL's free blocks, when it reports them.
