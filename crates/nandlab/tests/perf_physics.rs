@@ -311,7 +311,7 @@ fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
     let flush = HostRequest { op: HostOp::Flush, lba: 0, sectors: 0, arrival_ns: 0, job: 0 };
     let c = dev.submit(&flush, 0, t, 5000).unwrap();
     assert_eq!(dev.cache().unwrap().dirty_lines(), 0);
-    assert!(c.completion_ns >= dev.model.borrow().busy_until());
+    assert!(c.completion_ns >= dev.timing_model().busy_until());
     assert!(c.completion_ns > t + 300_000, "at least one program's worth");
     assert!(dev.session().drive().flash().log().is_clean());
 }
@@ -427,7 +427,7 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
     let (mut t0, mut busy0, mut cell0) = (0, 0, 0);
     for i in 0..writes {
         if i == plateau_from {
-            (t0, busy0, cell0) = (t, dev.model.borrow().die_busy_ns().iter().sum::<u64>(), cell_ns.get());
+            (t0, busy0, cell0) = (t, dev.timing_model().die_busy_ns().iter().sum::<u64>(), cell_ns.get());
         }
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let w = HostRequest { op: HostOp::Write, lba: (rng >> 24) % pages * 8, sectors: 8, arrival_ns: 0, job: 0 };
@@ -436,7 +436,7 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
     assert!(dev.session().drive().flash().log().is_clean());
     assert!(dev.session().drive().ftl().stats().gc_runs > 0, "GC-bound");
     let span_ns = (t - t0) as f64;
-    let busy = (dev.model.borrow().die_busy_ns().iter().sum::<u64>() - busy0) as f64;
+    let busy = (dev.timing_model().die_busy_ns().iter().sum::<u64>() - busy0) as f64;
     let host_rate = (writes - plateau_from) as f64 / span_ns * 1e9;
     let utilisation = busy / (dies * span_ns);
     eprintln!("{ftl:?}: {host_rate:.0} host writes/s, dies {:.1} % busy", utilisation * 100.0);
@@ -474,14 +474,14 @@ fn idle_steps_never_run_past_the_next_arrival() {
     // collect): nothing may start.
     let t = 1_000_000;
     assert_eq!(dev.idle(t, t + 2_000_000, u32::MAX), 0);
-    assert_eq!(dev.model.borrow().busy_until(), 0, "no flash work at all");
+    assert_eq!(dev.timing_model().busy_until(), 0, "no flash work at all");
     // A long gap: steps run, and all of them end before it does.
     let until = t + 200_000_000;
     let steps = dev.idle(t, until, u32::MAX);
     assert!(steps > 0);
-    let busy = dev.model.borrow().busy_until();
+    let busy = dev.timing_model().busy_until();
     assert!(busy > t && busy <= until, "idle work ends at {busy}, the arrival is at {until}");
-    assert_eq!(dev.idle_overruns, 0);
+    assert_eq!(dev.idle_overruns(), 0);
     assert!(dev.session().drive().flash().log().is_clean());
 }
 
@@ -498,7 +498,7 @@ fn no_channel_or_die_is_ever_booked_twice() {
     config.timing = Some(t.validate(2, config.dram_budget_bytes).unwrap());
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
     dev.start_timing();
-    dev.model.borrow_mut().enable_audit();
+    dev.enable_timing_audit();
     let pages = config.logical_bytes() / 4096;
     let mut rng = 12345u64;
     let mut t = 0;
@@ -515,8 +515,8 @@ fn no_channel_or_die_is_ever_booked_twice() {
         // Arrivals spread over the completions: requests overlap.
         t += (c.completion_ns - t) / 4;
     }
-    assert_eq!(dev.model.borrow().double_booking(), None);
-    assert!(dev.model.borrow().counters().suspends > 0 || dev.session().drive().ftl().stats().gc_runs > 0);
+    assert_eq!(dev.timing_model().double_booking(), None);
+    assert!(dev.timing_model().counters().suspends > 0 || dev.session().drive().ftl().stats().gc_runs > 0);
     assert!(dev.session().drive().flash().log().is_clean());
 }
 

@@ -122,7 +122,7 @@ impl HostSide {
     }
 
     /// A fresh write id.
-    pub fn take_write_id(&mut self) -> Result<WriteId, RunError> {
+    fn take_write_id(&mut self) -> Result<WriteId, RunError> {
         if self.next_write_id > MAX_WRITE_ID {
             return Err(RunError::Input(format!("the run exceeds {MAX_WRITE_ID} host writes")));
         }

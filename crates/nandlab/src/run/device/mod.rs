@@ -84,7 +84,7 @@ pub struct HostBusy {
 /// The timed device. See the module docs.
 pub struct TimedDevice {
     session: Session,
-    pub model: Rc<RefCell<FlashTiming>>,
+    model: Rc<RefCell<FlashTiming>>,
     timing: Timing,
     host: Host,
     queues: SubmissionQueues,
@@ -112,7 +112,7 @@ pub struct TimedDevice {
     idle_step_bound_ns: u64,
     /// Idle steps that ended after the arrival they had to end before
     /// (only when a step exceeds every bound above; reported).
-    pub idle_overruns: u64,
+    idle_overruns: u64,
 }
 
 /// The worst case of one idle step that collects one block: every page of
@@ -190,6 +190,38 @@ impl TimedDevice {
     /// Switch the timing model on: from now on operations take time.
     pub fn start_timing(&mut self) {
         self.model.borrow_mut().set_enabled(true);
+    }
+
+    /// Switch the timing model off (untimed work after the timed phase).
+    pub fn stop_timing(&mut self) {
+        self.model.borrow_mut().set_enabled(false);
+    }
+
+    /// The flash timing model, read-only.
+    pub fn timing_model(&self) -> std::cell::Ref<'_, FlashTiming> {
+        self.model.borrow()
+    }
+
+    /// Simulated time starts at `t_ns` (the first arrival).
+    pub fn set_time_origin(&mut self, t_ns: u64) {
+        self.model.borrow_mut().set_origin(t_ns);
+    }
+
+    /// Move the (owner, end) extensions the timing model noted since the
+    /// last call into `out` (see [`FlashTiming::take_extensions`]).
+    pub fn take_extensions(&mut self, out: &mut Vec<(u64, u64)>) {
+        self.model.borrow_mut().take_extensions(out);
+    }
+
+    /// Keep every reservation of the timing model (tests): see
+    /// [`FlashTiming::enable_audit`].
+    pub fn enable_timing_audit(&mut self) {
+        self.model.borrow_mut().enable_audit();
+    }
+
+    /// Idle steps that ended after the arrival they had to end before.
+    pub fn idle_overruns(&self) -> u64 {
+        self.idle_overruns
     }
 
     /// The drive and host side the device serves requests with.

@@ -56,7 +56,7 @@
 //! The bookkeeping runs on every cached request, and a random workload
 //! touches a different, cold line on each: what costs is cache misses, so
 //! each structure is chosen for the memory it reads.
-//! - Which line holds a page: a [`PageTable`] sized once for every line,
+//! - Which line holds a page: a `PageTable` sized once for every line,
 //!   whose one-byte tags answer most lookups of uncached pages without
 //!   reading the slots.
 //! - The LRU order: a [`RecencyQueue`] (a log of uses, giving exactly a

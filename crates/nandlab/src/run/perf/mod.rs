@@ -4,7 +4,7 @@
 //! A run is a discrete-event simulation over two kinds of events, processed
 //! in simulated-time order: a flow's request *arrives*, and a request
 //! *completes*. At its arrival a request is simulated whole by the
-//! [`device::TimedDevice`]: the FTL serves it at once (as in `stress`, with
+//! [`TimedDevice`](crate::run::device::TimedDevice): the FTL serves it at once (as in `stress`, with
 //! the oracle checking every read), the timing model places its flash
 //! operations on the channel, die and plane timelines, and its completion
 //! time is known; the completion event records its latency. In a closed
@@ -14,7 +14,7 @@
 //! ([`precondition`]). Background garbage collection runs in idle time:
 //! when a request arrives to an idle device (nothing outstanding), the
 //! FTL's idle steps run from the last completion on, each only if it surely
-//! ends before the arrival ([`device::TimedDevice::idle`] says how).
+//! ends before the arrival ([`TimedDevice::idle`](crate::run::device::TimedDevice::idle) says how).
 //!
 //! Simulated time is measured from the first arrival (a trace may start
 //! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
@@ -400,7 +400,7 @@ pub fn run(
             sim.origin_ns = Some(ev.time);
             sim.last_completion = ev.time;
             sim.series.set_origin(ev.time);
-            device.model.borrow_mut().set_origin(ev.time);
+            device.set_time_origin(ev.time);
         }
         {
             let session = device.session();
@@ -551,7 +551,7 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     if write_back {
         prefetch_next_victim(device, sim.sectors_per_page);
     }
-    device.model.borrow_mut().take_extensions(&mut sim.extensions);
+    device.take_extensions(&mut sim.extensions);
     for (owner, end) in sim.extensions.drain(..) {
         let e = sim.extended.entry(owner).or_insert(0);
         *e = (*e).max(end);
@@ -593,7 +593,7 @@ fn build_report(
     let (base_stats, base_host, base_gc_runs) = base;
     let (started, cpu_start, timed_cpu, timed_wall) = clocks;
     let session: &Session = device.session();
-    let model = device.model.borrow();
+    let model = device.timing_model();
     // Simulated time from the first arrival to the last completion.
     let origin = sim.origin_ns.unwrap_or(0);
     let end_ns = sim.last_completion;
@@ -690,7 +690,7 @@ fn build_report(
             foreground_blocks_erased: counters.foreground_gc_erases,
             background_blocks_erased: counters.background_gc_erases,
             background_steps: sim.idle_steps,
-            background_overruns: device.idle_overruns,
+            background_overruns: device.idle_overruns(),
         },
         write_cache: device.cache().map(|c| c.counters),
         write_cache_mode: device.timing().config.write_cache.name(),
@@ -757,7 +757,7 @@ fn build_report(
 /// Clean power cycle after the timed phase (untimed): write the cache
 /// back, shut the FTL down, mount a fresh instance and read every sector.
 fn remount_and_verify(device: &mut TimedDevice) -> crate::report::RemountSummary {
-    device.model.borrow_mut().set_enabled(false);
+    device.stop_timing();
     device.write_back_all();
     device.session_mut().remount_and_verify()
 }
