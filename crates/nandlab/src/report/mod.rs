@@ -1,4 +1,13 @@
 //! Reports: what a run did, in a versioned JSON schema, and a readable summary.
+//!
+//! Every mode's report types live here — the stress report and what it
+//! is made of (host counters, flash traffic, GC, wear, violations) in this
+//! file, the perf section and preconditioning in [`perf`], the crash
+//! campaign in [`crash`] — so that the modes ([`crate::run`]) fill reports
+//! and reports know nothing of the modes: `report` imports nothing from
+//! `run`, and a change to how a mode runs cannot change the schema by
+//! accident. Field names and order are the JSON schema
+//! ([`SCHEMA_VERSION`]).
 
 pub mod crash;
 pub mod latency;
