@@ -4,7 +4,7 @@
 //! A run is a discrete-event simulation over two kinds of events, processed
 //! in simulated-time order: a flow's request *arrives*, and a request
 //! *completes*. At its arrival a request is simulated whole by the
-//! [`TimedDevice`](crate::run::device::TimedDevice): the FTL serves it at once (as in `stress`, with
+//! [`TimedDevice`]: the FTL serves it at once (as in `stress`, with
 //! the oracle checking every read), the timing model places its flash
 //! operations on the channel, die and plane timelines, and its completion
 //! time is known; the completion event records its latency. In a closed
@@ -14,7 +14,7 @@
 //! ([`precondition`]). Background garbage collection runs in idle time:
 //! when a request arrives to an idle device (nothing outstanding), the
 //! FTL's idle steps run from the last completion on, each only if it surely
-//! ends before the arrival ([`TimedDevice::idle`](crate::run::device::TimedDevice::idle) says how).
+//! ends before the arrival ([`TimedDevice::idle`] says how).
 //!
 //! Simulated time is measured from the first arrival (a trace may start
 //! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
