@@ -578,7 +578,7 @@ fn the_oracle_checks_every_read_while_timed() {
     dev.start_timing();
     for p in 0..dev.session().drive().flash().nand().geometry().pages() {
         if dev.session().drive().flash().nand().is_programmed(nandlab::nand::PageAddr(p)) {
-            dev.session_mut().drive_mut().nand_mut().corrupt_page(nandlab::nand::PageAddr(p));
+            dev.session_mut().drive_mut().corrupt_page(nandlab::nand::PageAddr(p));
         }
     }
     dev.submit(&read(0, 8), 0, 0, 0).unwrap();

@@ -31,7 +31,7 @@ use crate::flash::{BufId, CrashImage, Flash, FlashController, FlashError, FlashO
 use crate::ftl::{self, Durability, Ftl, FtlEnv, FtlError, IoRequest};
 use crate::nand::payload::{Run, WriteId};
 use crate::nand::power::PowerCutEffects;
-use crate::nand::Nand;
+use crate::nand::{Nand, PageAddr};
 use crate::seed::derive_seed;
 use crate::violation::{Checker, Rule, Severity, Violation, ViolationLog};
 
@@ -374,8 +374,9 @@ impl Drive {
         *self.flash.observers_mut() = observers;
     }
 
-    /// The NAND itself, for fault injection (a test corrupting a page).
-    pub fn nand_mut(&mut self) -> &mut Nand {
-        self.flash.nand_mut()
+    /// Overwrite a page's content with garbage, as a media error would
+    /// (fault injection: its data reads as uncorrectable).
+    pub fn corrupt_page(&mut self, page: PageAddr) {
+        self.flash.nand_mut().corrupt_page(page);
     }
 }
