@@ -72,6 +72,16 @@
 //! from which operation on every point before it was tried and did not fail
 //! that way. [`CrashReport::shrunk`] names it with the host requests it
 //! needs, and the CLI prints the command that reproduces it alone.
+//!
+//! # Where things are
+//!
+//! This file holds the options and runs a campaign; `plan.rs` decides
+//! which points it tests (and refuses plans that would test nothing);
+//! `base_run.rs` runs each thread's base run and assembles the report;
+//! `point.rs` tests the points of one request on the drive
+//! ([`Drive::cut_power_for_test`](crate::run::drive::Drive::cut_power_for_test)
+//! and back); `shrink.rs` shrinks a finding. The report types are
+//! [`crate::report::crash`].
 
 mod base_run;
 mod plan;
@@ -89,11 +99,10 @@ use crate::nand::power::PowerCutEffects;
 use crate::report::crash::{CrashReport, NestedCut, PointResult, Shrunk, Stage};
 use crate::report::resources;
 use crate::seed::derive_seed;
-use base_run::{assemble, run_points};
-use plan::plan_points;
-
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use crate::workload::{HostOp, HostRequest, Workload};
+use base_run::{assemble, run_points};
+use plan::plan_points;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
