@@ -5,7 +5,8 @@ use clap::{Args, ValueEnum};
 use nandlab::flash::PowerCut;
 use nandlab::ftl::Guarantee;
 use nandlab::nand::power::PowerCutEffects;
-use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, Shrunk};
+use nandlab::report::crash::{self as crash_report, CrashReport, NestedCut, Shrunk};
+use nandlab::run::crash::{self, CrashOptions, Phase, PointSelection};
 use nandlab::run::RunError;
 use nandlab::util::size::SizeSpec;
 use std::path::PathBuf;
@@ -207,7 +208,7 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
     out.push(format!("--seed {seed}"));
     out.push(format!("--crash-at {}:{}", cut.op_index, if cut.during { "during" } else { "between" }));
     if let Some(n) = shrunk.nested_cut {
-        out.push(format!("--nested-at {}", crash::nested_name(n)));
+        out.push(format!("--nested-at {}", crash_report::nested_name(n)));
     }
     out.push(format!("--max-requests {}", shrunk.requests_before + 1));
     out.push("--no-shrink".into());
@@ -298,7 +299,7 @@ fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::O
                     if p.cut.during { "during" } else { "between" },
                     p.recovery_cut.zip(p.nested_cut).map_or(String::new(), |(c, n)| format!(
                         " (recovery cut {}, op {})",
-                        crash::describe_nested(n, p.recovery_state_changes),
+                        crash_report::describe_nested(n, p.recovery_state_changes),
                         c.op_index
                     ))
                 );

@@ -15,6 +15,26 @@
 //!                          report (JSON, summary, violations)
 //! ```
 //!
+//! A run puts these together as a *drive* and a *host side* (the split of
+//! MQSim's `SSD_Device` assembly):
+//!
+//! ```text
+//!            run::Session ── submit(request)
+//!            ├── run::host_side::HostSide      oracle, request and write ids,
+//!            │     issue / acknowledge /         host counters
+//!            │     complete a write, check a read
+//!            └── run::drive::Drive              flash controller + NAND, FTL
+//!                  format, power cycle, mount,    instance, FTL factory
+//!                  power cuts of crash tests
+//!
+//!  stress:  Session, untimed
+//!  perf:    run::device::TimedDevice (host interface, controller CPU, DRAM,
+//!           write cache) around a Session, timing::FlashTiming observing the flash
+//!  crash:   a base run's Session; each point cuts the Drive's power, recovers,
+//!           checks, and restores the base run
+//!  every mode ──► report (report::StressReport, report::perf, report::crash)
+//! ```
+//!
 //! - [`workload`] produces host requests: fio-style synthetic patterns, and
 //!   recorded block traces ([`workload::trace`], one reader per format) with
 //!   transforms ([`workload::transform`]). Requests stream; nothing is held
@@ -22,14 +42,17 @@
 //! - [`host`] is the host interface of timed runs: NVMe or SATA queues and
 //!   their depth, the link's bandwidth, per-command and firmware costs, and
 //!   how requests arrive (closed loop, trace timestamps, fixed rate).
-//! - [`run`] is the host side: a [`run::Session`] hands each request to the
-//!   FTL in a buffer, records writes in the oracle and checks reads. The
-//!   modes are built on it: `stress` (untimed), `perf` (the same session
-//!   with timing attached) and `crash` (power cuts, recovery, guarantees).
+//! - [`run`] is where a run is put together: a [`run::Session`] owns a
+//!   [`run::drive::Drive`] (flash, FTL, and the factory that builds a fresh
+//!   FTL at every mount) and a [`run::host_side::HostSide`] (oracle, ids,
+//!   counters), and executes each host request across the two. The modes
+//!   are built on it: `stress` (untimed), `perf` (the session inside the
+//!   timed [`run::device`], whose DRAM write cache is there too) and
+//!   `crash` (power cuts, recovery, guarantees).
 //! - [`timing`] times what the FTL does without the FTL knowing: resource
 //!   timelines for every channel, die and plane, the flash timing model (an
-//!   observer of every flash operation), the device DRAM write cache, and
-//!   the per-request latency breakdown that names the bottleneck.
+//!   observer of every flash operation), and the per-request latency
+//!   breakdown that names the bottleneck.
 //! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
 //!   (`page`, `dftl`, `hybrid`, `block`, `optr`), with pluggable victim selection,
 //!   hot/cold separation and wear leveling in [`ftl::kit::policy`].
@@ -48,7 +71,9 @@
 //!   for the guarantee the FTL claims (baseline, or OPTR's prefix,
 //!   atomicity and flush semantics).
 //! - [`violation`] names the rules and records what broke them; [`report`]
-//!   turns a run into JSON and a summary; [`config`] loads devices and
+//!   holds every mode's report types and turns them into JSON and a
+//!   summary (it imports nothing from [`run`]: the modes fill reports,
+//!   reports know no modes); [`config`] loads devices and
 //!   presets; [`seed`] derives one random stream per component from the run
 //!   seed, so a run is a function of (configuration, workload, seed).
 

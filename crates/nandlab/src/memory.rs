@@ -301,8 +301,8 @@ mod tests {
                         break;
                     }
                 }
-                let nand = s.flash.nand().memory_bytes() as u64;
-                let oracle = s.oracle.memory_bytes() as u64;
+                let nand = s.drive().flash().nand().memory_bytes() as u64;
+                let oracle = s.host().oracle().memory_bytes() as u64;
                 let part = |what: &str| e.parts.iter().find(|(w, _)| *w == what).map_or(0, |p| p.1);
                 let nand_estimate = part("NAND page state") + part("NAND OOB") + part("FTL metadata on flash");
                 assert!(nand_estimate >= nand, "{preset}/{ftl}: NAND holds {nand}, estimated {nand_estimate}");

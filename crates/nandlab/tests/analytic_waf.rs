@@ -85,13 +85,13 @@ fn measured_waf(policy: &str) -> f64 {
     let (mut host0, mut all0) = (0, 0);
     for (i, r) in requests.iter().enumerate() {
         if i == transient {
-            let s = session.flash.stats();
+            let s = session.drive().flash().stats();
             (host0, all0) = (s.cause(Cause::Host).programs(), s.total().programs());
         }
         session.submit(r).unwrap();
     }
-    assert!(session.flash.log().is_clean(), "{:?}", session.flash.log().kept());
-    let s = session.flash.stats();
+    assert!(session.drive().flash().log().is_clean(), "{:?}", session.drive().flash().log().kept());
+    let s = session.drive().flash().stats();
     (s.total().programs() - all0) as f64 / (s.cause(Cause::Host).programs() - host0) as f64
 }
 

@@ -113,16 +113,16 @@ fn a_stale_read_names_the_physical_page_holding_the_stale_copy() {
     let mut session = Session::with_factory(&config, factory, 42, wl.alignment_sectors(), 20).unwrap();
     while let Some(r) = wl.next_request().unwrap() {
         session.submit(&r).unwrap();
-        if session.flash.log().errors() > 0 {
+        if session.drive().flash().log().errors() > 0 {
             break;
         }
     }
-    let v = session.flash.log().first_error().expect("caught").clone();
+    let v = session.drive().flash().log().first_error().expect("caught").clone();
     assert_eq!(v.rule, Rule::StaleRead, "{v}");
     let source = v.source.expect("the finding names the physical page");
     assert!(source.op_index < v.op_index, "read before it was checked: {v}");
     assert!(v.to_string().contains(&format!("physical page {}", source.page)), "{v}");
-    let PageContent::Data(runs) = session.flash.nand().page_content(PageAddr(source.page)) else {
+    let PageContent::Data(runs) = session.drive().flash().nand().page_content(PageAddr(source.page)) else {
         panic!("page {} holds no host data", source.page)
     };
     let mut start = 0;
@@ -136,7 +136,7 @@ fn a_stale_read_names_the_physical_page_holding_the_stale_copy() {
     let first = start - run.len;
     assert_eq!(run.kind, RunKind::Data);
     assert_eq!(u64::from(run.lba + (source.sector_in_page - first)), v.address, "the page holds that LBA");
-    let SectorVersion::Written(latest) = session.oracle.version(v.address) else { panic!("written") };
+    let SectorVersion::Written(latest) = session.host().oracle().version(v.address) else { panic!("written") };
     assert!(run.write < latest, "and an older write of it: #{} < #{latest}", run.write);
 }
 

@@ -12,8 +12,9 @@ use nandlab::ftl::optr::{OptrFtl, OptrOptions};
 use nandlab::ftl::page::{PageFtl, PageOptions};
 use nandlab::ftl::{Ftl, FtlError, Guarantee};
 use nandlab::nand::PageAddr;
+use nandlab::report::crash::{CrashReport, NestedCut, PointResult, Stage};
 use nandlab::run::crash::SharedFactory;
-use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointResult, PointSelection, Stage};
+use nandlab::run::crash::{self, CrashOptions, Phase, PointSelection};
 use nandlab::run::{FtlFactory, RunError, Session};
 use nandlab::util::size::SizeSpec;
 use nandlab::violation::Rule;
@@ -588,7 +589,7 @@ fn a_mount_after_a_clean_shutdown_reads_full_groups_from_their_summaries() {
             session.submit(&r).unwrap();
         }
         session.power_cycle(true).unwrap();
-        let ftl = &*session.ftl;
+        let ftl = session.drive().ftl();
         assert_eq!(stat(ftl, "mount_summaries") > 20, on, "summaries {on}: {:?}", ftl.stats());
         assert_eq!(stat(ftl, "mount_summaries_rejected"), 0);
         scanned.push(stat(ftl, "mount_scanned_pages"));
@@ -598,7 +599,11 @@ fn a_mount_after_a_clean_shutdown_reads_full_groups_from_their_summaries() {
             stat(ftl, "mount_scanned_pages")
         );
         assert_eq!(session.verify_all(64).unwrap(), config.logical_sectors);
-        assert!(!session.ftl_failed() && session.flash.log().is_clean(), "{:?}", session.flash.log().first_error());
+        assert!(
+            !session.ftl_failed() && session.drive().flash().log().is_clean(),
+            "{:?}",
+            session.drive().flash().log().first_error()
+        );
     }
     // Open groups, checkpoint and trim-log groups are still scanned.
     assert!(scanned[0] * 20 < scanned[1], "pages scanned with summaries {}, without {}", scanned[0], scanned[1]);
@@ -634,11 +639,11 @@ fn cuts_during_summary_requests(config: &Config, spec: &SyntheticSpec, seed: u64
     let mut session = Session::with_factory(config, factory, seed, w.alignment_sectors(), 20).unwrap();
     let (mut cuts, mut found) = (Vec::new(), 0);
     while let Some(req) = w.next_request().unwrap() {
-        let (ops, summaries) = (session.flash.op_index(), stat(&*session.ftl, "summary_pages"));
+        let (ops, summaries) = (session.drive().flash().op_index(), stat(session.drive().ftl(), "summary_pages"));
         session.submit(&req).unwrap();
         // Requests that ran GC too would make many points: skip them.
-        if stat(&*session.ftl, "summary_pages") > summaries && session.flash.op_index() - ops <= 16 {
-            cuts.extend((ops..session.flash.op_index()).map(|op_index| PowerCut { op_index, during: true }));
+        if stat(session.drive().ftl(), "summary_pages") > summaries && session.drive().flash().op_index() - ops <= 16 {
+            cuts.extend((ops..session.drive().flash().op_index()).map(|op_index| PowerCut { op_index, during: true }));
             found += 1;
             if found == requests {
                 return cuts;

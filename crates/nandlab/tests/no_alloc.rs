@@ -50,14 +50,14 @@ fn steady_state_requests_allocate_nothing_per_flash_operation() {
     for r in warm {
         session.submit(r).unwrap();
     }
-    let ops_before = session.flash.stats().operations();
+    let ops_before = session.drive().flash().stats().operations();
     let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
     for r in measured {
         session.submit(r).unwrap();
     }
     let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
-    let ops = session.flash.stats().operations() - ops_before;
-    assert!(session.flash.log().is_clean());
+    let ops = session.drive().flash().stats().operations() - ops_before;
+    assert!(session.drive().flash().log().is_clean());
     assert!(ops > 100_000, "the measured half does real work ({ops} flash ops)");
     // Amortised growth of a pool may still happen rarely; per-operation
     // allocation would be at least one per op.
@@ -86,14 +86,14 @@ fn zoo_ftls_allocate_nothing_per_flash_operation_either() {
         for r in warm {
             session.submit(r).unwrap();
         }
-        let ops_before = session.flash.stats().operations();
+        let ops_before = session.drive().flash().stats().operations();
         let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
         for r in measured {
             session.submit(r).unwrap();
         }
         let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
-        let ops = session.flash.stats().operations() - ops_before;
-        assert!(session.flash.log().is_clean(), "{ftl}");
+        let ops = session.drive().flash().stats().operations() - ops_before;
+        assert!(session.drive().flash().log().is_clean(), "{ftl}");
         eprintln!("{ftl}: {allocs} allocations for {ops} flash operations");
         assert!(allocs * 1000 < ops, "{ftl}: {allocs} allocations for {ops} flash operations");
     }

@@ -7,7 +7,7 @@ use nandlab::config::Config;
 use nandlab::flash::{Cause, FlashOp, OpKind};
 use nandlab::host::Arrival;
 use nandlab::report::perf::PerfReport;
-use nandlab::run::perf::device::TimedDevice;
+use nandlab::run::device::TimedDevice;
 use nandlab::run::perf::precondition::{precondition, PreconditionSpec};
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::StopFlag;
@@ -97,7 +97,7 @@ fn qd1_read_latency_is_exactly_the_sum_of_its_path() {
         "pcie_generation = 3\npcie_lanes = 4\ncommand_overhead_ns = 2500\nfirmware_ns_per_request = 1500",
     );
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
+    precondition(dev.session_mut(), &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
     let link = config.host.link_ns(4096);
     assert_eq!(link, 1041, "4096 B at 3938.46 MB/s, rounded up");
@@ -114,7 +114,7 @@ fn qd1_read_latency_is_exactly_the_sum_of_its_path() {
         assert_eq!(b.get(Component::FlashTransfer), 100 + 10_240);
         assert_eq!(b.get(Component::HostTransfer), link);
     }
-    assert!(dev.session.flash.log().is_clean());
+    assert!(dev.session().drive().flash().log().is_clean());
 }
 
 /// Closed-loop random reads at queue depth 1024 over 8 dies. (A closed
@@ -306,14 +306,14 @@ fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
     let (a, b) = (completions[2000], completions[3999]);
     let rate = 1999.0 / ((b - a) as f64 / 1e9);
     assert!(within(rate, 10_000.0, 0.02), "{rate} writes/s");
-    assert_eq!(dev.session.host.volatile_writes, 4000);
+    assert_eq!(dev.session().host().counters().volatile_writes, 4000);
     // A flush waits for every dirty line to reach flash.
     let flush = HostRequest { op: HostOp::Flush, lba: 0, sectors: 0, arrival_ns: 0, job: 0 };
     let c = dev.submit(&flush, 0, t, 5000).unwrap();
     assert_eq!(dev.cache().unwrap().dirty_lines(), 0);
-    assert!(c.completion_ns >= dev.model.borrow().busy_until());
+    assert!(c.completion_ns >= dev.timing_model().busy_until());
     assert!(c.completion_ns > t + 300_000, "at least one program's worth");
-    assert!(dev.session.flash.log().is_clean());
+    assert!(dev.session().drive().flash().log().is_clean());
 }
 
 #[test]
@@ -416,9 +416,9 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
         ftl,
     );
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
+    precondition(dev.session_mut(), &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     let cell_ns = std::rc::Rc::new(std::cell::Cell::new(0));
-    dev.session.flash.add_observer(Box::new(CellWork { t_r, t_prog, t_bers, ns: cell_ns.clone() }));
+    dev.session_mut().drive_mut().add_observer(Box::new(CellWork { t_r, t_prog, t_bers, ns: cell_ns.clone() }));
     dev.start_timing();
     let pages = config.logical_bytes() / 4096;
     let dies = f64::from(config.geometry.dies());
@@ -427,16 +427,16 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
     let (mut t0, mut busy0, mut cell0) = (0, 0, 0);
     for i in 0..writes {
         if i == plateau_from {
-            (t0, busy0, cell0) = (t, dev.model.borrow().die_busy_ns().iter().sum::<u64>(), cell_ns.get());
+            (t0, busy0, cell0) = (t, dev.timing_model().die_busy_ns().iter().sum::<u64>(), cell_ns.get());
         }
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let w = HostRequest { op: HostOp::Write, lba: (rng >> 24) % pages * 8, sectors: 8, arrival_ns: 0, job: 0 };
         t = dev.submit(&w, 0, t, i).unwrap().completion_ns;
     }
-    assert!(dev.session.flash.log().is_clean());
-    assert!(dev.session.ftl.stats().gc_runs > 0, "GC-bound");
+    assert!(dev.session().drive().flash().log().is_clean());
+    assert!(dev.session().drive().ftl().stats().gc_runs > 0, "GC-bound");
     let span_ns = (t - t0) as f64;
-    let busy = (dev.model.borrow().die_busy_ns().iter().sum::<u64>() - busy0) as f64;
+    let busy = (dev.timing_model().die_busy_ns().iter().sum::<u64>() - busy0) as f64;
     let host_rate = (writes - plateau_from) as f64 / span_ns * 1e9;
     let utilisation = busy / (dies * span_ns);
     eprintln!("{ftl:?}: {host_rate:.0} host writes/s, dies {:.1} % busy", utilisation * 100.0);
@@ -468,21 +468,21 @@ fn idle_steps_never_run_past_the_next_arrival() {
     let config = device_with(2, 2, 1, 4096, timing, FAST_HOST, "gc_background_free_percent = 60");
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
     let spec = PreconditionSpec { max_overwrite: 0.5, ..Default::default() };
-    precondition(&mut dev.session, &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
+    precondition(dev.session_mut(), &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
     // A gap shorter than one step (a block of 32 pages takes ~9 ms to
     // collect): nothing may start.
     let t = 1_000_000;
     assert_eq!(dev.idle(t, t + 2_000_000, u32::MAX), 0);
-    assert_eq!(dev.model.borrow().busy_until(), 0, "no flash work at all");
+    assert_eq!(dev.timing_model().busy_until(), 0, "no flash work at all");
     // A long gap: steps run, and all of them end before it does.
     let until = t + 200_000_000;
     let steps = dev.idle(t, until, u32::MAX);
     assert!(steps > 0);
-    let busy = dev.model.borrow().busy_until();
+    let busy = dev.timing_model().busy_until();
     assert!(busy > t && busy <= until, "idle work ends at {busy}, the arrival is at {until}");
-    assert_eq!(dev.idle_overruns, 0);
-    assert!(dev.session.flash.log().is_clean());
+    assert_eq!(dev.idle_overruns(), 0);
+    assert!(dev.session().drive().flash().log().is_clean());
 }
 
 #[test]
@@ -498,7 +498,7 @@ fn no_channel_or_die_is_ever_booked_twice() {
     config.timing = Some(t.validate(2, config.dram_budget_bytes).unwrap());
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
     dev.start_timing();
-    dev.model.borrow_mut().enable_audit();
+    dev.enable_timing_audit();
     let pages = config.logical_bytes() / 4096;
     let mut rng = 12345u64;
     let mut t = 0;
@@ -515,9 +515,9 @@ fn no_channel_or_die_is_ever_booked_twice() {
         // Arrivals spread over the completions: requests overlap.
         t += (c.completion_ns - t) / 4;
     }
-    assert_eq!(dev.model.borrow().double_booking(), None);
-    assert!(dev.model.borrow().counters().suspends > 0 || dev.session.ftl.stats().gc_runs > 0);
-    assert!(dev.session.flash.log().is_clean());
+    assert_eq!(dev.timing_model().double_booking(), None);
+    assert!(dev.timing_model().counters().suspends > 0 || dev.session().drive().ftl().stats().gc_runs > 0);
+    assert!(dev.session().drive().flash().log().is_clean());
 }
 
 #[test]
@@ -574,15 +574,15 @@ fn the_oracle_checks_every_read_while_timed() {
     }
     // The check is live: a corrupted page is reported through the timed path.
     let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
-    precondition(&mut dev.session, &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
+    precondition(dev.session_mut(), &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
     dev.start_timing();
-    for p in 0..dev.session.flash.nand().geometry().pages() {
-        if dev.session.flash.nand().is_programmed(nandlab::nand::PageAddr(p)) {
-            dev.session.flash.nand_mut().corrupt_page(nandlab::nand::PageAddr(p));
+    for p in 0..dev.session().drive().flash().nand().geometry().pages() {
+        if dev.session().drive().flash().nand().is_programmed(nandlab::nand::PageAddr(p)) {
+            dev.session_mut().drive_mut().corrupt_page(nandlab::nand::PageAddr(p));
         }
     }
     dev.submit(&read(0, 8), 0, 0, 0).unwrap();
-    assert!(dev.session.flash.log().errors() > 0);
+    assert!(dev.session().drive().flash().log().errors() > 0);
 }
 
 #[test]

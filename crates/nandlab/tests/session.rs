@@ -104,11 +104,15 @@ fn a_power_cycle_loses_the_old_instances_dram() {
     session.submit(&write).unwrap();
     assert!(seen.borrow().kept.is_some(), "the first instance kept host data in DRAM");
     session.remount().unwrap();
-    let dram_after_one_cycle = session.flash.ftl_buffer_bytes();
+    let dram_after_one_cycle = session.drive().flash().ftl_buffer_bytes();
     assert_eq!(seen.borrow().after_mount, Some(Err(FlashError::InvalidBuffer)), "the old handle is stale");
     session.remount().unwrap();
     session.power_cycle(false).unwrap();
-    assert_eq!(session.flash.ftl_buffer_bytes(), dram_after_one_cycle, "buffers do not pile up across cycles");
+    assert_eq!(
+        session.drive().flash().ftl_buffer_bytes(),
+        dram_after_one_cycle,
+        "buffers do not pile up across cycles"
+    );
     session.verify_all(4096).unwrap();
-    assert!(session.flash.log().is_clean(), "{:?}", session.flash.log().kept());
+    assert!(session.drive().flash().log().is_clean(), "{:?}", session.drive().flash().log().kept());
 }

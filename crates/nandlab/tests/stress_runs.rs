@@ -118,7 +118,7 @@ fn mount_without_shutdown_finds_every_write_from_the_oob_scan() {
     }
     session.power_cycle(false).expect("mount from OOB scan");
     assert_eq!(session.verify_all(4096).unwrap(), config.logical_sectors);
-    assert!(session.flash.log().is_clean(), "{:?}", session.flash.log().kept());
+    assert!(session.drive().flash().log().is_clean(), "{:?}", session.drive().flash().log().kept());
     // Writes after the mount land and verify too.
     let mut more = workload(&config, &w, 6);
     for r in drain(&mut more).into_iter().take(2000) {
@@ -126,7 +126,7 @@ fn mount_without_shutdown_finds_every_write_from_the_oob_scan() {
     }
     session.remount().unwrap();
     session.verify_all(4096).unwrap();
-    assert!(session.flash.log().is_clean(), "{:?}", session.flash.log().kept());
+    assert!(session.drive().flash().log().is_clean(), "{:?}", session.drive().flash().log().kept());
 }
 
 #[test]

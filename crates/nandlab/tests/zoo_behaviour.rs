@@ -233,16 +233,16 @@ fn two_level_waf(config: &Config, r: f64, f: f64, drive_writes: u64) -> (f64, We
     let (mut host0, mut all0) = (0, 0);
     for i in 0..total {
         if i == total / 3 {
-            let st = s.flash.stats();
+            let st = s.drive().flash().stats();
             (host0, all0) = (st.cause(Cause::Host).programs(), st.total().programs());
         }
         let lba = if rng.random::<f64>() < r { rng.random_range(0..hot) } else { rng.random_range(hot..l) };
         s.submit(&write(lba)).unwrap();
     }
-    assert!(s.flash.log().is_clean(), "{:?}", s.flash.log().kept());
-    let st = s.flash.stats();
+    assert!(s.drive().flash().log().is_clean(), "{:?}", s.drive().flash().log().kept());
+    let st = s.drive().flash().stats();
     let waf = (st.total().programs() - all0) as f64 / (st.cause(Cause::Host).programs() - host0) as f64;
-    (waf, WearSummary::from_counts(s.flash.nand().erase_counts()))
+    (waf, WearSummary::from_counts(s.drive().flash().nand().erase_counts()))
 }
 
 #[test]

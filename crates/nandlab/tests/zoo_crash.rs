@@ -20,7 +20,8 @@ use nandlab::ftl::hybrid::{HybridFtl, HybridOptions};
 use nandlab::ftl::mutants::Mutant;
 use nandlab::ftl::{Ftl, FtlEnv, Guarantee, IoRequest};
 use nandlab::nand::payload::Run;
-use nandlab::run::crash::{self, CrashOptions, CrashReport, NestedCut, Phase, PointSelection, SharedFactory};
+use nandlab::report::crash::{CrashReport, NestedCut};
+use nandlab::run::crash::{self, CrashOptions, Phase, PointSelection, SharedFactory};
 use nandlab::run::Session;
 use nandlab::util::size::SizeSpec;
 use nandlab::violation::Rule;
@@ -328,13 +329,14 @@ fn disk_image(session: &mut Session, logical_sectors: u64) -> Result<Vec<Run>, S
     let mut lba = 0;
     while lba < logical_sectors {
         let n = (logical_sectors - lba).min(256) as u32;
-        let buf = session.flash.alloc_host_read(n);
+        let drive = session.drive_mut();
+        let buf = drive.alloc_host_read(n);
         let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
-        let read = session.ftl.read(&mut session.flash, &io).map_err(|e| format!("read at LBA {lba}: {e}"));
+        let read = drive.read(&io).map_err(|e| format!("read at LBA {lba}: {e}"));
         if read.is_ok() {
-            runs.extend_from_slice(session.flash.buffer_runs(buf).expect("a live buffer"));
+            runs.extend_from_slice(drive.flash().buffer_runs(buf).expect("a live buffer"));
         }
-        session.flash.free_host_buffer(buf);
+        drive.free_host_buffer(buf);
         read?;
         lba += u64::from(n);
     }
@@ -347,31 +349,21 @@ fn recover_and_read(session: &mut Session, logical_sectors: u64) -> Result<Vec<R
     disk_image(session, logical_sectors)
 }
 
-/// The flash operations that changed the NAND since journal entry `mark`.
-fn state_changes_since(session: &Session, mark: usize) -> Vec<u64> {
-    let nand = session.flash.nand();
-    let mut ops: Vec<u64> = (mark..nand.journal_len()).filter_map(|at| nand.journal_op_of(at)).collect();
-    ops.dedup();
-    ops
-}
-
 /// Mount a fresh FTL with the power cut at one of the `2n + 1` distinct
 /// cuts of its recovery, drawn from `rng` (before or during one of its `n`
 /// state-changing operations, found by a mount rolled back, or after the
 /// last). Returns the cut, as `K` or `K:during` of `n`.
 fn mount_cut(session: &mut Session, rng: &mut nandlab::seed::Rng) -> String {
-    let mark = session.flash.nand().journal_len();
-    let start = session.flash.op_index();
+    let mark = session.drive().mark();
     let _ = session.power_cycle(false);
-    let changes = state_changes_since(session, mark);
-    session.flash.nand_mut().journal_rollback(mark);
-    session.flash.reset_op_index(start);
+    let changes = session.drive().state_changes_since(mark);
+    session.drive_mut().roll_back_to(mark);
     let j = rng.random_range(0..=2 * changes.len());
     if let Some(&op_index) = changes.get(j / 2) {
-        session.flash.schedule_power_cut(PowerCut { op_index, during: j % 2 == 1 });
+        session.drive_mut().schedule_power_cut(PowerCut { op_index, during: j % 2 == 1 });
     }
     let _ = session.power_cycle(false); // fails at the cut
-    session.flash.restore_power();
+    session.drive_mut().restore_power();
     let during = if j % 2 == 1 { ":during" } else { "" };
     format!("{}{during} of {}", j / 2, changes.len())
 }
@@ -389,43 +381,31 @@ fn cut_recoveries_repeatedly(ftl: &str, factory: Factory, spec: &SyntheticSpec, 
     let mut w = workload(&config, spec, seed);
     let mut rng = nandlab::seed::rng_for(seed, "recovery cuts");
     let (mut writes, mut tested, mut failures) = (0u64, 0u64, Vec::new());
-    session.flash.nand_mut().journal_start();
+    session.drive_mut().start_journal();
     while let Some(req) = w.next_request().expect("workload") {
-        session.flash.nand_mut().journal_discard_from(0);
-        let start = session.flash.op_index();
+        session.drive_mut().clear_journal();
+        let start = session.drive().flash().op_index();
         session.submit(&req).expect("request");
-        let log = session.flash.log();
+        let log = session.drive().flash().log();
         assert!(!session.ftl_failed() && log.is_clean(), "{ftl}: base run: {:?}", log.first_error());
         writes += u64::from(req.op == HostOp::Write);
-        let warm = session.host.write_bytes >= config.logical_bytes();
-        if req.op != HostOp::Write || !warm || writes % 3 != 0 || session.flash.op_index() == start {
+        let warm = session.host().counters().write_bytes >= config.logical_bytes();
+        if req.op != HostOp::Write || !warm || writes % 3 != 0 || session.drive().flash().op_index() == start {
             continue;
         }
-        let op_index = rng.random_range(start..session.flash.op_index());
+        let op_index = rng.random_range(start..session.drive().flash().op_index());
         let cut = PowerCut { op_index, during: rng.random_bool(0.5) };
-        let image = session.flash.enter_crash_image(cut);
-        let base_ftl = std::mem::replace(&mut session.ftl, factory(&session_env(&config, seed)).expect("an FTL"));
+        let base = session.drive_mut().cut_power_for_test(cut);
         let mut found = Vec::new();
         let changed = chains_of_cut_recoveries(&mut session, config.logical_sectors, &mut rng, &mut found);
         failures.extend(found.into_iter().map(|f| format!("{ftl}: {cut:?}, {f}")));
-        session.ftl = base_ftl;
-        session.flash.leave_crash_image(image);
+        session.drive_mut().restore_base_run(base);
         tested += u64::from(changed);
         if tested == points {
             return failures;
         }
     }
     panic!("{ftl}: the workload ended after {tested} of {points} points");
-}
-
-/// The environment a drive of `config` gives its FTL (for a stand-in instance).
-fn session_env(config: &Config, seed: u64) -> FtlEnv {
-    FtlEnv {
-        geometry: config.geometry.clone(),
-        logical_sectors: config.logical_sectors,
-        dram_budget_bytes: config.dram_budget_bytes,
-        seed,
-    }
 }
 
 /// On the image a power cut left: recover once, uncut, and read the disk;
@@ -442,15 +422,14 @@ fn chains_of_cut_recoveries(
     rng: &mut nandlab::seed::Rng,
     failures: &mut Vec<String>,
 ) -> bool {
-    let (mark, at) = (session.flash.nand().journal_len(), session.flash.op_index());
+    let mark = session.drive().mark();
     let reference = recover_and_read(session, logical_sectors).unwrap_or_else(|e| panic!("uncut recovery: {e}"));
-    let changed = !state_changes_since(session, mark).is_empty();
+    let changed = !session.drive().state_changes_since(mark).is_empty();
     for _ in 0..CHAINS_PER_POINT * u32::from(changed) {
-        session.flash.nand_mut().journal_rollback(mark);
-        session.flash.reset_op_index(at);
+        session.drive_mut().roll_back_to(mark);
         let cuts: Vec<String> = (0..RECOVERY_CUTS).map(|_| mount_cut(session, rng)).collect();
         let got = recover_and_read(session, logical_sectors);
-        let log = session.flash.take_log();
+        let log = session.drive_mut().take_log();
         let difference = match got {
             Err(e) => Some(e),
             Ok(runs) if runs != reference => Some(first_difference(&runs, &reference)),
@@ -460,7 +439,7 @@ fn chains_of_cut_recoveries(
             failures.push(format!("recoveries cut at {cuts:?}: {d}"));
         }
     }
-    session.flash.nand_mut().journal_rollback(mark);
+    session.drive_mut().roll_back_to(mark);
     changed
 }
 

@@ -293,7 +293,7 @@ fn zoo_ftls_mount_without_shutdown_from_what_is_on_flash() {
         }
         session.power_cycle(false).unwrap_or_else(|e| panic!("{label}: mount from the OOB scan: {e}"));
         assert_eq!(session.verify_all(4096).unwrap(), config.logical_sectors);
-        assert!(session.flash.log().is_clean(), "{label}: {:?}", session.flash.log().kept());
+        assert!(session.drive().flash().log().is_clean(), "{label}: {:?}", session.drive().flash().log().kept());
         // Writes after the mount land and verify too, across a clean cycle.
         let mut more = workload(&c, &w, 6);
         for r in drain(&mut more).into_iter().take(3000) {
@@ -301,7 +301,7 @@ fn zoo_ftls_mount_without_shutdown_from_what_is_on_flash() {
         }
         session.remount().unwrap_or_else(|e| panic!("{label}: clean remount: {e}"));
         session.verify_all(4096).unwrap();
-        assert!(session.flash.log().is_clean(), "{label}: {:?}", session.flash.log().kept());
+        assert!(session.drive().flash().log().is_clean(), "{label}: {:?}", session.drive().flash().log().kept());
     }
 }
 

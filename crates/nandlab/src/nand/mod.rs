@@ -13,12 +13,11 @@
 //! size-class slabs that recycle their slots when a block is erased.
 //!
 //! Why two runs and 16 bytes, not four runs in 24: the slot table is the
-//! largest thing a big drive holds (67 M pages on `mqsim-default`: 1.5 GiB
-//! at 24 bytes, 1 GiB at 16), while pages of three or four runs are rare
-//! (4 KiB writes 4 KiB-aligned into 16 KiB pages on `benches/ssd-1tib.toml`:
-//! 6.4 % of the pages, stored in the slab at 48-64 bytes more each; none
-//! on `mqsim-default`'s 8 KiB pages or under `bench stress`'s 8 KiB-aligned
-//! writes). Sixteen bytes also never straddle a cache line. Per block: the write pointer (lowest page never
+//! largest thing a big drive holds (a third more memory at 24 bytes a
+//! page), while pages of three or four runs are rare and pay only for
+//! themselves, in the slab (the measurements are in
+//! `docs/design-notes-drive.md`). Sixteen bytes also never straddle a
+//! cache line. Per block: the write pointer (lowest page never
 //! programmed), the P/E count, the bad flag and a "stray content" flag.
 //!
 //! A format erases every block of a fresh device; the erase of a block that
@@ -78,9 +77,9 @@ const INLINE_ZERO: u32 = 0;
 const INLINE_ERASED: u32 = u32::MAX;
 const KIND_MASK: u8 = 0x0f;
 /// Metadata pages are stored in slots of their length rounded up to 1/16
-/// of its power of two (at most 6.25 % unused). Plain powers of two left a
-/// summary page of 5,112 bytes in 8 KiB (`mqsim-default`, 1 GiB of 3.7 GiB
-/// on a preconditioned 512 GiB drive).
+/// of its power of two (at most 6.25 % unused): plain powers of two waste
+/// up to half of each slot, and FTL summary pages are often just over one
+/// (see `docs/design-notes-drive.md`).
 const BYTE_CLASS_STEP_SHIFT: u32 = 4;
 
 const _: () = assert!(std::mem::size_of::<PageSlot>() == 16);

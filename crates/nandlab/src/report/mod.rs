@@ -1,5 +1,15 @@
 //! Reports: what a run did, in a versioned JSON schema, and a readable summary.
+//!
+//! Every mode's report types live here — the stress report and what it
+//! is made of (host counters, flash traffic, GC, wear, violations) in this
+//! file, the perf section and preconditioning in [`perf`], the crash
+//! campaign in [`crash`] — so that the modes ([`crate::run`]) fill reports
+//! and reports know nothing of the modes: `report` imports nothing from
+//! `run`, and a change to how a mode runs cannot change the schema by
+//! accident. Field names and order are the JSON schema
+//! ([`SCHEMA_VERSION`]).
 
+pub mod crash;
 pub mod latency;
 pub mod perf;
 pub mod resources;
@@ -7,7 +17,6 @@ pub mod timeseries;
 
 use crate::flash::{Cause, FlashStats, OpCounts};
 use crate::ftl::FtlStats;
-use crate::run::HostCounters;
 use crate::violation::{Rule, Violation, ViolationLog};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,6 +31,20 @@ use std::fmt::Write as _;
 ///   NAND rules). New rule `unwritten_not_zero`.
 /// - 1: the first schema.
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// What the host did: requests and bytes by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostCounters {
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    pub trim_bytes: u64,
+    pub write_requests: u64,
+    pub read_requests: u64,
+    pub flush_requests: u64,
+    pub trim_requests: u64,
+    /// Writes acknowledged from a volatile cache (durable only after a flush).
+    pub volatile_writes: u64,
+}
 
 /// Flash traffic: totals and the split by cause.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -9,11 +9,46 @@ use super::latency::{LatencyRecorder, LatencyStats};
 use super::timeseries::IntervalRow;
 use super::StressReport;
 use crate::host::HostConfig;
-use crate::run::perf::precondition::PreconditionReport;
 use crate::timing::{Breakdown, Component, TimingConfig};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+/// One window of the random phase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PreconditionWindow {
+    /// Random bytes written up to the end of this window.
+    pub random_bytes: u64,
+    pub waf: f64,
+    pub free_blocks: Option<u64>,
+}
+
+/// What preconditioning did (`run::perf::precondition`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PreconditionReport {
+    pub fill_percent: f64,
+    pub sequential_bytes: u64,
+    pub random_bytes: u64,
+    pub windows: Vec<PreconditionWindow>,
+    /// Whether steady state was reached (false: stopped at the cap).
+    pub steady: bool,
+    /// WAF of the last window.
+    pub waf_steady: f64,
+    pub free_blocks: Option<u64>,
+    pub wall_seconds: f64,
+    pub cpu_seconds: f64,
+}
+
+/// What the device's write cache did (`perf` reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheCounters {
+    pub write_hits: u64,
+    pub write_misses: u64,
+    pub read_hits: u64,
+    pub read_misses: u64,
+    pub evictions: u64,
+    pub flushes: u64,
+}
 
 /// One flow of the run.
 #[derive(Clone, Debug, Serialize)]
@@ -189,7 +224,7 @@ pub struct PerfSection {
     pub utilisation: Utilisation,
     pub gc: PerfGc,
     pub write_cache_mode: &'static str,
-    pub write_cache: Option<crate::timing::write_cache::CacheCounters>,
+    pub write_cache: Option<CacheCounters>,
     /// Reads that suspended a program or erase.
     pub suspends: u64,
     pub timeseries_interval_s: f64,

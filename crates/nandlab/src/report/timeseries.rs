@@ -16,7 +16,7 @@
 //! report's `timeseries_interval_s` is the interval in the end; the flash
 //! series does the same and is merged to the coarser of the two.
 
-use crate::timing::{FlashInterval, MAX_SERIES_BINS};
+use crate::timing::{merge_neighbour_pairs, FlashInterval, MAX_SERIES_BINS};
 use crate::workload::HostOp;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -88,24 +88,6 @@ impl IntervalRow {
         self.free_blocks = next.free_blocks;
         self.set_rates(self.length_s + next.length_s);
     }
-}
-
-/// Merge neighbouring pairs of `v` in place (an odd last one stays alone).
-fn merge_pairs<T: Clone>(v: &mut Vec<T>, absorb: impl Fn(&mut T, &T)) {
-    let n = v.len();
-    for i in 0..n.div_ceil(2) {
-        let mut a = v[2 * i].clone();
-        if let Some(b) = v.get(2 * i + 1) {
-            absorb(&mut a, b);
-        }
-        v[i] = a;
-    }
-    v.truncate(n.div_ceil(2));
-}
-
-/// Merge neighbouring pairs of a flash series (an odd last one stays alone).
-pub fn merge_flash_pairs(v: &mut Vec<FlashInterval>) {
-    merge_pairs(v, |a, b| a.absorb(b));
 }
 
 /// Builds the series. See the module docs.
@@ -208,7 +190,7 @@ impl SeriesRecorder {
         self.index += 1;
         if self.rows.len() >= MAX_SERIES_BINS {
             // (The count is even: the open interval starts a merged one.)
-            merge_pairs(&mut self.rows, IntervalRow::absorb);
+            merge_neighbour_pairs(&mut self.rows, IntervalRow::absorb);
             self.index /= 2;
             self.interval_ns = self.interval_ns.saturating_mul(2);
         }
@@ -263,11 +245,11 @@ impl SeriesRecorder {
         let mut flash = flash.to_vec();
         let mut flash_interval_ns = flash_interval_ns.max(1);
         while flash_interval_ns < self.interval_ns {
-            merge_flash_pairs(&mut flash);
+            merge_neighbour_pairs(&mut flash, FlashInterval::absorb);
             flash_interval_ns = flash_interval_ns.saturating_mul(2);
         }
         while self.interval_ns < flash_interval_ns {
-            merge_pairs(&mut self.rows, IntervalRow::absorb);
+            merge_neighbour_pairs(&mut self.rows, IntervalRow::absorb);
             self.interval_ns = self.interval_ns.saturating_mul(2);
         }
         for (row, f) in self.rows.iter_mut().zip(&flash) {

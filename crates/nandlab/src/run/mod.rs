@@ -1,30 +1,39 @@
 //! The modes of a run, and the session they share.
 //!
-//! A [`Session`] is one simulated SSD with its oracle: the flash controller
-//! (NAND, buffers, counters, violation log), an FTL instance, and the shadow
-//! disk. It executes host requests one at a time — write: the host buffer
-//! gets a fresh write id, the FTL stores it, the oracle records it; read:
-//! the FTL fills an empty buffer and the oracle checks every sector — and it
-//! can power-cycle the drive cleanly ([`Session::remount`]) with a fresh FTL
-//! instance that sees nothing but the flash.
+//! A [`Session`] is one simulated SSD and its host, in two halves that
+//! keep their own invariants (the split of MQSim's `SSD_Device` assembly):
+//! - the [`drive::Drive`]: flash controller, FTL instance and the factory
+//!   of fresh instances — format, power cycle (clean or not), mount, and
+//!   the power cuts of crash tests;
+//! - the [`host_side::HostSide`]: the oracle (shadow disk), request and
+//!   write ids, host counters — issue a write, acknowledge it, check a read.
+//!
+//! [`Session::submit`] composes them for one host request — write: the
+//! host side issues a write (fresh write id, stamped buffer), the drive's
+//! FTL stores it, the host side records what the drive acknowledged; read:
+//! the FTL fills an empty buffer and the host side checks every sector —
+//! and the session can power-cycle the drive cleanly
+//! ([`Session::remount`]) with a fresh FTL instance that sees nothing but
+//! the flash.
 //!
 //! Modes build on it: [`stress`] runs a workload untimed and reports;
-//! [`perf`] runs the same session with a timing model attached.
+//! [`perf`] runs the same session inside the timed [`device`]; [`crash`]
+//! cuts the drive's power at chosen operations and checks what recovers.
+//! None of them reaches into the drive's or the host side's fields.
 
 pub mod crash;
+pub mod device;
+pub mod drive;
+pub mod host_side;
 pub mod perf;
 pub mod stress;
 
 use crate::config::Config;
-use crate::flash::{FlashController, FlashError};
-use crate::ftl::{self, Durability, Ftl, FtlEnv, FtlError, IoRequest};
-use crate::nand::payload::WriteId;
-use crate::nand::Nand;
-use crate::oracle::{Oracle, MAX_WRITE_ID};
-use crate::seed::derive_seed;
-use crate::violation::{Rule, Severity, Violation};
+use crate::ftl::{self, Ftl, FtlEnv, FtlError, IoRequest};
+use crate::report::RemountSummary;
 use crate::workload::{HostOp, HostRequest, Workload, WorkloadError};
-use serde::Serialize;
+use drive::Drive;
+use host_side::HostSide;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,20 +68,6 @@ impl StopFlag {
     pub fn is_set(&self) -> bool {
         self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
     }
-}
-
-/// Host-side counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct HostCounters {
-    pub write_bytes: u64,
-    pub read_bytes: u64,
-    pub trim_bytes: u64,
-    pub write_requests: u64,
-    pub read_requests: u64,
-    pub flush_requests: u64,
-    pub trim_requests: u64,
-    /// Writes acknowledged from a volatile cache (durable only after a flush).
-    pub volatile_writes: u64,
 }
 
 /// A workload read ahead of the request being served, so the requests
@@ -123,22 +118,10 @@ pub fn registry_factory(name: &str, options: &ftl::FtlOptions) -> FtlFactory {
     Box::new(move |env| ftl::build(&name, env, &options))
 }
 
-/// One simulated drive with its oracle. See the module docs.
+/// One simulated drive and its host. See the module docs.
 pub struct Session {
-    pub flash: FlashController,
-    pub ftl: Box<dyn Ftl>,
-    pub oracle: Oracle,
-    pub host: HostCounters,
-    factory: FtlFactory,
-    env: FtlEnv,
-    next_write_id: u32,
-    next_request_id: u64,
-    sector_bytes: u64,
-    ftl_failed: bool,
-    /// How the FTL acknowledged the last write request (crash checking).
-    last_durability: Option<Durability>,
-    /// The LBA of the last prefetch hint (its oracle entry's second stage).
-    oracle_hinted: Option<u64>,
+    drive: Drive,
+    host: HostSide,
 }
 
 impl Session {
@@ -158,94 +141,59 @@ impl Session {
         oracle_unit_sectors: u32,
         keep_violations: usize,
     ) -> Result<Session, RunError> {
-        let env = FtlEnv {
-            geometry: config.geometry.clone(),
-            logical_sectors: config.logical_sectors,
-            dram_budget_bytes: config.dram_budget_bytes,
-            seed: derive_seed(seed, "ftl"),
-        };
-        let mut ftl = factory(&env).map_err(|e| RunError::Input(config.locate_error(&e)))?;
-        let info = ftl.info();
-        // What the FTL needs of the geometry is checked before the drive is
-        // built, so a device file that cannot hold it is bad input, not an
-        // FTL failure found at the first program.
-        ftl::check_geometry(&info, &config.geometry)
-            .map_err(|(field, reason)| RunError::Input(config.field_error("geometry", field, reason).to_string()))?;
-        let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed))
-            .map_err(RunError::Input)?;
-        let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
-        ftl.format(&mut flash)
-            .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
-        Ok(Session {
-            flash,
-            ftl,
-            oracle: Oracle::new(config.logical_sectors, oracle_unit_sectors),
-            host: HostCounters::default(),
-            factory,
-            env,
-            next_write_id: 1,
-            next_request_id: 0,
-            sector_bytes: u64::from(config.geometry.sector_size_bytes()),
-            ftl_failed: false,
-            last_durability: None,
-            oracle_hinted: None,
-        })
+        let drive = Drive::build(config, factory, seed, keep_violations)?;
+        let sector_bytes = u64::from(config.geometry.sector_size_bytes());
+        Ok(Session { drive, host: HostSide::new(config.logical_sectors, oracle_unit_sectors, sector_bytes) })
+    }
+
+    /// The drive: flash, FTL.
+    pub fn drive(&self) -> &Drive {
+        &self.drive
+    }
+
+    /// The drive, to operate on (its methods keep its invariants).
+    pub fn drive_mut(&mut self) -> &mut Drive {
+        &mut self.drive
+    }
+
+    /// The host side: oracle, ids, counters.
+    pub fn host(&self) -> &HostSide {
+        &self.host
+    }
+
+    /// Both halves, to run a request across them (the timed device).
+    pub fn parts_mut(&mut self) -> (&mut Drive, &mut HostSide) {
+        (&mut self.drive, &mut self.host)
     }
 
     /// Whether the FTL has returned an error (its state can no longer be trusted).
     pub fn ftl_failed(&self) -> bool {
-        self.ftl_failed
+        self.drive.ftl_failed()
     }
 
     /// Host requests submitted so far.
     pub fn requests(&self) -> u64 {
-        self.next_request_id
+        self.host.requests()
     }
 
     /// Start a host request that is executed outside [`Session::submit`]
     /// (the perf device's write cache): a fresh request id, set on the
-    /// flash controller so operations are attributed to it.
+    /// drive so flash operations are attributed to it.
     pub fn begin_request(&mut self) -> u64 {
-        let id = self.next_request_id;
-        self.next_request_id += 1;
-        self.flash.set_request(Some(id));
+        let id = self.host.start_request();
+        self.drive.set_request(Some(id));
         id
     }
 
     /// End a request started with [`Session::begin_request`].
     pub fn end_request(&mut self) {
-        self.flash.set_request(None);
-    }
-
-    /// A fresh write id for a host write executed outside [`Session::submit`].
-    pub fn take_write_id(&mut self) -> Result<WriteId, RunError> {
-        if self.next_write_id > MAX_WRITE_ID {
-            return Err(RunError::Input(format!("the run exceeds {MAX_WRITE_ID} host writes")));
-        }
-        let w = self.next_write_id;
-        self.next_write_id += 1;
-        Ok(w)
-    }
-
-    pub(crate) fn ftl_error(&mut self, what: &str, e: FtlError) {
-        self.record_ftl_failure(format!("{what}: {e}"));
+        self.drive.set_request(None);
     }
 
     /// Record that the FTL failed (an `ftl_error` violation); the session
     /// stops trusting it.
     pub fn record_ftl_failure(&mut self, message: String) {
-        self.ftl_failed = true;
-        let request_id = self.flash.request();
-        let op_index = self.flash.op_index();
-        self.flash.log_mut().record(Violation {
-            rule: Rule::FtlError,
-            severity: Severity::Error,
-            op_index,
-            request_id,
-            address: 0,
-            message,
-            source: None,
-        });
+        self.drive.record_ftl_failure(message);
     }
 
     /// Tell the oracle and the FTL that `req` comes soon, so they can warm
@@ -258,12 +206,9 @@ impl Session {
     /// write the perf device's write-back cache absorbs).
     pub fn prefetch(&mut self, req: &HostRequest, to_ftl: bool) {
         if matches!(req.op, HostOp::Read | HostOp::Write | HostOp::Trim) {
-            if let Some(lba) = self.oracle_hinted.replace(req.lba) {
-                self.oracle.prefetch(lba);
-            }
-            self.oracle.prefetch_directory(req.lba);
+            self.host.prefetch(req.lba);
             if to_ftl {
-                self.ftl.prefetch(&self.flash, req.lba, req.sectors);
+                self.drive.prefetch(req.lba, req.sectors);
             }
         }
     }
@@ -274,81 +219,12 @@ impl Session {
 
     /// Execute one host request through the FTL and check it with the oracle.
     pub fn submit(&mut self, req: &HostRequest) -> Result<(), RunError> {
-        let id = self.next_request_id;
-        self.next_request_id += 1;
-        self.last_durability = None;
-        self.flash.set_request(Some(id));
-        let bytes = u64::from(req.sectors) * self.sector_bytes;
-        match req.op {
-            HostOp::Write => {
-                if self.next_write_id > MAX_WRITE_ID {
-                    return Err(RunError::Input(format!("the run exceeds {MAX_WRITE_ID} host writes")));
-                }
-                let write = self.next_write_id;
-                self.next_write_id += 1;
-                let buf = self.flash.alloc_host_write(req.lba as u32, write, req.sectors);
-                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
-                match self.ftl.write(&mut self.flash, &io) {
-                    Ok(d) => {
-                        self.last_durability = Some(d);
-                        self.oracle.record_write(req.lba, u64::from(req.sectors), write);
-                        if d == Durability::Volatile {
-                            self.host.volatile_writes += 1;
-                        }
-                    }
-                    Err(e) => self.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
-                }
-                self.flash.free_host_buffer(buf);
-                self.host.write_requests += 1;
-                self.host.write_bytes += bytes;
-            }
-            HostOp::Read => {
-                let buf = self.flash.alloc_host_read(req.sectors);
-                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
-                match self.ftl.read(&mut self.flash, &io) {
-                    Ok(()) => {
-                        let oracle = &self.oracle;
-                        self.flash
-                            .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, req.lba, runs))
-                            .map_err(|e: FlashError| RunError::Input(e.to_string()))?;
-                    }
-                    Err(e) => self.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
-                }
-                self.flash.free_host_buffer(buf);
-                self.host.read_requests += 1;
-                self.host.read_bytes += bytes;
-            }
-            HostOp::Trim => {
-                match self.ftl.trim(&mut self.flash, req.lba, u64::from(req.sectors)) {
-                    Ok(()) => self.oracle.record_trim(req.lba, u64::from(req.sectors)),
-                    Err(e) => self.ftl_error(&format!("trim of {} sectors at LBA {}", req.sectors, req.lba), e),
-                }
-                self.host.trim_requests += 1;
-                self.host.trim_bytes += bytes;
-            }
-            HostOp::Flush => {
-                if let Err(e) = self.ftl.flush(&mut self.flash) {
-                    self.ftl_error("flush", e);
-                }
-                self.host.flush_requests += 1;
-            }
-        }
-        self.flash.set_request(None);
-        Ok(())
+        submit(&mut self.drive, &mut self.host, req)
     }
 
     /// Let the FTL do background work until it has none (at most `max_steps` steps).
     pub fn idle(&mut self, max_steps: u32) {
-        for _ in 0..max_steps {
-            match self.ftl.idle(&mut self.flash) {
-                Ok(ftl::IdleOutcome::Worked) => continue,
-                Ok(ftl::IdleOutcome::Nothing) => break,
-                Err(e) => {
-                    self.ftl_error("background work", e);
-                    break;
-                }
-            }
-        }
+        self.drive.idle(max_steps);
     }
 
     /// Clean power cycle: shut the FTL down, then mount a fresh instance on
@@ -360,8 +236,7 @@ impl Session {
     /// The end-of-run check: a clean power cycle, then every sector read
     /// back and checked. The summary carries the fresh instance's mount
     /// counters (its `mount_*` metrics: what the mount read to rebuild).
-    pub fn remount_and_verify(&mut self) -> crate::report::RemountSummary {
-        use crate::report::RemountSummary;
+    pub fn remount_and_verify(&mut self) -> RemountSummary {
         if let Err(e) = self.remount() {
             self.record_ftl_failure(format!("mount after clean shutdown failed: {e}"));
             return RemountSummary {
@@ -371,7 +246,7 @@ impl Session {
                 ..Default::default()
             };
         }
-        let mount_stats = self.ftl.stats().mount.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
+        let mount_stats = self.drive.ftl().stats().mount.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
         match self.verify_all(8192) {
             Ok(sectors) => RemountSummary { mounted: true, verified_sectors: sectors, error: None, mount_stats },
             Err(e) => RemountSummary { mounted: true, verified_sectors: 0, error: Some(e.to_string()), mount_stats },
@@ -379,41 +254,71 @@ impl Session {
     }
 
     /// Power off (after a clean shutdown if `clean`) and mount a fresh FTL
-    /// instance on the same flash. Without a clean shutdown, only what the
-    /// FTL already put on flash can be found. Either way the device DRAM is
-    /// lost: the old instance's buffers are freed (they no longer count
-    /// against the DRAM budget) and their handles go stale.
+    /// instance on the same flash: see [`Drive::power_cycle`].
     pub fn power_cycle(&mut self, clean: bool) -> Result<(), FtlError> {
-        if clean {
-            self.ftl.shutdown(&mut self.flash)?;
-        }
-        self.flash.release_ftl_buffers();
-        self.ftl = (self.factory)(&self.env).map_err(FtlError::Mount)?;
-        self.ftl.mount(&mut self.flash)
+        self.drive.power_cycle(clean)
     }
 
     /// Read the whole logical space through the FTL and check every sector.
     /// Returns the sectors verified.
     pub fn verify_all(&mut self, chunk_sectors: u32) -> Result<u64, RunError> {
-        let total = self.oracle.logical_sectors();
+        let total = self.host.oracle().logical_sectors();
         let mut lba = 0;
-        while lba < total && !self.ftl_failed {
+        while lba < total && !self.drive.ftl_failed() {
             let n = (total - lba).min(u64::from(chunk_sectors)) as u32;
-            let buf = self.flash.alloc_host_read(n);
+            let buf = self.drive.alloc_host_read(n);
             let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
-            self.flash.set_request(None);
-            match self.ftl.read(&mut self.flash, &io) {
-                Ok(()) => {
-                    let oracle = &self.oracle;
-                    self.flash
-                        .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, lba, runs))
-                        .map_err(|e| RunError::Input(e.to_string()))?;
-                }
-                Err(e) => self.ftl_error(&format!("verification read at LBA {lba}"), e),
+            self.drive.set_request(None);
+            match self.drive.read(&io) {
+                Ok(()) => self.host.check_read(&mut self.drive, lba, buf)?,
+                Err(e) => self.drive.ftl_error(&format!("verification read at LBA {lba}"), e),
             }
-            self.flash.free_host_buffer(buf);
+            self.drive.free_host_buffer(buf);
             lba += u64::from(n);
         }
         Ok(lba)
     }
+}
+
+/// Execute one host request on `drive` for `host`: the write, read, trim
+/// or flush half of each side, composed (see [`host_side`]).
+pub(crate) fn submit(drive: &mut Drive, host: &mut HostSide, req: &HostRequest) -> Result<(), RunError> {
+    let id = host.start_request();
+    drive.set_request(Some(id));
+    match req.op {
+        HostOp::Write => {
+            let w = host.issue_write(drive, req.lba, req.sectors)?;
+            let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: w.buf };
+            match drive.write(&io) {
+                Ok(d) => host.acknowledge_write(&w, d),
+                Err(e) => drive.ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e),
+            }
+            host.complete_write(drive, w, false);
+        }
+        HostOp::Read => {
+            let buf = drive.alloc_host_read(req.sectors);
+            let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
+            match drive.read(&io) {
+                Ok(()) => host.check_read(drive, req.lba, buf)?,
+                Err(e) => drive.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
+            }
+            drive.free_host_buffer(buf);
+            host.count_read(req.sectors);
+        }
+        HostOp::Trim => {
+            match drive.trim(req.lba, u64::from(req.sectors)) {
+                Ok(()) => host.acknowledge_trim(req.lba, u64::from(req.sectors)),
+                Err(e) => drive.ftl_error(&format!("trim of {} sectors at LBA {}", req.sectors, req.lba), e),
+            }
+            host.count_trim(req.sectors);
+        }
+        HostOp::Flush => {
+            if let Err(e) = drive.flush() {
+                drive.ftl_error("flush", e);
+            }
+            host.count_flush();
+        }
+    }
+    drive.set_request(None);
+    Ok(())
 }

@@ -65,7 +65,7 @@ impl WafSamples {
         if requests % self.every != 0 {
             return;
         }
-        let s = session.flash.stats();
+        let s = session.drive().flash().stats();
         self.samples.push((requests, s.cause(Cause::Host).programs(), s.total().programs()));
         if self.samples.len() >= Self::CAPACITY {
             // Keep every other sample and sample half as often.
@@ -130,10 +130,10 @@ pub fn run_with_factory(
             stopped_early = Some("the FTL returned an error".to_string());
             break;
         }
-        if opts.max_errors > 0 && session.flash.log().errors() >= opts.max_errors {
+        if opts.max_errors > 0 && session.drive().flash().log().errors() >= opts.max_errors {
             stopped_early = Some(format!(
                 "{} error violation(s) found (--max-errors {})",
-                session.flash.log().errors(),
+                session.drive().flash().log().errors(),
                 opts.max_errors
             ));
             break;
@@ -142,11 +142,11 @@ pub fn run_with_factory(
     progress(workload.progress());
 
     // Figures of the workload itself, before the power cycle adds its own traffic.
-    let stats = session.flash.stats().clone();
+    let stats = session.drive().flash().stats().clone();
     let host_programs = stats.cause(Cause::Host).programs();
     let all_programs = stats.total().programs();
     let gc = stats.cause(Cause::Gc);
-    let ftl_stats = session.ftl.stats();
+    let ftl_stats = session.drive().ftl().stats();
     let requests = session.requests();
     let workload_wall = started.elapsed().as_secs_f64();
 
@@ -154,25 +154,25 @@ pub fn run_with_factory(
         (opts.remount_verify && stopped_early.is_none() && !interrupted).then(|| session.remount_and_verify());
 
     let wall = started.elapsed().as_secs_f64();
-    let host_bytes = session.host.read_bytes + session.host.write_bytes;
+    let host_bytes = session.host().counters().read_bytes + session.host().counters().write_bytes;
     let mut report = StressReport {
         schema_version: report::SCHEMA_VERSION,
         mode: "stress",
         seed: opts.seed,
         preset: config.name.clone(),
-        ftl: session.ftl.info().name.to_string(),
+        ftl: session.drive().ftl().info().name.to_string(),
         workload: workload.describe(),
         workload_report: workload.report(),
         raw_bytes: config.geometry.raw_bytes(),
         logical_bytes: config.logical_bytes(),
-        host: session.host.clone(),
+        host: session.host().counters().clone(),
         flash: FlashSummary::from_stats(&stats),
         waf: report::waf(host_programs, all_programs),
         waf_steady: samples.steady(requests, host_programs, all_programs),
         gc: GcSummary { runs: ftl_stats.gc_runs, pages_moved: gc.programs(), blocks_erased: gc.block_erases },
         ftl_stats,
-        wear: WearSummary::from_counts(session.flash.nand().erase_counts()),
-        oracle_unit_sectors: session.oracle.sectors_per_unit(),
+        wear: WearSummary::from_counts(session.drive().flash().nand().erase_counts()),
+        oracle_unit_sectors: session.host().oracle().sectors_per_unit(),
         violation_counts: Default::default(),
         errors: 0,
         warnings: 0,
@@ -188,6 +188,6 @@ pub fn run_with_factory(
         flash_ops_per_second: stats.operations() as f64 / workload_wall,
         peak_rss_bytes: resources::peak_rss_bytes(),
     };
-    report.set_violations(session.flash.log());
+    report.set_violations(session.drive().flash().log());
     Ok(report)
 }

@@ -17,8 +17,8 @@
 //! tR waits for this data-out) is not modelled: operations are reserved in
 //! the order requests arrive, not in the order a work-conserving channel
 //! arbiter would serve them, and that stall would turn the ordering
-//! difference into a throughput loss (7 % on a channel-bound read test)
-//! that a real controller does not have. Without `cache_read` the plane is
+//! difference into a throughput loss that a real controller does not have
+//! (measured: `docs/design-notes-drive.md`). Without `cache_read` the plane is
 //! held until its data-out ends.
 //!
 //! Transfers take `bytes / (channel_rate_mtps × channel_width_bytes)`
@@ -562,7 +562,7 @@ impl FlashTiming {
         }
         let mut i = since / self.interval_ns;
         while i >= MAX_SERIES_BINS as u64 {
-            crate::report::timeseries::merge_flash_pairs(&mut self.flash_series);
+            super::merge_neighbour_pairs(&mut self.flash_series, FlashInterval::absorb);
             self.interval_ns = self.interval_ns.saturating_mul(2);
             i = since / self.interval_ns;
         }

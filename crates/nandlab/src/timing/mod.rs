@@ -1,5 +1,5 @@
-//! Timing: resource timelines, the flash timing model, device DRAM and its
-//! write cache.
+//! Timing: resource timelines, the flash timing model, the latency
+//! breakdown, and the timing configuration.
 //!
 //! Timing belongs to the flash interface and the host interface, never to
 //! the FTL: the FTL runs exactly as in `stress`, synchronously, and its
@@ -8,7 +8,9 @@
 //! [`crate::flash::FlashObserver`] hook and places it on the timelines of
 //! its channel, die and plane; a request completes when the operations it
 //! depends on complete. The host side (queues, link, controller CPU) is in
-//! [`crate::host`]; [`crate::run::perf`] puts them together.
+//! [`crate::host`]; the timed device ([`crate::run::device`]: host
+//! interface, controller, DRAM write cache) puts them together, and
+//! [`crate::run::perf`] drives workloads through it.
 //!
 //! The model follows the published simulators it replaces:
 //!
@@ -67,7 +69,6 @@ pub mod breakdown;
 pub mod config;
 pub mod flash_model;
 pub mod timeline;
-pub mod write_cache;
 
 pub use breakdown::{Breakdown, Component};
 pub use config::{Timing, TimingConfig, WriteCacheMode};
@@ -90,3 +91,18 @@ pub const MAX_DURATION_NS: u64 = 1_000_000_000;
 /// are 18 hours of simulated time; a 1 ms interval covers 65 s before the
 /// first doubling.
 pub const MAX_SERIES_BINS: usize = 1 << 16;
+
+/// Merge neighbouring pairs of a per-interval series in place, `absorb`
+/// adding the second of a pair into the first (an odd last one stays
+/// alone): the series' interval doubles (see [`MAX_SERIES_BINS`]).
+pub fn merge_neighbour_pairs<T: Clone>(v: &mut Vec<T>, absorb: impl Fn(&mut T, &T)) {
+    let n = v.len();
+    for i in 0..n.div_ceil(2) {
+        let mut a = v[2 * i].clone();
+        if let Some(b) = v.get(2 * i + 1) {
+            absorb(&mut a, b);
+        }
+        v[i] = a;
+    }
+    v.truncate(n.div_ceil(2));
+}

@@ -82,12 +82,11 @@ const SLOT_SHIFT: u32 = 20;
 /// real presets hold a few hundred slots, far below it.
 const MAX_SLOTS: usize = 8192;
 
-/// Emptied slot vectors kept for reuse, per timeline. A GC-bound drive
-/// keeps ~300 ms of work booked ahead (~300 slots per timeline) and its
-/// queues swing by that much: with 64 spares it freed and regrew slot
-/// vectors ~1.5 times per request (2.5 % of its instructions). 256 spares
-/// remove that churn; more (4096) gained nothing more and held 20 MiB of
-/// idle vectors at the peak (every timeline at its own high-water mark).
+/// Emptied slot vectors kept for reuse, per timeline: enough to absorb the
+/// swing of a GC-bound drive's backlog (a few hundred slots per timeline)
+/// without freeing and regrowing vectors, and no more, since every
+/// timeline holds its spares at its own high-water mark (the measurements
+/// behind the number: `docs/design-notes-drive.md`).
 const SPARE_SLOTS: usize = 256;
 
 /// A position: (slot, index in the slot).

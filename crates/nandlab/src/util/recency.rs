@@ -1,7 +1,7 @@
 //! A recency queue: the order of an LRU list kept as a log of *uses*
 //! instead of a linked list. It orders each LRU segment of dftl's cached
 //! mapping table ([`crate::ftl::dftl::cmt`]), optr's write cache and the
-//! lines of the perf device's write cache ([`crate::timing::write_cache`]).
+//! lines of the perf device's write cache ([`crate::run::device::write_cache`]).
 //!
 //! Each time an entry enters the segment or is used, a record `(slot,
 //! stamp)` is pushed at the most-recently-used end and the entry remembers

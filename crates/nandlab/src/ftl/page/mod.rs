@@ -548,14 +548,14 @@ mod tests {
         let mut w = SyntheticWorkload::new(&spec, config.logical_bytes(), sector, 1).expect("workload");
         let mut session = Session::with_factory(&config, factory, 1, w.alignment_sectors(), 4).expect("format");
         // The whole workload (4x the logical capacity) takes about 1.2 M.
-        session.flash.add_observer(Box::new(OpBudget(20_000_000)));
+        session.drive_mut().add_observer(Box::new(OpBudget(20_000_000)));
         while let Some(req) = w.next_request().expect("request") {
             session.submit(&req).expect("submit");
             if session.ftl_failed() {
                 break;
             }
         }
-        let e = session.flash.log().first_error().expect("the FTL fails");
+        let e = session.drive().flash().log().first_error().expect("the FTL fails");
         assert!(e.message.contains("no free space: garbage collection on plane unit"), "{}", e.message);
         assert!(e.message.contains("makes no progress"), "{}", e.message);
     }

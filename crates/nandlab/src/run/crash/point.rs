@@ -4,10 +4,11 @@
 
 use super::{new_session, new_workload, next_request, NestedCut, Plan, PointResult, Stage, SyntheticWorkload};
 use crate::flash::PowerCut;
-use crate::ftl::{Ftl, FtlError, Guarantee, IoRequest};
-use crate::nand::Nand;
+use crate::ftl::IoRequest;
 use crate::oracle::crash_checker::{CrashChecker, CrashHistory, PendingOp};
-use crate::run::{RunError, Session};
+use crate::run::drive::Drive;
+use crate::run::host_side::HostSide;
+use crate::run::{submit, RunError, Session};
 use crate::seed::{derive_seed, rng_for};
 use crate::violation::{Rule, Violation, ViolationLog};
 use crate::workload::{HostOp, HostRequest};
@@ -65,56 +66,30 @@ fn point_rng(plan: &Plan, cut: PowerCut, what: &str) -> crate::seed::Rng {
 }
 
 /// Fill the result from the test's violation log.
-fn take_findings(session: &mut Session, result: &mut PointResult) {
-    let log = session.flash.take_log();
+fn take_findings(drive: &mut Drive, result: &mut PointResult) {
+    let log = drive.take_log();
     result.rules = log.counts().clone();
     result.first = log.first_error().cloned();
     result.passed = log.is_clean();
 }
 
-/// The base run's host-side state, kept aside while a crash point is tested.
-struct HostState {
-    ftl: Box<dyn Ftl>,
-    oracle: crate::oracle::Oracle,
-    host: crate::run::HostCounters,
-    next_write_id: u32,
-    next_request_id: u64,
-    ftl_failed: bool,
-}
-
-impl HostState {
-    fn take(session: &mut Session) -> HostState {
-        HostState {
-            ftl: std::mem::replace(&mut session.ftl, Box::new(NoFtl)),
-            oracle: std::mem::replace(&mut session.oracle, crate::oracle::Oracle::new(1, 1)),
-            host: session.host.clone(),
-            next_write_id: session.next_write_id,
-            next_request_id: session.next_request_id,
-            ftl_failed: session.ftl_failed,
-        }
-    }
-    fn put_back(self, session: &mut Session) {
-        session.ftl = self.ftl;
-        session.oracle = self.oracle;
-        session.host = self.host;
-        session.next_write_id = self.next_write_id;
-        session.next_request_id = self.next_request_id;
-        session.ftl_failed = self.ftl_failed;
-    }
-}
-
 /// One cut on the base run's drive: roll back to it, test, roll forward.
+/// The base run's host side is not touched: the test runs its own.
 fn test_point(plan: &Plan, session: &mut Session, request: &Request, cut: PowerCut) -> PointResult {
-    let image = session.flash.enter_crash_image(cut);
+    let (drive, host) = session.parts_mut();
+    let base = drive.cut_power_for_test(cut);
     let mut result = new_result(cut, request.id);
-    result.tore = image.torn_pages + image.torn_blocks > 0;
-    (result.torn_pages, result.torn_blocks) = (image.torn_pages, image.torn_blocks);
-    let saved = HostState::take(session);
+    (result.torn_pages, result.torn_blocks) = base.torn();
+    result.tore = result.torn_pages + result.torn_blocks > 0;
     let checker = request.history.checker(request.in_flight);
-    recover_and_check(plan, session, checker, cut, &mut result);
-    take_findings(session, &mut result);
-    session.flash.leave_crash_image(image);
-    saved.put_back(session);
+    if let Some(test_host) = recover_and_check(plan, drive, host, checker, cut, &mut result) {
+        // The base run's history takes the durability of the test's last
+        // write as its request's (what campaigns have always recorded; see
+        // docs/design-notes-drive.md).
+        host.take_last_durability_of(&test_host);
+    }
+    take_findings(drive, &mut result);
+    drive.restore_base_run(base);
     result
 }
 
@@ -138,21 +113,20 @@ fn test_protected(plan: &Plan, request: &Request, cuts: &[PowerCut]) -> Vec<Poin
         }
     };
     let mut results = Vec::with_capacity(cuts.len());
+    let (drive, host) = session.parts_mut();
     for &cut in cuts {
-        let at = PowerCut { op_index: session.flash.op_index(), during: false };
-        let image = session.flash.enter_crash_image(at);
-        *session.flash.log_mut() = flush_log.clone();
-        let saved = HostState::take(&mut session);
+        let at = PowerCut { op_index: drive.flash().op_index(), during: false };
+        let base = drive.cut_power_for_test(at);
+        drive.replace_log(flush_log.clone());
         let mut result = new_result(cut, request.id);
         if !flush_log.is_clean() {
             result.stage = Some(Stage::EmergencyFlush);
         } else {
             let checker = request.history.checker(request.in_flight).all_acknowledged_durable();
-            recover_and_check(plan, &mut session, checker, cut, &mut result);
+            recover_and_check(plan, drive, host, checker, cut, &mut result);
         }
-        take_findings(&mut session, &mut result);
-        session.flash.leave_crash_image(image);
-        saved.put_back(&mut session);
+        take_findings(drive, &mut result);
+        drive.restore_base_run(base);
         results.push(result);
     }
     results
@@ -168,56 +142,60 @@ fn replay_and_flush(plan: &Plan, last: u64) -> Result<(Session, ViolationLog), R
         let Some(req) = next_request(&mut workload)? else { break };
         session.submit(&req)?;
     }
-    let _ = session.flash.take_log(); // the base run reports the run's own violations
-    session.flash.nand_mut().journal_start();
-    session.flash.set_request(None);
-    if let Err(e) = session.ftl.emergency_flush(&mut session.flash) {
-        record_violation(&mut session, Rule::FtlError, format!("the emergency flush failed: {e}"));
+    let drive = session.drive_mut();
+    let _ = drive.take_log(); // the base run reports the run's own violations
+    drive.start_journal();
+    drive.set_request(None);
+    if let Err(e) = drive.emergency_flush() {
+        drive.record_violation(Rule::FtlError, format!("the emergency flush failed: {e}"));
     }
-    let log = session.flash.take_log();
+    let log = drive.take_log();
     Ok((session, log))
 }
 
-/// Steps 2–5 of a crash test (see the module docs). Findings go to the log.
+/// Steps 2–5 of a crash test (see the module docs). Findings go to the
+/// drive's log. The host side the workload after recovery ran with (it
+/// continues `base_host` with what recovery showed), if it ran.
 fn recover_and_check(
     plan: &Plan,
-    session: &mut Session,
+    drive: &mut Drive,
+    base_host: &HostSide,
     mut checker: CrashChecker,
     cut: PowerCut,
     result: &mut PointResult,
-) {
-    session.flash.restore_power();
-    session.flash.set_request(None);
+) -> Option<HostSide> {
+    drive.restore_power();
+    drive.set_request(None);
     let final_stage = if plan.opts.nested { Stage::RecoveryAfterNestedCut } else { Stage::Recovery };
-    if plan.opts.nested && !first_recovery_cut(plan, session, &mut point_rng(plan, cut, "nested"), result) {
-        return;
+    if plan.opts.nested && !first_recovery_cut(plan, drive, &mut point_rng(plan, cut, "nested"), result) {
+        return None;
     }
-    let start = session.flash.op_index();
-    if let Err(e) = mount_fresh(session) {
-        record_violation(session, Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
-        note_stage(session, result, final_stage);
-        return;
+    let start = drive.flash().op_index();
+    if let Err(e) = drive.power_cycle(false) {
+        drive.record_violation(Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
+        note_stage(drive, result, final_stage);
+        return None;
     }
-    result.recovery_ops = session.flash.op_index() - start;
-    if note_stage(session, result, final_stage) {
-        return;
+    result.recovery_ops = drive.flash().op_index() - start;
+    if note_stage(drive, result, final_stage) {
+        return None;
     }
-    let verified = verify_disk(session, &mut checker, plan.config.logical_sectors, plan.opts.verify_chunk_sectors);
+    let verified = verify_disk(drive, &mut checker, plan.config.logical_sectors, plan.opts.verify_chunk_sectors);
     if verified {
-        let mut ck = session.flash.checker();
-        checker.finish(&mut ck);
+        checker.finish(&mut drive.checker());
     }
-    if note_stage(session, result, Stage::Verify) || plan.opts.post_requests == 0 {
-        return;
+    if note_stage(drive, result, Stage::Verify) || plan.opts.post_requests == 0 {
+        return None;
     }
-    session.oracle = checker.recovered_oracle();
-    run_post_workload(plan, session, &mut point_rng(plan, cut, "post"));
-    note_stage(session, result, Stage::PostWorkload);
+    let mut host = base_host.continued_with(checker.recovered_oracle());
+    run_post_workload(plan, drive, &mut host, &mut point_rng(plan, cut, "post"));
+    note_stage(drive, result, Stage::PostWorkload);
+    Some(host)
 }
 
 /// Record where the first finding appeared; true if the log has one.
-fn note_stage(session: &Session, result: &mut PointResult, stage: Stage) -> bool {
-    let found = !session.flash.log().is_clean();
+fn note_stage(drive: &Drive, result: &mut PointResult, stage: Stage) -> bool {
+    let found = !drive.flash().log().is_clean();
     if found && result.stage.is_none() {
         result.stage = Some(stage);
     }
@@ -231,25 +209,18 @@ fn note_stage(session: &Session, result: &mut PointResult, stage: Stage) -> bool
 /// Nothing either recovery reports is thrown away: the interrupted one
 /// repeats the uncut one up to the cut, so a finding of the first recovery
 /// can count twice in the point's counts.
-fn first_recovery_cut(
-    plan: &Plan,
-    session: &mut Session,
-    rng: &mut crate::seed::Rng,
-    result: &mut PointResult,
-) -> bool {
-    let mark = session.flash.nand().journal_len();
-    let start = session.flash.op_index();
-    let mounted = mount_fresh(session);
-    let changes = state_changing_ops(session.flash.nand(), mark);
-    let end = session.flash.op_index();
+fn first_recovery_cut(plan: &Plan, drive: &mut Drive, rng: &mut crate::seed::Rng, result: &mut PointResult) -> bool {
+    let mark = drive.mark();
+    let mounted = drive.power_cycle(false);
+    let changes = drive.state_changes_since(mark);
+    let end = drive.flash().op_index();
     if let Err(e) = mounted {
-        record_violation(session, Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
-        note_stage(session, result, Stage::Recovery);
+        drive.record_violation(Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
+        note_stage(drive, result, Stage::Recovery);
         return false;
     }
-    session.flash.nand_mut().journal_rollback(mark);
-    session.flash.restore_power();
-    session.flash.reset_op_index(start);
+    drive.roll_back_to(mark);
+    drive.restore_power();
     let n = changes.len() as u32;
     let wanted = plan.opts.nested_at.unwrap_or_else(|| draw_nested(rng, n));
     // After the last state-changing operation there is nothing to tear.
@@ -257,12 +228,12 @@ fn first_recovery_cut(
     let op_index = changes.get(nested.nth as usize).copied().unwrap_or(end);
     let cut = PowerCut { op_index, during: nested.during };
     (result.nested_cut, result.recovery_cut, result.recovery_state_changes) = (Some(nested), Some(cut), n);
-    session.flash.schedule_power_cut(cut);
-    let _ = session.flash.take_torn();
-    let _ = mount_fresh(session); // fails with the power cut (unless it falls after the last operation)
-    (result.recovery_torn_pages, result.recovery_torn_blocks) = session.flash.take_torn();
-    session.flash.restore_power();
-    note_stage(session, result, Stage::Recovery);
+    drive.schedule_power_cut(cut);
+    let _ = drive.take_torn();
+    let _ = drive.power_cycle(false); // fails with the power cut (unless it falls after the last operation)
+    (result.recovery_torn_pages, result.recovery_torn_blocks) = drive.take_torn();
+    drive.restore_power();
+    note_stage(drive, result, Stage::Recovery);
     true
 }
 
@@ -272,86 +243,66 @@ fn draw_nested(rng: &mut crate::seed::Rng, n: u32) -> NestedCut {
     NestedCut { nth: j / 2, during: j % 2 == 1 }
 }
 
-/// The operations that changed flash since journal entry `mark`, in order.
-fn state_changing_ops(nand: &Nand, mark: usize) -> Vec<u64> {
-    let mut ops: Vec<u64> = Vec::new();
-    for at in mark..nand.journal_len() {
-        let op = nand.journal_op_of(at).expect("an entry below the journal's length");
-        if ops.last() != Some(&op) {
-            ops.push(op);
-        }
-    }
-    ops
-}
-
-/// Build a fresh FTL instance and mount it on the flash: a power cycle,
-/// the old instance's DRAM is gone.
-fn mount_fresh(session: &mut Session) -> Result<(), FtlError> {
-    session.flash.release_ftl_buffers();
-    session.ftl = (session.factory)(&session.env).map_err(FtlError::Mount)?;
-    session.ftl.mount(&mut session.flash)
-}
-
 /// Read every logical sector through the recovered FTL into the checker.
 /// False if the FTL failed a read (recorded).
-fn verify_disk(session: &mut Session, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
+fn verify_disk(drive: &mut Drive, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
     let mut lba = 0;
     let chunk = u64::from(chunk.max(1));
     // Hints two chunks ahead: the FTL warms its map for the later one and
     // the flash pages of the nearer one (a speed hint; it changes nothing).
-    let hint = |session: &mut Session, at: u64| {
+    let hint = |drive: &mut Drive, at: u64| {
         if at < total {
-            session.ftl.prefetch(&session.flash, at, (total - at).min(chunk) as u32);
+            drive.prefetch(at, (total - at).min(chunk) as u32);
         }
     };
-    hint(session, 0);
-    hint(session, chunk);
+    hint(drive, 0);
+    hint(drive, chunk);
     while lba < total {
         let n = (total - lba).min(chunk) as u32;
-        hint(session, lba + 2 * chunk);
-        let buf = session.flash.alloc_host_read(n);
+        hint(drive, lba + 2 * chunk);
+        let buf = drive.alloc_host_read(n);
         let io = IoRequest { id: u64::MAX, lba, sectors: n, buf };
-        match session.ftl.read(&mut session.flash, &io) {
+        match drive.read(&io) {
             Ok(()) => {
-                let _ = session.flash.inspect_buffer(buf, |runs, ck| checker.check_read(ck, lba, runs));
+                let _ = drive.inspect_buffer(buf, |runs, ck| checker.check_read(ck, lba, runs));
             }
             Err(e) => {
-                session.flash.free_host_buffer(buf);
-                record_violation(
-                    session,
+                drive.free_host_buffer(buf);
+                drive.record_violation(
                     Rule::FtlError,
                     format!("read of {n} sectors at LBA {lba} after recovery failed: {e}"),
                 );
                 return false;
             }
         }
-        session.flash.free_host_buffer(buf);
+        drive.free_host_buffer(buf);
         lba += u64::from(n);
     }
     true
 }
 
-/// More workload on the recovered drive, its reads checked; then the
-/// sectors it wrote are read back.
-fn run_post_workload(plan: &Plan, session: &mut Session, rng: &mut crate::seed::Rng) {
+/// More workload on the recovered drive, its reads checked (by `host`,
+/// whose oracle is what recovery showed); then the sectors it wrote are
+/// read back.
+fn run_post_workload(plan: &Plan, drive: &mut Drive, host: &mut HostSide, rng: &mut crate::seed::Rng) {
     let seed = rng.random::<u64>();
     let Ok(mut w) = new_workload(plan.config, plan.spec, seed) else { return };
     let mut written = Vec::new();
     for _ in 0..plan.opts.post_requests {
         let Ok(Some(req)) = next_request(&mut w) else { break };
-        if session.submit(&req).is_err() || session.ftl_failed() {
+        if submit(drive, host, &req).is_err() || drive.ftl_failed() {
             return;
         }
         if req.op == HostOp::Write {
             written.push((req.lba, req.sectors));
         }
-        if !session.flash.log().is_clean() {
+        if !drive.flash().log().is_clean() {
             return;
         }
     }
     for (lba, sectors) in written {
         let read = HostRequest { op: HostOp::Read, lba, sectors, arrival_ns: 0, job: 0 };
-        if session.submit(&read).is_err() || session.ftl_failed() || !session.flash.log().is_clean() {
+        if submit(drive, host, &read).is_err() || drive.ftl_failed() || !drive.flash().log().is_clean() {
             return;
         }
     }
@@ -360,47 +311,4 @@ fn run_post_workload(plan: &Plan, session: &mut Session, rng: &mut crate::seed::
 fn finding(rule: Rule, message: String) -> Violation {
     let severity = crate::violation::Severity::Error;
     Violation { rule, severity, op_index: 0, request_id: None, address: 0, message, source: None }
-}
-
-/// Record a crash finding that is not a read (recovery failed, a read failed).
-fn record_violation(session: &mut Session, rule: Rule, message: String) {
-    let mut v = finding(rule, message);
-    (v.op_index, v.request_id) = (session.flash.op_index(), session.flash.request());
-    session.flash.log_mut().record(v);
-}
-
-/// Stands in for the base run's FTL while a crash point is tested.
-struct NoFtl;
-
-impl Ftl for NoFtl {
-    fn info(&self) -> crate::ftl::FtlInfo {
-        crate::ftl::FtlInfo { name: "none", guarantee: Guarantee::Baseline, oob_bytes: 0 }
-    }
-    fn format(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn mount(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn read(&mut self, _: &mut dyn crate::flash::Flash, _: &IoRequest) -> Result<(), FtlError> {
-        Err(FtlError::Mount("no FTL".into()))
-    }
-    fn write(&mut self, _: &mut dyn crate::flash::Flash, _: &IoRequest) -> Result<crate::ftl::Durability, FtlError> {
-        Err(FtlError::Mount("no FTL".into()))
-    }
-    fn trim(&mut self, _: &mut dyn crate::flash::Flash, _: u64, _: u64) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn flush(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn idle(&mut self, _: &mut dyn crate::flash::Flash) -> Result<crate::ftl::IdleOutcome, FtlError> {
-        Ok(crate::ftl::IdleOutcome::Nothing)
-    }
-    fn shutdown(&mut self, _: &mut dyn crate::flash::Flash) -> Result<(), FtlError> {
-        Ok(())
-    }
-    fn stats(&self) -> crate::ftl::FtlStats {
-        crate::ftl::FtlStats::default()
-    }
 }

@@ -4,7 +4,7 @@
 //! A run is a discrete-event simulation over two kinds of events, processed
 //! in simulated-time order: a flow's request *arrives*, and a request
 //! *completes*. At its arrival a request is simulated whole by the
-//! [`device::TimedDevice`]: the FTL serves it at once (as in `stress`, with
+//! [`TimedDevice`]: the FTL serves it at once (as in `stress`, with
 //! the oracle checking every read), the timing model places its flash
 //! operations on the channel, die and plane timelines, and its completion
 //! time is known; the completion event records its latency. In a closed
@@ -14,7 +14,7 @@
 //! ([`precondition`]). Background garbage collection runs in idle time:
 //! when a request arrives to an idle device (nothing outstanding), the
 //! FTL's idle steps run from the last completion on, each only if it surely
-//! ends before the arrival ([`device::TimedDevice::idle`] says how).
+//! ends before the arrival ([`TimedDevice::idle`] says how).
 //!
 //! Simulated time is measured from the first arrival (a trace may start
 //! late) to the last completion: `simulated_seconds`, IOPS, utilisation and
@@ -53,9 +53,9 @@
 //! each request, and again before the next one is simulated, which
 //! takes it a stage further through the FTL's prefetch pipeline.
 
-pub mod device;
 pub mod precondition;
 
+use super::device::TimedDevice;
 use super::{Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
@@ -71,7 +71,6 @@ use crate::timing::WriteCacheMode;
 use crate::timing::{Component, TIME_LIMIT_NS};
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use crate::workload::{HostOp, HostRequest, Workload};
-use device::TimedDevice;
 use precondition::{free_blocks, PreconditionSpec};
 use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
@@ -333,16 +332,16 @@ pub fn run(
     let mut device = TimedDevice::new(config, opts.seed, unit, opts.keep_violations, opts.interval_ns)?;
     let precondition = match &opts.precondition {
         Some(spec) => {
-            Some(precondition::precondition(&mut device.session, spec, opts.seed, &opts.stop, &mut |done, total| {
+            Some(precondition::precondition(device.session_mut(), spec, opts.seed, &opts.stop, &mut |done, total| {
                 progress(PerfProgress { phase: "precondition", done, total: Some(total) })
             })?)
         }
         None => None,
     };
     // The timed phase's figures start here.
-    let base_stats = device.session.flash.stats().clone();
-    let base_host = device.session.host.clone();
-    let base_gc_runs = device.session.ftl.stats().gc_runs;
+    let base_stats = device.session().drive().flash().stats().clone();
+    let base_host = device.session().host().counters().clone();
+    let base_gc_runs = device.session().drive().ftl().stats().gc_runs;
     let cpu_timed = resources::cpu_seconds();
     let wall_timed = Instant::now();
     device.start_timing();
@@ -401,10 +400,10 @@ pub fn run(
             sim.origin_ns = Some(ev.time);
             sim.last_completion = ev.time;
             sim.series.set_origin(ev.time);
-            device.model.borrow_mut().set_origin(ev.time);
+            device.set_time_origin(ev.time);
         }
         {
-            let session = &device.session;
+            let session = device.session();
             sim.series.roll_to(ev.time, &mut || free_blocks(session));
         }
         events += 1;
@@ -519,7 +518,7 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     let write_back = device.timing().config.write_cache == WriteCacheMode::WriteBack;
     if let Some(next) = st.ahead.fill(st.flow.workload.as_mut()) {
         // A write into the write-back cache reaches only the oracle now.
-        device.session.prefetch(&next, !(write_back && next.op == HostOp::Write));
+        device.session_mut().prefetch(&next, !(write_back && next.op == HostOp::Write));
     }
     if write_back {
         // Hinted again: the hint above took it a stage further.
@@ -552,17 +551,20 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     if write_back {
         prefetch_next_victim(device, sim.sectors_per_page);
     }
-    device.model.borrow_mut().take_extensions(&mut sim.extensions);
+    device.take_extensions(&mut sim.extensions);
     for (owner, end) in sim.extensions.drain(..) {
         let e = sim.extended.entry(owner).or_insert(0);
         *e = (*e).max(end);
     }
-    let s = &device.session;
+    let s = device.session();
     if s.ftl_failed() {
         sim.stopping = Some("the FTL returned an error".into());
-    } else if opts.max_errors > 0 && s.flash.log().errors() >= opts.max_errors {
-        sim.stopping =
-            Some(format!("{} error violation(s) found (--max-errors {})", s.flash.log().errors(), opts.max_errors));
+    } else if opts.max_errors > 0 && s.drive().flash().log().errors() >= opts.max_errors {
+        sim.stopping = Some(format!(
+            "{} error violation(s) found (--max-errors {})",
+            s.drive().flash().log().errors(),
+            opts.max_errors
+        ));
     }
     sim.schedule_open(f, now)
 }
@@ -576,8 +578,7 @@ fn prefetch_next_victim(device: &mut TimedDevice, spp: u32) {
     else {
         return;
     };
-    let s = &mut device.session;
-    s.ftl.prefetch(&s.flash, lpn * u64::from(spp), spp);
+    device.session_mut().drive_mut().prefetch(lpn * u64::from(spp), spp);
 }
 
 fn build_report(
@@ -585,14 +586,14 @@ fn build_report(
     opts: &PerfOptions,
     device: TimedDevice,
     sim: Sim,
-    precondition: Option<precondition::PreconditionReport>,
-    base: (FlashStats, super::HostCounters, u64),
+    precondition: Option<crate::report::perf::PreconditionReport>,
+    base: (FlashStats, crate::report::HostCounters, u64),
     clocks: (Instant, f64, f64, f64),
 ) -> Result<PerfReport, RunError> {
     let (base_stats, base_host, base_gc_runs) = base;
     let (started, cpu_start, timed_cpu, timed_wall) = clocks;
-    let session: &Session = &device.session;
-    let model = device.model.borrow();
+    let session: &Session = device.session();
+    let model = device.timing_model();
     // Simulated time from the first arrival to the last completion.
     let origin = sim.origin_ns.unwrap_or(0);
     let end_ns = sim.last_completion;
@@ -600,13 +601,13 @@ fn build_report(
     let seconds = span_ns as f64 / 1e9;
 
     // Flash and host figures of the timed phase alone.
-    let flash = summary_since(session.flash.stats(), &base_stats);
-    let host_programs = counts_since(session.flash.stats(), &base_stats, Cause::Host).programs();
+    let flash = summary_since(session.drive().flash().stats(), &base_stats);
+    let host_programs = counts_since(session.drive().flash().stats(), &base_stats, Cause::Host).programs();
     let all_programs = flash.page_programs;
-    let gc = counts_since(session.flash.stats(), &base_stats, Cause::Gc);
-    let mut host = session.host.clone();
+    let gc = counts_since(session.drive().flash().stats(), &base_stats, Cause::Gc);
+    let mut host = session.host().counters().clone();
     host_diff(&mut host, &base_host);
-    let ftl_stats = session.ftl.stats();
+    let ftl_stats = session.drive().ftl().stats();
     let requests = sim.issued;
 
     let mut total = LatencyRecorder::default();
@@ -689,7 +690,7 @@ fn build_report(
             foreground_blocks_erased: counters.foreground_gc_erases,
             background_blocks_erased: counters.background_gc_erases,
             background_steps: sim.idle_steps,
-            background_overruns: device.idle_overruns,
+            background_overruns: device.idle_overruns(),
         },
         write_cache: device.cache().map(|c| c.counters),
         write_cache_mode: device.timing().config.write_cache.name(),
@@ -704,7 +705,7 @@ fn build_report(
     };
     let wall = started.elapsed().as_secs_f64();
     let stopped_early =
-        if session.ftl_failed() || session.flash.log().errors() > 0 { sim.stopping.clone() } else { None };
+        if session.ftl_failed() || session.drive().flash().log().errors() > 0 { sim.stopping.clone() } else { None };
     let interrupted = sim.stopping.as_deref() == Some(INTERRUPTED);
     let mut run = StressReport {
         schema_version: report::SCHEMA_VERSION,
@@ -727,8 +728,8 @@ fn build_report(
             blocks_erased: gc.block_erases,
         },
         ftl_stats,
-        wear: WearSummary::from_counts(session.flash.nand().erase_counts()),
-        oracle_unit_sectors: session.oracle.sectors_per_unit(),
+        wear: WearSummary::from_counts(session.drive().flash().nand().erase_counts()),
+        oracle_unit_sectors: session.host().oracle().sectors_per_unit(),
         violation_counts: Default::default(),
         errors: 0,
         warnings: 0,
@@ -749,16 +750,16 @@ fn build_report(
     if opts.remount_verify && remount_ok {
         run.remount = Some(remount_and_verify(&mut device));
     }
-    run.set_violations(device.session.flash.log());
+    run.set_violations(device.session().drive().flash().log());
     Ok(PerfReport { run, perf })
 }
 
 /// Clean power cycle after the timed phase (untimed): write the cache
 /// back, shut the FTL down, mount a fresh instance and read every sector.
 fn remount_and_verify(device: &mut TimedDevice) -> crate::report::RemountSummary {
-    device.model.borrow_mut().set_enabled(false);
+    device.stop_timing();
     device.write_back_all();
-    device.session.remount_and_verify()
+    device.session_mut().remount_and_verify()
 }
 
 /// WAF over the last quarter of the simulated time.
@@ -808,7 +809,7 @@ fn summary_since(now: &FlashStats, before: &FlashStats) -> FlashSummary {
     }
 }
 
-fn host_diff(h: &mut super::HostCounters, before: &super::HostCounters) {
+fn host_diff(h: &mut crate::report::HostCounters, before: &crate::report::HostCounters) {
     h.write_bytes -= before.write_bytes;
     h.read_bytes -= before.read_bytes;
     h.trim_bytes -= before.trim_bytes;

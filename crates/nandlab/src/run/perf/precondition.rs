@@ -21,7 +21,7 @@
 //!
 //! Free blocks get a slack of one block per plane in both tests (an FTL
 //! that keeps a fixed reserve per plane moves by whole blocks). The
-//! excursion alone (as nandlab first did, at 2 %) is not sound: a WAF
+//! excursion alone is not sound (see `docs/design-notes-drive.md`): a WAF
 //! that still drifts slowly passes it, and one that is stable but noisy —
 //! small windows on a drive whose victims hold few invalid pages — never
 //! does. The trend test catches the drift; the 5 % excursion allows the
@@ -43,11 +43,11 @@
 
 use super::super::{RunError, Session, StopFlag};
 use crate::flash::{Cause, Flash};
+use crate::report::perf::{PreconditionReport, PreconditionWindow};
 use crate::report::resources;
 use crate::seed::rng_for;
 use crate::workload::{HostOp, HostRequest};
 use rand::RngExt;
-use serde::Serialize;
 use std::time::Instant;
 
 /// How to precondition.
@@ -70,34 +70,9 @@ impl Default for PreconditionSpec {
     }
 }
 
-/// One window of the random phase.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PreconditionWindow {
-    /// Random bytes written up to the end of this window.
-    pub random_bytes: u64,
-    pub waf: f64,
-    pub free_blocks: Option<u64>,
-}
-
-/// What preconditioning did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PreconditionReport {
-    pub fill_percent: f64,
-    pub sequential_bytes: u64,
-    pub random_bytes: u64,
-    pub windows: Vec<PreconditionWindow>,
-    /// Whether steady state was reached (false: stopped at the cap).
-    pub steady: bool,
-    /// WAF of the last window.
-    pub waf_steady: f64,
-    pub free_blocks: Option<u64>,
-    pub wall_seconds: f64,
-    pub cpu_seconds: f64,
-}
-
 /// The FTL's free blocks, when it reports them.
 pub fn free_blocks(session: &Session) -> Option<u64> {
-    session.ftl.stats().free_blocks
+    session.drive().ftl().stats().free_blocks
 }
 
 /// Windows in SNIA PTS's measurement window.
@@ -143,11 +118,11 @@ pub fn precondition(
     }
     let started = Instant::now();
     let cpu0 = resources::cpu_seconds();
-    let g = session.flash.geometry().clone();
+    let g = session.drive().flash().geometry().clone();
     // Untimed: the observers (the timing model) are detached meanwhile.
-    let observers = std::mem::take(session.flash.observers_mut());
+    let observers = session.drive_mut().take_observers();
     let result = fill_and_overwrite(session, spec, seed, stop, progress);
-    *session.flash.observers_mut() = observers;
+    session.drive_mut().restore_observers(observers);
     let (sequential_pages, random_pages, windows, steady) = result?;
     let page_bytes = u64::from(g.sectors_per_page()) * u64::from(g.sector_size_bytes());
     Ok(PreconditionReport {
@@ -172,16 +147,16 @@ fn fill_and_overwrite(
     stop: &StopFlag,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(u64, u64, Vec<PreconditionWindow>, bool), RunError> {
-    let g = session.flash.geometry().clone();
+    let g = session.drive().flash().geometry().clone();
     let spp = g.sectors_per_page();
     let sector = u64::from(g.sector_size_bytes());
-    let logical_pages = session.oracle.logical_sectors() / u64::from(spp);
+    let logical_pages = session.host().oracle().logical_sectors() / u64::from(spp);
     let pages = ((logical_pages as f64 * spec.fill_percent / 100.0) as u64).max(1);
     let page_bytes = u64::from(spp) * sector;
     let random_cap = (pages as f64 * spec.max_overwrite) as u64;
     let total = (pages + random_cap) * page_bytes;
     let write = |lba: u64, sectors: u32| HostRequest { op: HostOp::Write, lba, sectors, arrival_ns: 0, job: 0 };
-    let halt = |s: &Session| s.ftl_failed() || s.flash.log().errors() > 0 || stop.is_set();
+    let halt = |s: &Session| s.ftl_failed() || s.drive().flash().log().errors() > 0 || stop.is_set();
 
     // Sequential fill, in large requests.
     let chunk = (256 / u64::from(spp)).max(1) * 8;
@@ -211,7 +186,7 @@ fn fill_and_overwrite(
     // Pages are drawn ahead so their table entries are prefetched.
     let mut ahead: [u64; Session::PREFETCH_DISTANCE + 1] = std::array::from_fn(|_| rng.random_range(0..pages));
     while random < random_cap && !steady && !halt(session) {
-        let s0 = session.flash.stats();
+        let s0 = session.drive().flash().stats();
         let (h0, a0) = (s0.cause(Cause::Host).programs(), s0.total().programs());
         let n = window.min(random_cap - random);
         for i in 0..n {
@@ -229,7 +204,7 @@ fn fill_and_overwrite(
             }
         }
         random += n;
-        let s1 = session.flash.stats();
+        let s1 = session.drive().flash().stats();
         let (h1, a1) = (s1.cause(Cause::Host).programs(), s1.total().programs());
         let waf = crate::report::waf(h1 - h0, a1 - a0);
         windows.push(PreconditionWindow { random_bytes: random * page_bytes, waf, free_blocks: free_blocks(session) });
@@ -286,7 +261,7 @@ mod tests {
         let r = precondition(&mut s, &spec, 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
         assert!(r.steady, "{:?}", r.windows);
         assert!(r.waf_steady > 1.5, "overwrites on a full drive amplify: {}", r.waf_steady);
-        assert!(s.flash.log().is_clean());
+        assert!(s.drive().flash().log().is_clean());
         // Capped before steady state: the report says so.
         let mut s = Session::new(&config, 1, 8, 10).unwrap();
         let capped = PreconditionSpec { max_overwrite: 0.1, ..Default::default() };

@@ -1,15 +1,15 @@
 //! The device DRAM write cache: lines of one logical page, between the host
 //! interface and the FTL (the role of MQSim's data cache manager), usable
-//! with any FTL.
+//! with any FTL. Its bookkeeping ([`WriteCache`]) and its policy (the
+//! [`TimedDevice`] methods below that move data in and out and time it)
+//! live together here.
 //!
-//! This module keeps the cache's bookkeeping: which logical page each line
-//! holds, which of its sectors are present, whether they are dirty, the
-//! LRU order, and *when* each line's DRAM is usable (a line being flushed
-//! is busy until its flash programs complete). The data itself lives in
-//! flash-controller buffers, so cached sectors carry their payload stamps
-//! and the oracle checks reads served from DRAM exactly as reads served
-//! from flash. The perf device ([`crate::run::perf`]) moves data in and out
-//! and times it.
+//! The data itself lives in flash-controller buffers, so cached sectors
+//! carry their payload stamps and the oracle checks reads served from DRAM
+//! exactly as reads served from flash. The bookkeeping says which logical
+//! page each line holds, which of its sectors are present, whether they
+//! are dirty, the LRU order, and *when* each line's DRAM is usable (a line
+//! being flushed is busy until its flash programs complete).
 //!
 //! - **write-back**: a write completes when its data is in DRAM
 //!   ([`crate::ftl::Durability::Volatile`]); when more than the flush
@@ -20,8 +20,7 @@
 //!   A write that needs a line takes the free line whose flush ends first,
 //!   not the one freed first: a line freed early whose program waits
 //!   behind a long garbage collection on its die would otherwise hold up
-//!   writes that lines flushed to other dies could take (with
-//!   first-freed order, a GC-bound run left its dies 80 % idle).
+//!   writes that lines flushed to other dies could take.
 //!   A flush writes every dirty line back, keeps it cached and clean (as a
 //!   real write-back cache does: a later read still hits it), and completes
 //!   when all flash work of every write-back so far has completed.
@@ -31,12 +30,33 @@
 //!   cache lines; otherwise from the FTL, with cached sectors laid over
 //!   (they are newer). Reads do not allocate lines.
 //!
+//! ## Write-back to flash
+//!
+//! Evictions go to flash through a window of at most two per die in
+//! flight, as a controller's flash command queues bound them: the dirty
+//! lines wait in DRAM, not as a backlog of programs queued on the planes
+//! ahead of every later read. The window is not per die (the FTL, not the
+//! device, chooses the die), so an eviction queued behind a foreground
+//! collection holds its slot for the whole collection; what keeps the
+//! other dies fed is the FTL striping past dies that are collecting (the
+//! data plane does, in timed runs) and the cache reusing the line whose
+//! flush ends first (measurements: `docs/design-notes-drive.md`). An
+//! evicted line that is wholly dirty takes along the wholly dirty lines
+//! next to it within its aligned run of `planes_per_die` logical pages, as
+//! one FTL write: the FTL can program them with one multi-plane program (a
+//! lone page waits for no partner).
+//!
+//! A write of exactly one whole page gives its host buffer to the cache
+//! line (whose old buffer is freed) instead of copying its stamps into the
+//! line's buffer: the line holds the same stamps either way, and a random
+//! page-sized workload saves a buffer copy per request.
+//!
 //! ## Structures
 //!
 //! The bookkeeping runs on every cached request, and a random workload
 //! touches a different, cold line on each: what costs is cache misses, so
 //! each structure is chosen for the memory it reads.
-//! - Which line holds a page: a [`PageTable`] sized once for every line,
+//! - Which line holds a page: a `PageTable` (`page_table.rs`) sized once for every line,
 //!   whose one-byte tags answer most lookups of uncached pages without
 //!   reading the slots.
 //! - The LRU order: a [`RecencyQueue`] (a log of uses, giving exactly a
@@ -49,9 +69,18 @@
 //! The test `lookups_victims_and_free_lines_match_plain_models` checks the
 //! structures against a hash map, a move-to-front list and an ordered set.
 
+mod page_table;
+
+use super::{pieces, TimedDevice};
 use crate::flash::BufId;
+use crate::ftl::{Durability, IoRequest};
+use crate::report::perf::CacheCounters;
+use crate::run::RunError;
+use crate::timing::{Breakdown, Component, NO_OWNER};
 use crate::util::prefetch::prefetch;
 use crate::util::recency::{RecencyQueue, Use};
+use crate::workload::HostRequest;
+use page_table::PageTable;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -82,122 +111,6 @@ fn word_masks(first: u32, n: u32) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
-/// One slot of the [`PageTable`]: a logical page and its line.
-#[derive(Clone, Copy)]
-struct Slot {
-    lpn: u64,
-    line: u32,
-}
-
-/// The tag of an empty slot (a used slot's tag has its top bit set).
-const EMPTY_TAG: u8 = 0;
-
-/// Which line holds a logical page: open addressing with linear probing in
-/// a power-of-two table at most half full, sized once for every line, so it
-/// never grows or rehashes. Beside each slot a one-byte tag (seven more
-/// bits of the page's hash) lets a lookup of an uncached page — most
-/// writes of a random workload — read only the tags, 1/16 of the table,
-/// which stay in the CPU cache where the slots do not (the idea of
-/// SwissTable's control bytes). A removal shifts the rest of its probe run
-/// back (no tombstones to pile up). A page's place follows from its number,
-/// so the next victims' slots can be warmed ([`PageTable::prefetch`])
-/// before their removal reads them.
-struct PageTable {
-    tags: Vec<u8>,
-    slots: Vec<Slot>,
-    /// log2 of the slot count.
-    bits: u32,
-}
-
-impl PageTable {
-    fn new(lines: usize) -> PageTable {
-        let n = (2 * lines).next_power_of_two().max(2);
-        PageTable { tags: vec![EMPTY_TAG; n], slots: vec![Slot { lpn: 0, line: NIL }; n], bits: n.trailing_zeros() }
-    }
-
-    /// A multiplicative (Fibonacci) hash: its top bits place the page (and
-    /// spread consecutive pages), the next seven are its tag.
-    #[inline]
-    fn hash(lpn: u64) -> u64 {
-        lpn.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    }
-
-    /// Where `lpn`'s probe run starts.
-    #[inline]
-    fn home(&self, lpn: u64) -> usize {
-        (Self::hash(lpn) >> (64 - self.bits)) as usize
-    }
-
-    #[inline]
-    fn tag(&self, lpn: u64) -> u8 {
-        0x80 | (Self::hash(lpn) >> (57 - self.bits)) as u8 & 0x7f
-    }
-
-    #[inline]
-    fn next(&self, i: usize) -> usize {
-        (i + 1) & (self.slots.len() - 1)
-    }
-
-    /// The slot holding `lpn`, or the empty slot ending its probe run.
-    #[inline]
-    fn find(&self, lpn: u64) -> usize {
-        let tag = self.tag(lpn);
-        let mut i = self.home(lpn);
-        loop {
-            let t = self.tags[i];
-            if t == EMPTY_TAG || (t == tag && self.slots[i].lpn == lpn) {
-                return i;
-            }
-            i = self.next(i);
-        }
-    }
-
-    fn get(&self, lpn: u64) -> Option<u32> {
-        let i = self.find(lpn);
-        (self.tags[i] != EMPTY_TAG).then(|| self.slots[i].line)
-    }
-
-    /// Map `lpn` (not mapped yet) to `line`.
-    fn insert(&mut self, lpn: u64, line: u32) {
-        let i = self.find(lpn);
-        debug_assert_eq!(self.tags[i], EMPTY_TAG, "page {lpn} is mapped already");
-        self.tags[i] = self.tag(lpn);
-        self.slots[i] = Slot { lpn, line };
-    }
-
-    /// Unmap `lpn` (mapped): the later slots of its probe run that may move
-    /// back (their home is not between the hole and them) fill the hole.
-    fn remove(&mut self, lpn: u64) {
-        let mut hole = self.find(lpn);
-        debug_assert_ne!(self.tags[hole], EMPTY_TAG, "page {lpn} is not mapped");
-        let mask = self.slots.len() - 1;
-        let mut j = hole;
-        loop {
-            j = self.next(j);
-            if self.tags[j] == EMPTY_TAG {
-                break;
-            }
-            // Cyclic distances: slot `j` may fill the hole if its home is
-            // not after the hole on the way to `j`.
-            let from_home = j.wrapping_sub(self.home(self.slots[j].lpn)) & mask;
-            if from_home >= j.wrapping_sub(hole) & mask {
-                self.tags[hole] = self.tags[j];
-                self.slots[hole] = self.slots[j];
-                hole = j;
-            }
-        }
-        self.tags[hole] = EMPTY_TAG;
-    }
-
-    /// Warm the tags and the slot where `lpn`'s probe run starts.
-    #[inline]
-    fn prefetch(&self, lpn: u64) {
-        let i = self.home(lpn);
-        prefetch(&self.tags, i);
-        prefetch(&self.slots, i);
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct Line {
     pub lpn: u64,
@@ -210,17 +123,6 @@ pub struct Line {
     /// The stamp of the line's latest use in the recency queue.
     stamp: u32,
     mapped: bool,
-}
-
-/// Cache statistics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct CacheCounters {
-    pub write_hits: u64,
-    pub write_misses: u64,
-    pub read_hits: u64,
-    pub read_misses: u64,
-    pub evictions: u64,
-    pub flushes: u64,
 }
 
 /// The cache's bookkeeping. See the module docs.
@@ -492,6 +394,457 @@ impl WriteCache {
     }
 }
 
+// ----- policy: the device moving data through the cache, timed -----
+
+impl TimedDevice {
+    pub(super) fn read(
+        &mut self,
+        req: &HostRequest,
+        t: u64,
+        seq: u64,
+        b: Breakdown,
+    ) -> Result<(u64, Breakdown), RunError> {
+        let Some(cache) = &self.cache else {
+            let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+            r?;
+            return Ok((end, p));
+        };
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let all_cached = pieces(self.spp, req.lba, req.sectors)
+            .all(|(lpn, first, n, _)| cache.lookup(lpn).is_some_and(|l| cache.covers(l, first, n)));
+        // Cached sectors can be read once the writes that put them in DRAM are there.
+        let data_ready = pieces(self.spp, req.lba, req.sectors)
+            .filter_map(|(lpn, ..)| cache.lookup(lpn))
+            .fold(t, |at, l| at.max(cache.line(l).data_ready_ns));
+        let cache = self.cache.as_mut().expect("checked");
+        if all_cached {
+            cache.counters.read_hits += 1;
+        } else {
+            cache.counters.read_misses += 1;
+        }
+        let id = self.session.begin_request();
+        let buf = self.session.drive_mut().alloc_host_read(req.sectors);
+        let (r, mut end, mut p) = self.epoch(t, seq, b, |d| {
+            if all_cached {
+                Ok(())
+            } else {
+                let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
+                d.session.drive_mut().read(&io)
+            }
+        });
+        match r {
+            Ok(()) => {
+                self.overlay_cached(req.lba, req.sectors, buf);
+                let (drive, host) = self.session.parts_mut();
+                host.check_read(drive, req.lba, buf)?;
+            }
+            Err(e) => {
+                self.session.drive_mut().ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e)
+            }
+        }
+        if all_cached {
+            end = self.dram_copy(data_ready, bytes, &mut p);
+            // (The wait for the data is DRAM work: the write's copy in.)
+            p.add(Component::Dram, data_ready - t);
+        } else if data_ready > end {
+            // Sectors laid over from the cache arrive later than the flash data.
+            p.add(Component::Dram, data_ready - end);
+            end = data_ready;
+        }
+        let (drive, host) = self.session.parts_mut();
+        drive.free_host_buffer(buf);
+        host.count_read(req.sectors);
+        self.session.end_request();
+        Ok((end, p))
+    }
+
+    /// Lay every cached sector of `lba .. lba+sectors` over `buf`.
+    fn overlay_cached(&mut self, lba: u64, sectors: u32, buf: BufId) {
+        let Some(cache) = self.cache.as_ref() else {
+            return;
+        };
+        let runs = &mut self.scratch_runs;
+        let drive = self.session.drive_mut();
+        for (lpn, first, n, off) in pieces(self.spp, lba, sectors) {
+            let Some(line) = cache.lookup(lpn) else {
+                continue;
+            };
+            runs.clear();
+            cache.present_runs(line, self.spp, runs);
+            let lbuf = cache.line(line).buf;
+            for &(s, len) in runs.iter() {
+                let lo = s.max(first);
+                let hi = (s + len).min(first + n);
+                if lo < hi {
+                    let _ = drive.buf_copy(buf, off + (lo - first), lbuf, lo, hi - lo);
+                }
+            }
+        }
+    }
+
+    /// Put sectors `off .. off+n` of host buffer `hbuf` (of `sectors`
+    /// sectors) into `line` from sector `first`. A host buffer of exactly
+    /// one whole page becomes the line's buffer (the line's old one is
+    /// freed): the same stamps without copying them. Returns whether it
+    /// did; the caller must then not free `hbuf`.
+    fn fill_line(&mut self, line: u32, first: u32, n: u32, hbuf: BufId, off: u32, sectors: u32) -> bool {
+        let cache = self.cache.as_mut().expect("cache present");
+        if sectors == self.spp && n == self.spp {
+            let old = std::mem::replace(&mut cache.line_mut(line).buf, hbuf);
+            self.session.drive_mut().free_host_buffer(old);
+            return true;
+        }
+        let lbuf = cache.line(line).buf;
+        let _ = self.session.drive_mut().buf_copy(lbuf, first, hbuf, off, n);
+        false
+    }
+
+    /// A line for `lpn`: cached, free, or freed by evicting the LRU line.
+    fn line_for(&mut self, lpn: u64, t: u64) -> u32 {
+        let cache = self.cache.as_mut().expect("cache present");
+        if let Some(l) = cache.lookup(lpn) {
+            cache.counters.write_hits += 1;
+            cache.touch(l);
+            return l;
+        }
+        cache.counters.write_misses += 1;
+        if let Some(l) = cache.take_free(lpn) {
+            return l;
+        }
+        let victim = cache.lru().expect("a full cache has an LRU line");
+        // Alone: the lines around it may belong to the request being cached.
+        self.evict(victim, t, false);
+        self.cache.as_mut().expect("cache present").take_free(lpn).expect("eviction freed a line")
+    }
+
+    /// Write a line's sectors to the FTL (if dirty) and free it once that
+    /// flash work completes; `together_ok`: with the lines around it (see
+    /// the module docs).
+    fn evict(&mut self, line: u32, t: u64, together_ok: bool) {
+        self.write_back_line(line, t, false, together_ok);
+    }
+
+    /// Write a line's sectors to the FTL (if dirty), with the lines around
+    /// it if `together_ok`; then free the line(s), or (`keep`) keep them
+    /// cached and clean. Either way their DRAM is busy until that flash work
+    /// completes. A line already written out with a neighbour is skipped.
+    fn write_back_line(&mut self, line: u32, t: u64, keep: bool, together_ok: bool) {
+        let cache = self.cache.as_mut().expect("cache present");
+        if !cache.is_mapped(line) {
+            return;
+        }
+        let l = cache.line(line).clone();
+        if !l.dirty {
+            if !keep {
+                cache.release(line, l.busy_until_ns);
+            }
+            return;
+        }
+        let mut together = std::mem::take(&mut self.scratch_together);
+        together.clear();
+        if together_ok {
+            self.lines_written_together(line, &mut together);
+        }
+        if together.len() > 1 {
+            self.write_back_together(&together, t, keep);
+            self.scratch_together = together;
+            return;
+        }
+        self.scratch_together = together;
+        let cache = self.cache.as_mut().expect("cache present");
+        cache.counters.evictions += 1;
+        self.scratch_runs.clear();
+        cache.present_runs(line, self.spp, &mut self.scratch_runs);
+        let runs = std::mem::take(&mut self.scratch_runs);
+        let mut ready = t.max(l.data_ready_ns);
+        if self.evictions_in_flight(t) >= self.max_evictions {
+            // Wait for a slot in the window of evictions in flight.
+            let Reverse(first) = self.evictions.pop().expect("window is full");
+            ready = ready.max(first);
+        }
+        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| {
+            for &(first, n) in &runs {
+                d.write_line_run(l.lpn, l.buf, first, n);
+            }
+        });
+        self.evictions.push(Reverse(end));
+        self.scratch_runs = runs;
+        let cache = self.cache.as_mut().expect("cache present");
+        if keep {
+            cache.clean(line, end);
+        } else {
+            cache.release(line, end);
+        }
+    }
+
+    /// The wholly dirty lines around dirty `line` within its aligned run of
+    /// `lines_together` logical pages, contiguous and in page order
+    /// (just `line` if it is not wholly dirty).
+    fn lines_written_together(&self, line: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let cache = self.cache.as_ref().expect("cache present");
+        let whole = |id: u32| cache.line(id).dirty && cache.covers(id, 0, self.spp);
+        let lpn = cache.line(line).lpn;
+        let n = u64::from(self.lines_together);
+        if n < 2 || !whole(line) {
+            out.push(line);
+            return;
+        }
+        let base = lpn - lpn % n;
+        // Each neighbour is looked up once (the map is the cost here).
+        let whole_at = |l: u64| cache.lookup(l).filter(|&id| whole(id));
+        out.push(line);
+        let mut first = lpn;
+        while first > base {
+            let Some(id) = whole_at(first - 1) else { break };
+            out.push(id);
+            first -= 1;
+        }
+        out.reverse();
+        let mut last = lpn;
+        while last + 1 < base + n {
+            let Some(id) = whole_at(last + 1) else { break };
+            out.push(id);
+            last += 1;
+        }
+    }
+
+    /// Write wholly dirty `lines` of consecutive logical pages to the FTL
+    /// as one write; free them (or `keep` them clean) once its flash work
+    /// completes.
+    fn write_back_together(&mut self, lines: &[u32], t: u64, keep: bool) {
+        let cache = self.cache.as_mut().expect("cache present");
+        cache.counters.evictions += lines.len() as u64;
+        let first_lpn = cache.line(lines[0]).lpn;
+        let mut ready = lines.iter().fold(t, |r, &l| r.max(cache.line(l).data_ready_ns));
+        let sectors = self.spp * lines.len() as u32;
+        let drive = self.session.drive_mut();
+        let buf = drive.alloc_host_read(sectors);
+        for (k, &l) in lines.iter().enumerate() {
+            let lbuf = cache.line(l).buf;
+            let _ = drive.buf_copy(buf, k as u32 * self.spp, lbuf, 0, self.spp);
+        }
+        if self.evictions_in_flight(t) >= self.max_evictions {
+            let Reverse(first) = self.evictions.pop().expect("window is full");
+            ready = ready.max(first);
+        }
+        let lba = first_lpn * u64::from(self.spp);
+        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| d.write_to_ftl(lba, sectors, buf));
+        self.session.drive_mut().free_host_buffer(buf);
+        self.evictions.push(Reverse(end));
+        let cache = self.cache.as_mut().expect("cache present");
+        for &l in lines {
+            if keep {
+                cache.clean(l, end);
+            } else {
+                cache.release(l, end);
+            }
+        }
+    }
+
+    /// One FTL write of a cache eviction (an FTL failure is recorded, not returned).
+    fn write_to_ftl(&mut self, lba: u64, sectors: u32, buf: BufId) {
+        let drive = self.session.drive_mut();
+        if drive.ftl_failed() {
+            return;
+        }
+        let id = drive.flash().request().unwrap_or(u64::MAX);
+        let io = IoRequest { id, lba, sectors, buf };
+        if let Err(e) = drive.write(&io) {
+            drive.ftl_error(&format!("write-cache eviction of {sectors} sectors at LBA {lba}"), e);
+        }
+    }
+
+    /// Evictions whose flash work is still running at `t`.
+    fn evictions_in_flight(&mut self, t: u64) -> usize {
+        while self.evictions.peek().is_some_and(|Reverse(e)| *e <= t) {
+            self.evictions.pop();
+        }
+        self.evictions.len()
+    }
+
+    /// One FTL write of sectors `first .. first+n` of a cached page.
+    fn write_line_run(&mut self, lpn: u64, lbuf: BufId, first: u32, n: u32) {
+        if self.session.ftl_failed() {
+            return;
+        }
+        let lba = lpn * u64::from(self.spp) + u64::from(first);
+        let (buf, temp) = if first == 0 {
+            (lbuf, false)
+        } else {
+            let drive = self.session.drive_mut();
+            let b = drive.alloc_host_read(n);
+            let _ = drive.buf_copy(b, 0, lbuf, first, n);
+            (b, true)
+        };
+        self.write_to_ftl(lba, n, buf);
+        if temp {
+            self.session.drive_mut().free_host_buffer(buf);
+        }
+    }
+
+    pub(super) fn write_back(
+        &mut self,
+        req: &HostRequest,
+        t: u64,
+        mut b: Breakdown,
+    ) -> Result<(u64, Breakdown), RunError> {
+        let _id = self.session.begin_request();
+        let (drive, host) = self.session.parts_mut();
+        let w = host.issue_write(drive, req.lba, req.sectors)?;
+        let hbuf = w.buf;
+        let mut lines = std::mem::take(&mut self.scratch_lines);
+        lines.clear();
+        let mut space = t;
+        let mut adopted = false;
+        for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
+            let line = self.line_for(lpn, t);
+            let cache = self.cache.as_mut().expect("cache present");
+            space = space.max(cache.line(line).busy_until_ns);
+            cache.set_present(line, first, n, true);
+            cache.set_dirty(line, true);
+            adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
+            lines.push(line);
+        }
+        b.add(Component::CacheWait, space - t);
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let ack = self.dram_copy(space, bytes, &mut b);
+        self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
+        self.scratch_lines = lines;
+        // Acknowledged from DRAM: durable only once written back.
+        let (drive, host) = self.session.parts_mut();
+        host.acknowledge_write(&w, Durability::Volatile);
+        host.complete_write(drive, w, adopted);
+        // Keep dirty lines under the watermark so flushing overlaps with
+        // writes, as far as the window of evictions in flight allows.
+        while self.evictions_in_flight(ack) < self.max_evictions {
+            let Some(victim) = self.cache.as_mut().filter(|c| c.over_watermark()).and_then(WriteCache::lru_dirty)
+            else {
+                break;
+            };
+            self.evict(victim, ack, true);
+        }
+        // The next requests' victims: their lines arrive while those requests start.
+        self.cache.as_mut().expect("cache present").warm_victims(u64::from(self.lines_together.max(1)));
+        self.session.end_request();
+        Ok((ack, b))
+    }
+
+    pub(super) fn write_through(
+        &mut self,
+        req: &HostRequest,
+        t: u64,
+        seq: u64,
+        b: Breakdown,
+    ) -> Result<(u64, Breakdown), RunError> {
+        let id = self.session.begin_request();
+        let (drive, host) = self.session.parts_mut();
+        let w = host.issue_write(drive, req.lba, req.sectors)?;
+        let hbuf = w.buf;
+        let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
+        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.drive_mut().write(&io));
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let mut adopted = false;
+        match r {
+            Ok(_) => {
+                // The cache acknowledges once the FTL's write returned: counted
+                // as durable whatever the FTL said (its own buffer is its business).
+                self.session.parts_mut().1.acknowledge_write(&w, Durability::Durable);
+                // Keep a clean copy for reads (in DRAM while flash programs).
+                let mut lines = std::mem::take(&mut self.scratch_lines);
+                lines.clear();
+                for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
+                    let line = self.line_for(lpn, t);
+                    self.cache.as_mut().expect("cache present").set_present(line, first, n, true);
+                    adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
+                    lines.push(line);
+                }
+                let mut scratch = Breakdown::default();
+                let copied = self.dram_copy(t, bytes, &mut scratch);
+                self.cache.as_mut().expect("cache present").data_ready_at(&lines, copied);
+                self.scratch_lines = lines;
+            }
+            Err(e) => {
+                self.session.drive_mut().ftl_error(&format!("write of {} sectors at LBA {}", req.sectors, req.lba), e)
+            }
+        }
+        let (drive, host) = self.session.parts_mut();
+        host.complete_write(drive, w, adopted);
+        self.session.end_request();
+        Ok((end, p))
+    }
+
+    /// Forget cached sectors of a trimmed range (they must read as zeros).
+    pub(super) fn drop_cached(&mut self, lba: u64, sectors: u64) {
+        let Some(cache) = self.cache.as_mut() else {
+            return;
+        };
+        if sectors == 0 {
+            return;
+        }
+        let spp = u64::from(self.spp);
+        let end = lba + sectors;
+        let mut lines = std::mem::take(&mut self.scratch_lines);
+        lines.clear();
+        cache.lines_in(lba / spp, (end - 1) / spp, &mut lines);
+        for &l in &lines {
+            let page_start = cache.line(l).lpn * spp;
+            let lo = lba.max(page_start);
+            let hi = end.min(page_start + spp);
+            cache.set_present(l, (lo - page_start) as u32, (hi - lo) as u32, false);
+            if cache.is_empty_line(l) {
+                let busy = cache.line(l).busy_until_ns;
+                cache.release(l, busy);
+            }
+        }
+        self.scratch_lines = lines;
+    }
+
+    pub(super) fn flush(
+        &mut self,
+        req: &HostRequest,
+        t: u64,
+        seq: u64,
+        b: Breakdown,
+    ) -> Result<(u64, Breakdown), RunError> {
+        let mut done = t;
+        if self.cache.is_some() {
+            let _id = self.session.begin_request();
+            let mut lines = std::mem::take(&mut self.scratch_lines);
+            lines.clear();
+            let cache = self.cache.as_mut().expect("cache present");
+            cache.counters.flushes += 1;
+            cache.dirty_in_lru_order(&mut lines);
+            for &l in &lines {
+                self.write_back_line(l, t, true, true);
+            }
+            self.scratch_lines = lines;
+            self.session.end_request();
+            done = done.max(self.cache.as_ref().expect("cache").flushed_until_ns);
+        }
+        let (r, end, mut p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+        r?;
+        if done > end {
+            // Waiting for every dirty line to reach flash.
+            p.add(Component::CacheWait, done - end);
+        }
+        Ok((done.max(end), p))
+    }
+
+    /// Write every dirty cache line to the FTL (before a clean shutdown).
+    pub fn write_back_all(&mut self) {
+        if self.cache.is_none() {
+            return;
+        }
+        let mut lines = Vec::new();
+        self.cache.as_ref().expect("cache present").dirty_in_lru_order(&mut lines);
+        let t = self.now;
+        for l in lines {
+            self.write_back_line(l, t, true, true);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,23 +960,6 @@ mod tests {
         for lpn in 0..80 {
             assert_eq!(c.lookup(lpn), m.map.get(&lpn).copied(), "page {lpn} at the end");
         }
-    }
-
-    #[test]
-    fn the_page_table_shifts_probe_runs_back_across_its_end() {
-        let mut t = PageTable::new(4); // 8 slots
-                                       // Pages whose runs start in the last slot wrap around to slot 0.
-        let last: Vec<u64> = (0..10_000).filter(|&p| t.home(p) == 7).take(3).collect();
-        let first = (0..10_000).find(|&p| t.home(p) == 0).unwrap();
-        for &p in &last {
-            t.insert(p, p as u32);
-        }
-        t.insert(first, 99); // its home is taken: it lands at slot 2
-        assert_eq!(t.find(first), 2);
-        t.remove(last[0]); // slot 7 empties: the run moves back over the end
-        assert_eq!((t.find(last[1]), t.find(last[2]), t.find(first)), (7, 0, 1));
-        assert_eq!(t.get(last[0]), None);
-        assert_eq!(t.get(first), Some(99));
     }
 
     fn cache(n: u32) -> WriteCache {

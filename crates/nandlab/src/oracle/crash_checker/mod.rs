@@ -627,5 +627,4 @@ fn describe(version: u32) -> String {
 }
 
 #[cfg(test)]
-#[path = "crash_checker_tests.rs"]
 mod tests;

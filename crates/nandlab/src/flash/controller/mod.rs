@@ -756,5 +756,4 @@ impl FlashController {
 }
 
 #[cfg(test)]
-#[path = "controller_tests.rs"]
 mod tests;

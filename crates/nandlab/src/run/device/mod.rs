@@ -1,0 +1,380 @@
+//! The timed device: a [`Session`] (drive and host side) behind a host
+//! interface, a controller CPU, device DRAM and an optional write cache
+//! ([`write_cache`]), with the flash timing model attached to the drive as
+//! an observer. The perf mode ([`crate::run::perf`]) drives workloads
+//! through it; the timing model itself is [`crate::timing`].
+//!
+//! A request's path, each stage starting when the previous one ends:
+//!
+//! ```text
+//! arrival ─► submission queue ─► command overhead ─► controller core (firmware)
+//!   write: ─► link host→device ─► [write cache: DRAM copy | FTL → flash ops]
+//!   read:  ─► [all sectors cached: DRAM | FTL → flash ops] ─► link device→host
+//!   trim:  ─► FTL                flush: ─► every dirty line to the FTL, FTL flush
+//! ```
+//!
+//! Functional effects happen when a request is simulated (in arrival
+//! order); the timing of its flash work comes from [`FlashTiming`]. The
+//! host's half of every request (write ids, oracle, counters) is the
+//! session's host side, whether the request goes straight to the FTL or
+//! through the cache: one implementation of issuing a write and checking a
+//! read.
+//!
+//! Background work ([`TimedDevice::idle`]) runs in whole FTL idle steps,
+//! which cannot be interrupted once started (MQSim's preemptible GC is not
+//! modelled). So a step starts only when it surely ends before the next
+//! arrival: when the time left is at least a bound on one step — the
+//! longer of the worst case of collecting one block (every page moved
+//! through the controller, serialised on one die, then the erase; see
+//! [`one_block_step_ns`]) and the longest step seen so far. Steps start
+//! once all flash work in flight has ended, so nothing else delays them.
+
+pub mod write_cache;
+
+use super::{RunError, Session};
+use crate::config::Config;
+use crate::flash::BufId;
+use crate::host::{Host, SubmissionQueues};
+use crate::timing::{
+    Breakdown, Component, FlashTiming, ServerPool, Timeline, Timing, TimingObserver, WriteCacheMode, NO_OWNER,
+};
+use crate::workload::{HostOp, HostRequest};
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+use write_cache::WriteCache;
+
+/// The page-sized pieces of a request of `sectors` sectors at `lba` on
+/// pages of `spp` sectors: (logical page, first sector in the page,
+/// sectors, offset in the request).
+fn pieces(spp: u32, lba: u64, sectors: u32) -> impl Iterator<Item = (u64, u32, u32, u32)> {
+    let spp = u64::from(spp);
+    let end = lba + u64::from(sectors);
+    let mut at = lba;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let lpn = at / spp;
+        let first = (at % spp) as u32;
+        let n = (spp - u64::from(first)).min(end - at) as u32;
+        let off = (at - lba) as u32;
+        at += u64::from(n);
+        Some((lpn, first, n, off))
+    })
+}
+
+/// When a request completed and where its time went.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub completion_ns: u64,
+    pub breakdown: Breakdown,
+}
+
+/// Busy time of the host-side resources, ns.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostBusy {
+    pub link_to_device_ns: u64,
+    pub link_to_host_ns: u64,
+    pub cpu_ns: u64,
+    pub dram_ns: u64,
+}
+
+/// The timed device. See the module docs.
+pub struct TimedDevice {
+    session: Session,
+    model: Rc<RefCell<FlashTiming>>,
+    timing: Timing,
+    host: Host,
+    queues: SubmissionQueues,
+    link_in: Timeline,
+    link_out: Timeline,
+    cpu: ServerPool,
+    dram: Timeline,
+    cache: Option<WriteCache>,
+    mode: WriteCacheMode,
+    spp: u32,
+    sector_bytes: u64,
+    scratch_lines: Vec<u32>,
+    scratch_runs: Vec<(u32, u32)>,
+    /// Lines written back together (see the module docs), and how many at most.
+    scratch_together: Vec<u32>,
+    lines_together: u32,
+    /// Arrival time of the request being simulated: nothing starts earlier.
+    now: u64,
+    /// When the cache evictions in flight complete (a bounded window, as a
+    /// controller's flash command queues are: reads are not stuck behind an
+    /// unbounded backlog of write-back programs).
+    evictions: BinaryHeap<Reverse<u64>>,
+    max_evictions: usize,
+    /// Upper bound on one idle step's duration, ns (see the module docs).
+    idle_step_bound_ns: u64,
+    /// Idle steps that ended after the arrival they had to end before
+    /// (only when a step exceeds every bound above; reported).
+    idle_overruns: u64,
+}
+
+/// The worst case of one idle step that collects one block: every page of
+/// the block (and one page of FTL metadata) read and programmed through the
+/// controller, all on one die and channel, then the block erased, ns.
+pub fn one_block_step_ns(timing: &Timing, pages_per_block: u32, page_bytes: u64) -> u64 {
+    let t_r = timing.read_ns_by_level.iter().copied().max().unwrap_or(0);
+    let t_prog = timing.program_ns_by_level.iter().copied().max().unwrap_or(0);
+    let move_ns = 2 * timing.command_ns + t_r + t_prog + 2 * timing.channel_ns(page_bytes);
+    (u64::from(pages_per_block) + 1) * move_ns + timing.command_ns + timing.erase_ns
+}
+
+impl TimedDevice {
+    /// Build and format the drive; the timing model starts switched off
+    /// (preconditioning runs untimed) — see [`TimedDevice::start_timing`].
+    pub fn new(
+        config: &Config,
+        seed: u64,
+        oracle_unit_sectors: u32,
+        keep_violations: usize,
+        interval_ns: u64,
+    ) -> Result<TimedDevice, RunError> {
+        let timing = config.require_timing().map_err(RunError::Input)?.clone();
+        // The write cache takes its share of the DRAM; the FTL gets the rest.
+        let mut ftl_config = config.clone();
+        ftl_config.dram_budget_bytes = config.dram_budget_bytes - timing.write_cache_bytes;
+        let mut session =
+            Session::new(&ftl_config, seed, oracle_unit_sectors, keep_violations).map_err(|e| match e {
+                RunError::Input(m) if timing.write_cache_bytes > 0 => RunError::Input(format!(
+                    "{m} (the write cache takes {} MiB of the {} MiB of device DRAM)",
+                    timing.write_cache_bytes >> 20,
+                    config.dram_budget_bytes >> 20
+                )),
+                other => other,
+            })?;
+        let g = &config.geometry;
+        let mut model = FlashTiming::new(g, &timing, interval_ns);
+        model.set_enabled(false);
+        let model = Rc::new(RefCell::new(model));
+        session.drive_mut().add_observer(Box::new(TimingObserver(model.clone())));
+        let spp = g.sectors_per_page();
+        let page_bytes = u64::from(g.page_size_bytes());
+        let cache = (timing.config.write_cache != WriteCacheMode::None).then(|| {
+            let lines = (timing.write_cache_bytes / page_bytes).max(1) as usize;
+            let bufs: Vec<BufId> = (0..lines).map(|_| session.drive_mut().alloc_host_read(spp)).collect();
+            WriteCache::new(bufs, spp, timing.config.write_cache_flush_watermark)
+        });
+        let host = config.host.clone();
+        Ok(TimedDevice {
+            session,
+            model,
+            mode: timing.config.write_cache,
+            queues: SubmissionQueues::new(host.queues, host.queue_depth),
+            link_in: Timeline::default(),
+            link_out: Timeline::default(),
+            cpu: ServerPool::new(host.cores),
+            dram: Timeline::default(),
+            cache,
+            spp,
+            sector_bytes: u64::from(g.sector_size_bytes()),
+            scratch_lines: Vec::new(),
+            scratch_runs: Vec::new(),
+            scratch_together: Vec::new(),
+            lines_together: g.planes_per_die(),
+            now: 0,
+            evictions: BinaryHeap::new(),
+            max_evictions: 2 * g.dies() as usize,
+            idle_step_bound_ns: one_block_step_ns(&timing, g.pages_per_block(), page_bytes),
+            idle_overruns: 0,
+            timing,
+            host,
+        })
+    }
+
+    /// Switch the timing model on: from now on operations take time.
+    pub fn start_timing(&mut self) {
+        self.model.borrow_mut().set_enabled(true);
+    }
+
+    /// Switch the timing model off (untimed work after the timed phase).
+    pub fn stop_timing(&mut self) {
+        self.model.borrow_mut().set_enabled(false);
+    }
+
+    /// The flash timing model, read-only.
+    pub fn timing_model(&self) -> std::cell::Ref<'_, FlashTiming> {
+        self.model.borrow()
+    }
+
+    /// Simulated time starts at `t_ns` (the first arrival).
+    pub fn set_time_origin(&mut self, t_ns: u64) {
+        self.model.borrow_mut().set_origin(t_ns);
+    }
+
+    /// Move the (owner, end) extensions the timing model noted since the
+    /// last call into `out` (see [`FlashTiming::take_extensions`]).
+    pub fn take_extensions(&mut self, out: &mut Vec<(u64, u64)>) {
+        self.model.borrow_mut().take_extensions(out);
+    }
+
+    /// Keep every reservation of the timing model (tests): see
+    /// [`FlashTiming::enable_audit`].
+    pub fn enable_timing_audit(&mut self) {
+        self.model.borrow_mut().enable_audit();
+    }
+
+    /// Idle steps that ended after the arrival they had to end before.
+    pub fn idle_overruns(&self) -> u64 {
+        self.idle_overruns
+    }
+
+    /// The drive and host side the device serves requests with.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session, to run untimed work on (preconditioning, a test's fault injection).
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+    pub fn queues(&self) -> u32 {
+        self.queues.queues()
+    }
+    pub fn cache(&self) -> Option<&WriteCache> {
+        self.cache.as_ref()
+    }
+
+    pub fn host_busy(&self) -> HostBusy {
+        HostBusy {
+            link_to_device_ns: self.link_in.reserved_ns(),
+            link_to_host_ns: self.link_out.reserved_ns(),
+            cpu_ns: self.cpu.busy_ns(),
+            dram_ns: self.dram.reserved_ns(),
+        }
+    }
+
+    pub fn cores(&self) -> u32 {
+        self.cpu.servers()
+    }
+
+    // ----- resources -----
+
+    /// Move `bytes` over the link (to the device or to the host) from `t`.
+    fn link(&mut self, to_host: bool, t: u64, bytes: u64, path: &mut Breakdown) -> u64 {
+        let ns = self.host.link_ns(bytes);
+        let tl = if to_host && self.host.full_duplex { &mut self.link_out } else { &mut self.link_in };
+        tl.prune(self.now);
+        let start = tl.book(t, ns, false);
+        path.add(Component::HostTransfer, start - t + ns);
+        start + ns
+    }
+
+    /// Copy `bytes` through the device DRAM from `t`.
+    fn dram_copy(&mut self, t: u64, bytes: u64, path: &mut Breakdown) -> u64 {
+        let ns = self.timing.dram_ns(bytes);
+        self.dram.prune(self.now);
+        let start = self.dram.book(t, ns, false);
+        path.add(Component::Dram, start - t + ns);
+        start + ns
+    }
+
+    /// Run `f` (FTL calls) as one flash epoch ready at `ready`.
+    fn epoch<R>(
+        &mut self,
+        ready: u64,
+        owner: u64,
+        path: Breakdown,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (R, u64, Breakdown) {
+        self.model.borrow_mut().begin_epoch(ready, owner, path);
+        let r = f(self);
+        let (end, p) = self.model.borrow().end_epoch();
+        (r, end, p)
+    }
+
+    // ----- requests -----
+
+    /// Simulate one host request arriving at `arrival_ns` on submission
+    /// queue `queue`; `seq` identifies it to the timing model.
+    pub fn submit(&mut self, req: &HostRequest, queue: u32, arrival_ns: u64, seq: u64) -> Result<Completion, RunError> {
+        if let Some(cache) = &self.cache {
+            // The cache looks the pages up after the host interface's bookkeeping.
+            for (lpn, ..) in pieces(self.spp, req.lba, req.sectors) {
+                cache.prefetch(lpn);
+            }
+        }
+        self.model.borrow_mut().advance(arrival_ns);
+        self.now = self.now.max(arrival_ns);
+        let mut b = Breakdown::default();
+        let admitted = self.queues.admit(queue, arrival_ns);
+        b.add(Component::Queue, admitted - arrival_ns);
+        let t = admitted + self.host.command_overhead_ns;
+        b.add(Component::HostCommand, self.host.command_overhead_ns);
+        let (start, t) = self.cpu.serve(t, self.host.firmware_ns);
+        b.add(Component::Queue, start - (admitted + self.host.command_overhead_ns));
+        b.add(Component::Cpu, self.host.firmware_ns);
+        let bytes = u64::from(req.sectors) * self.sector_bytes;
+        let (end, path) = match req.op {
+            HostOp::Write => {
+                let t = self.link(false, t, bytes, &mut b);
+                match self.mode {
+                    WriteCacheMode::None => {
+                        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                        r?;
+                        (end, p)
+                    }
+                    WriteCacheMode::WriteThrough => self.write_through(req, t, seq, b)?,
+                    WriteCacheMode::WriteBack => self.write_back(req, t, b)?,
+                }
+            }
+            HostOp::Read => {
+                let (end, mut p) = self.read(req, t, seq, b)?;
+                let end = self.link(true, end, bytes, &mut p);
+                (end, p)
+            }
+            HostOp::Trim => {
+                self.drop_cached(req.lba, u64::from(req.sectors));
+                let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                r?;
+                (end, p)
+            }
+            HostOp::Flush => self.flush(req, t, seq, b)?,
+        };
+        self.queues.complete_at(queue, end);
+        debug_assert_eq!(path.total(), end - arrival_ns, "breakdown sums to latency");
+        Ok(Completion { completion_ns: end, breakdown: path })
+    }
+
+    /// Background work in idle time: FTL idle steps from `from_ns` (or
+    /// when the flash work in flight ends, if later), each started only if
+    /// it surely ends by `until_ns` (see the module docs). Returns the
+    /// steps done.
+    pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
+        let mut at = from_ns.max(self.model.borrow().busy_until());
+        let mut steps = 0;
+        while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
+        {
+            self.session.drive_mut().set_request(None);
+            let (r, end, _) = self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.drive_mut().idle_step());
+            match r {
+                Ok(crate::ftl::IdleOutcome::Worked) => {
+                    steps += 1;
+                    self.idle_step_bound_ns = self.idle_step_bound_ns.max(end - at);
+                    if end > until_ns {
+                        self.idle_overruns += 1;
+                    }
+                    at = end.max(at + 1);
+                }
+                Ok(crate::ftl::IdleOutcome::Nothing) => break,
+                Err(e) => {
+                    self.session.drive_mut().ftl_error("background work", e);
+                    break;
+                }
+            }
+        }
+        steps
+    }
+}
