@@ -236,11 +236,11 @@ fn run_stress(
     }
     report.reproduce = Some(reproduce);
     if let Some(w) = &report.workload_report {
-        for warning in trace_cmd::warnings(w) {
+        for warning in w.warnings() {
             eprintln!("warning: {warning}");
         }
     }
-    let trace_line = report.workload_report.as_ref().and_then(trace_cmd::summary_line);
+    let trace_line = report.workload_report.as_ref().map(trace_cmd::summary_line);
     finish_report(&report, json, trace_line.as_deref())
 }
 

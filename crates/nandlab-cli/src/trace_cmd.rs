@@ -10,7 +10,7 @@ use nandlab::workload::trace::replay::TraceWorkload;
 use nandlab::workload::trace::stats;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
 use nandlab::workload::transform::{self, DeviceMap, MapRule, TransformSpec, Transformed};
-use nandlab::workload::HostOp;
+use nandlab::workload::{HostOp, WorkloadReport};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -414,33 +414,22 @@ impl StressTraceArgs {
 }
 
 /// A line for the stress summary: what the trace reader and transforms did.
-pub fn summary_line(report: &serde_json::Value) -> Option<String> {
-    if report["kind"] != "trace" {
-        return None;
-    }
-    let read = &report["read"];
-    let t = &report["transforms"];
+pub fn summary_line(report: &WorkloadReport) -> String {
+    let WorkloadReport::Trace(report) = report;
+    let read = &report.read;
+    let t = &report.transforms;
     let mut s = format!(
         "  trace      {} lines, {} requests, {} ignored lines, {} bad lines skipped; {} out of range ({} skipped, {} split), {} zero-length skipped, {} pass(es)",
-        read["lines"], read["requests"], read["ignored_lines"], read["skipped_bad_lines"],
-        t["out_of_range"], t["skipped_out_of_range"], t["split_at_end"], report["zero_length_skipped"], t["passes"]
+        read.lines, read.requests, read.ignored_lines, read.skipped_bad_lines,
+        t.out_of_range, t.skipped_out_of_range, t.split_at_end, report.zero_length_skipped, t.passes
     );
-    if let Some(ex) = report["bad_line_examples"].as_array() {
-        for e in ex.iter().take(3) {
-            s += &format!("\n  bad line   {}", e.as_str().unwrap_or(""));
-        }
+    for e in report.bad_line_examples.iter().take(3) {
+        s += &format!("\n  bad line   {e}");
     }
-    for w in warnings(report) {
+    for w in &report.warnings {
         s += &format!("\n  warning    {w}");
     }
-    Some(s)
-}
-
-/// The warnings of a trace replay's report (none for other workloads).
-pub fn warnings(report: &serde_json::Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .map_or(Vec::new(), |w| w.iter().filter_map(|w| w.as_str()).map(String::from).collect())
+    s
 }
 
 #[derive(Subcommand)]

@@ -82,7 +82,40 @@ pub trait Workload {
     /// A one-line description for reports.
     fn describe(&self) -> String;
     /// Workload-specific figures for the report (e.g. a trace's skipped lines).
-    fn report(&self) -> Option<serde_json::Value> {
+    fn report(&self) -> Option<WorkloadReport> {
         None
+    }
+}
+
+/// Workload-specific figures of a run, for its summary and its JSON report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadReport {
+    /// A trace replay: what the reader and the transforms did.
+    Trace(trace::replay::TraceReplayReport),
+}
+
+impl WorkloadReport {
+    /// Why the workload issued nothing, if it issued nothing.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            WorkloadReport::Trace(t) => &t.warnings,
+        }
+    }
+}
+
+impl serde::Serialize for WorkloadReport {
+    /// `{"kind": "trace", …}`, every object's keys in sorted order: the
+    /// JSON reports have always listed them so (they were built as a JSON
+    /// map), and a report's layout does not change with its Rust types.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        enum Tagged<'a> {
+            Trace(&'a trace::replay::TraceReplayReport),
+        }
+        let tagged = match self {
+            WorkloadReport::Trace(t) => Tagged::Trace(t),
+        };
+        serde_json::to_value(tagged).map_err(serde::ser::Error::custom)?.serialize(serializer)
     }
 }
