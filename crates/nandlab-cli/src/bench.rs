@@ -19,6 +19,7 @@
 //! `-c` (replay the trace once): without it, VST repeats the trace until
 //! its write bound, forever on a trace with no writes.
 
+use crate::exit::{self, input_error};
 use clap::{Parser, Subcommand, ValueEnum};
 use nandlab::workload::synthetic::SyntheticWorkload;
 use nandlab::workload::trace::vst::{VstTraceCounts, VstTraceWriter};
@@ -449,18 +450,15 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
         None => None,
         Some(p) => match check_vst(p, a.vst_ftl.as_deref()) {
             Ok(v) => Some(v),
-            Err(e) => return crate::input_error(e),
+            Err(e) => return input_error(e),
         },
     };
     if let Err(e) = a.write_size.parse::<nandlab::util::size::SizeSpec>() {
-        return crate::input_error(format!("--write-size {}: {e}", a.write_size));
+        return input_error(format!("--write-size {}: {e}", a.write_size));
     }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot find the nandlab executable: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return input_error(format!("cannot find the nandlab executable: {e}")),
     };
     let entries: Vec<&ZooEntry> = if a.ftls.is_empty() {
         if vst.is_some() {
@@ -474,8 +472,10 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
             let matching: Vec<&ZooEntry> = ZOO.iter().filter(|e| e.label == f || e.ftl == f).collect();
             if matching.is_empty() {
                 let labels: Vec<&str> = ZOO.iter().map(|e| e.label).collect();
-                eprintln!("error: --ftl {f}: not a bench configuration (choose from {})", labels.join(", "));
-                return ExitCode::from(2);
+                return input_error(format!(
+                    "--ftl {f}: not a bench configuration (choose from {})",
+                    labels.join(", ")
+                ));
             }
             // A label and an FTL name may pick the same entry: measure it once.
             for e in matching {
@@ -495,8 +495,7 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
         .collect();
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("error: {}: {e}", dir.display());
-        return ExitCode::from(2);
+        return input_error(format!("{}: {e}", dir.display()));
     }
     let code = bench_stress_in(&a, vst.as_ref(), &exe, &entries, &workloads, &dir);
     let _ = std::fs::remove_dir_all(&dir);
@@ -524,20 +523,18 @@ fn bench_stress_in(
                     logical = l;
                     traces.push(Some(t));
                 }
-                Err(e) => return crate::input_error(e),
+                Err(e) => return input_error(e),
             }
         }
         let empty = dir.join("empty.trace");
         if let Err(e) = std::fs::write(&empty, "") {
-            return crate::input_error(format!("{}: {e}", empty.display()));
+            return input_error(format!("{}: {e}", empty.display()));
         }
         match run_vst(vst, &empty, dir) {
-            Err(e) => {
-                return crate::input_error(format!("--vst {}: a run on an empty trace failed: {e}", vst.exe.display()))
-            }
+            Err(e) => return input_error(format!("--vst {}: a run on an empty trace failed: {e}", vst.exe.display())),
             Ok((_, out)) => {
                 if out.max_lba.map(|m| m + 1) != Some(logical) || out.sector_bytes != Some(512) {
-                    return crate::input_error(format!(
+                    return input_error(format!(
                         "--vst {}: VST models {} logical sectors of {} bytes, preset {preset} has {logical} of 512: \
                          the same requests would not be the same work (VST's geometry is compiled in)",
                         vst.exe.display(),
@@ -766,7 +763,7 @@ fn bench_stress_in(
         }
     }
     if failed {
-        ExitCode::from(1)
+        ExitCode::from(exit::VIOLATIONS)
     } else {
         ExitCode::SUCCESS
     }

@@ -1,5 +1,6 @@
 //! `nandlab crash`: power-loss testing from the command line.
 
+use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, WorkloadArgs};
 use clap::{Args, ValueEnum};
 use nandlab::flash::PowerCut;
@@ -217,30 +218,30 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
     let [json] = match crate::outputs::prepare(&device.inputs(None), [("--json", args.json.as_deref())]) {
         Ok(o) => o,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     let stop = crate::signals::install();
     let mut config = match device.load() {
         Ok(c) => c,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     workload_args.note_overrides(&mut config);
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let opts = match args.options(seed, config.logical_bytes()) {
         Ok(o) => CrashOptions { stop, ..o },
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     if let Err(e) = check_memory(&config, &spec, seed, args) {
-        return crate::input_error(e);
+        return input_error(e);
     }
     let mut report = match crash::run(&config, &spec, &opts) {
         Ok(r) => r,
-        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
     if report.interrupted {
         crate::signals::announce();
@@ -311,10 +312,10 @@ fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::O
     if let Some(out) = json {
         let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
         if let Err(e) = out.write(text.as_bytes()) {
-            return crate::input_error(e);
+            return input_error(e);
         }
     }
-    crate::exit_code(report.has_findings(), report.interrupted)
+    exit::of_run(report.has_findings(), report.interrupted)
 }
 
 /// The `bench crash` workload: uniform random 8-64 KiB writes (8 KiB
@@ -327,12 +328,12 @@ const BENCH_CRASH_ARGS: &str = "--rw randwrite --bsrange 8k-64k --blockalign 8k 
 pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &[String]) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
-        Err(e) => return crate::input_error(format!("cannot find the nandlab executable: {e}")),
+        Err(e) => return input_error(format!("cannot find the nandlab executable: {e}")),
     };
     let ftls = if ftls.is_empty() { vec!["page".to_string(), "optr".to_string()] } else { ftls };
     let dir = std::env::temp_dir().join(format!("nandlab-bench-crash-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        return crate::input_error(format!("{}: {e}", dir.display()));
+        return input_error(format!("{}: {e}", dir.display()));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -402,7 +403,7 @@ pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &
     );
     let _ = std::fs::remove_dir_all(&dir);
     if failed {
-        ExitCode::from(crate::EXIT_VIOLATIONS)
+        ExitCode::from(exit::VIOLATIONS)
     } else {
         ExitCode::SUCCESS
     }

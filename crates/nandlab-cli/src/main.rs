@@ -1,11 +1,9 @@
-//! `nandlab`: the command-line front end of the nandlab library.
-//!
-//! Exit codes: 0 when a run is clean, 1 when it found violations, 2 for bad
-//! input (configuration, options, files), 130 when a run without violations
-//! was interrupted (SIGINT, SIGTERM; see `signals`).
+//! `nandlab`: the command-line front end of the nandlab library. Exit
+//! codes: see `exit`.
 
 mod bench;
 mod crash_cmd;
+mod exit;
 mod options;
 mod outputs;
 mod perf_cmd;
@@ -14,6 +12,7 @@ mod trace_bench;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
+use exit::input_error;
 use nandlab::config::{Config, PRESETS};
 use nandlab::ftl;
 use nandlab::report::StressReport;
@@ -90,11 +89,6 @@ enum Command {
     },
 }
 
-/// Exit code for bad input.
-const EXIT_INPUT: u8 = 2;
-/// Exit code when violations were found.
-pub(crate) const EXIT_VIOLATIONS: u8 = 1;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -137,12 +131,6 @@ fn main() -> ExitCode {
         }
         Command::Bench { which } => bench::run(which),
     }
-}
-
-/// Print an input error and return exit code 2.
-pub(crate) fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(EXIT_INPUT)
 }
 
 fn stress_command(
@@ -272,18 +260,7 @@ fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Op
             return input_error(e);
         }
     }
-    exit_code(report.errors > 0, report.interrupted)
-}
-
-/// The exit code of a run: a finding (1) before an interruption (130).
-pub(crate) fn exit_code(findings: bool, interrupted: bool) -> ExitCode {
-    if findings {
-        ExitCode::from(EXIT_VIOLATIONS)
-    } else if interrupted {
-        ExitCode::from(signals::EXIT_INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    }
+    exit::of_run(report.errors > 0, report.interrupted)
 }
 
 fn progress_bar(disabled: bool) -> Option<indicatif::ProgressBar> {

@@ -1,13 +1,15 @@
 //! `nandlab perf` (timed simulation) and `nandlab bench perf`.
 
 use crate::bench::{median, report_of};
+use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::outputs::Output;
+use crate::progress_bar;
 use crate::trace_cmd::{OracleUnit, StressTraceArgs};
-use crate::{input_error, progress_bar, EXIT_VIOLATIONS};
 use clap::Args;
 use nandlab::config::Config;
 use nandlab::host::arrival::parse_arrival;
+use nandlab::host::flow::{self, parse_flow, FlowSpec};
 use nandlab::host::HostConfig;
 use nandlab::report::perf::PerfReport;
 use nandlab::report::timeseries::to_csv;
@@ -15,6 +17,7 @@ use nandlab::run::perf::precondition::PreconditionSpec;
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::RunError;
 use nandlab::timing::TimingConfig;
+use nandlab::util::assignment::override_fields;
 use nandlab::workload::synthetic::SyntheticSpec;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -83,36 +86,6 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     Ok((v * scale).round() as u64)
 }
 
-/// Set `key = value` (value read as TOML) in a serialisable table and read it back.
-fn override_table<T>(what: &str, current: &T, assignments: &[String]) -> Result<T, String>
-where
-    T: serde::Serialize + serde::de::DeserializeOwned,
-{
-    if assignments.is_empty() {
-        return toml::Value::try_from(current)
-            .map_err(|e| e.to_string())?
-            .try_into()
-            .map_err(|e: toml::de::Error| e.to_string());
-    }
-    let mut table = match toml::Value::try_from(current).map_err(|e| e.to_string())? {
-        toml::Value::Table(t) => t,
-        _ => unreachable!("tables serialise as tables"),
-    };
-    for a in assignments {
-        let (k, v) = a.split_once('=').ok_or_else(|| format!("--{what} `{a}`: expected KEY=VALUE"))?;
-        let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
-        table.insert(k.trim().to_string(), value);
-        // Read after each assignment, so an error names the one at fault.
-        toml::Value::Table(table.clone())
-            .try_into::<T>()
-            .map_err(|e: toml::de::Error| format!("--{what} {}: {}", a.trim(), e.message().trim()))?;
-    }
-    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("--{what}: {}", e.message().trim()))
-}
-
 /// Apply --timing / --host / --write-cache to a configuration.
 fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
     let mut timing_sets = p.timing.clone();
@@ -121,58 +94,38 @@ fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
     }
     if !timing_sets.is_empty() {
         let base = config.require_timing()?.config.clone();
-        let t: TimingConfig = override_table("timing", &base, &timing_sets)?;
+        let t: TimingConfig = override_fields("timing", &base, &timing_sets)?;
         config.timing = Some(
             t.validate(config.geometry.cell_type().bits_per_cell(), config.dram_budget_bytes)
                 .map_err(|(k, r)| format!("--timing {k}: {r}"))?,
         );
     }
     if !p.host.is_empty() {
-        let h: HostConfig = override_table("host", &config.host.config, &p.host)?;
+        let h: HostConfig = override_fields("host", &config.host.config, &p.host)?;
         config.host = h.validate().map_err(|(k, r)| format!("--host {k}: {r}"))?;
     }
     Ok(())
 }
 
-/// The file of a `--flow trace=FILE,...`, if the flow is a trace.
-fn flow_trace_path(text: &str) -> Option<&str> {
-    text.split(',').find_map(|part| part.trim().strip_prefix("trace=")).map(str::trim)
-}
-
 /// A `--flow trace=FILE[,arrival=...]`: the trace read with the --trace-*
-/// options, open loop at its own timestamps unless `arrival=` says otherwise.
+/// options, arriving as the flow says.
 fn trace_flow_of(
     config: &Config,
     text: &str,
+    path: PathBuf,
+    arrival: nandlab::host::Arrival,
     index: usize,
     trace: &StressTraceArgs,
     oracle_unit: Option<u32>,
 ) -> Result<Flow, String> {
-    let mut path = None;
-    let mut arrival = None;
-    for part in text.split(',').filter(|s| !s.trim().is_empty()) {
-        match part.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
-            Some(("trace", v)) => path = Some(PathBuf::from(v)),
-            Some(("arrival", v)) => {
-                arrival = Some(parse_arrival(v, 1).map_err(|e| format!("--flow `{text}`: {e}"))?);
-            }
-            _ => {
-                return Err(format!("--flow `{text}`: a trace flow takes only trace=FILE and arrival=…, not `{part}`"))
-            }
-        }
-    }
-    let args = StressTraceArgs { trace: path, ..trace.clone() };
+    let args = StressTraceArgs { trace: Some(path), ..trace.clone() };
     let capacity = config.logical_bytes();
     let unit = OracleUnit { given: oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: false };
     let workload = args
         .workload(&WorkloadArgs::default(), capacity, config.geometry.sector_size_bytes(), &unit)
         .map_err(|e| format!("--flow `{text}`: {e}"))?
         .ok_or_else(|| format!("--flow `{text}`: trace= needs a file"))?;
-    Ok(Flow {
-        name: format!("flow{index}.trace"),
-        workload: Box::new(workload),
-        arrival: arrival.unwrap_or(nandlab::host::Arrival::Timestamps { time_scale: 1.0 }),
-    })
+    Ok(Flow { name: format!("flow{index}.trace"), workload: Box::new(workload), arrival })
 }
 
 /// The flows of the run: the workload options alone, or each --flow over
@@ -195,44 +148,13 @@ fn build_flows(
     }
     let mut flows = Vec::new();
     for (i, text) in p.flows.iter().enumerate() {
-        if flow_trace_path(text).is_some() {
-            flows.push(trace_flow_of(config, text, i, trace, oracle_unit)?);
-            continue;
-        }
-        let mut table = match toml::Value::try_from(base).map_err(|e| e.to_string())? {
-            toml::Value::Table(t) => t,
-            _ => unreachable!("specs serialise as tables"),
-        };
-        let mut arrival_text = None;
-        for part in text.split(',').filter(|s| !s.trim().is_empty()) {
-            let (k, v) = part.split_once('=').ok_or_else(|| format!("--flow `{text}`: `{part}` is not KEY=VALUE"))?;
-            let (k, v) = (k.trim(), v.trim());
-            if k == "arrival" {
-                arrival_text = Some(v.to_string());
-                continue;
+        match parse_flow(text, base, default_arrival)? {
+            FlowSpec::Trace { path, arrival } => {
+                flows.push(trace_flow_of(config, text, path, arrival, i, trace, oracle_unit)?)
             }
-            let value = match k {
-                "iodepth" | "numjobs" | "rwmixread" | "fsync" => {
-                    toml::Value::Integer(v.parse().map_err(|_| format!("--flow `{text}`: {k} must be a whole number"))?)
-                }
-                "trim_percent" => {
-                    toml::Value::Float(v.parse().map_err(|_| format!("--flow `{text}`: {k} must be a number"))?)
-                }
-                _ => toml::Value::String(v.to_string()),
-            };
-            table.insert(k.to_string(), value);
+            FlowSpec::Synthetic { spec, arrival } => flows
+                .extend(Flow::synthetic(&spec, arrival, i, config, seed).map_err(|e| format!("--flow `{text}`: {e}"))?),
         }
-        let spec: SyntheticSpec = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("--flow `{text}`: {}", e.message().trim()))?;
-        let arrival = match arrival_text {
-            Some(a) => Some(parse_arrival(&a, spec.iodepth).map_err(|e| format!("--flow {e}"))?),
-            None => default_arrival.map(|a| match a {
-                nandlab::host::Arrival::Closed { .. } => nandlab::host::Arrival::Closed { iodepth: spec.iodepth },
-                other => other,
-            }),
-        };
-        flows.extend(Flow::synthetic(&spec, arrival, i, config, seed).map_err(|e| format!("--flow `{text}`: {e}"))?);
     }
     Ok(flows)
 }
@@ -246,7 +168,7 @@ fn trace_flow(
     p: &PerfArgs,
     oracle_unit: Option<u32>,
 ) -> Result<Option<Flow>, String> {
-    if trace.trace.is_none() && p.flows.iter().any(|f| flow_trace_path(f).is_some()) {
+    if trace.trace.is_none() && p.flows.iter().any(|f| flow::trace_path(f).is_some()) {
         return Ok(None); // the --trace-* options are for the trace flows
     }
     let unit = OracleUnit { given: oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
@@ -289,7 +211,7 @@ pub fn perf_command(
     p: &PerfArgs,
 ) -> ExitCode {
     let traces =
-        trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow_trace_path(f)).map(Path::new));
+        trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow::trace_path(f)).map(Path::new));
     let outputs = [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref())];
     let [json, csv] = match crate::outputs::prepare(&device.inputs(traces), outputs) {
         Ok(o) => o,
@@ -422,7 +344,7 @@ fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> Exi
             return code;
         }
     }
-    crate::exit_code(r.errors > 0, r.interrupted)
+    exit::of_run(r.errors > 0, r.interrupted)
 }
 
 // ----- nandlab bench perf -----
@@ -792,7 +714,7 @@ pub fn bench_perf(a: &BenchPerfArgs) -> ExitCode {
     }
     let _ = std::fs::remove_dir_all(&dir);
     if failed {
-        ExitCode::from(EXIT_VIOLATIONS)
+        ExitCode::from(exit::VIOLATIONS)
     } else {
         ExitCode::SUCCESS
     }

@@ -15,6 +15,7 @@
 //! The file is freshly written, so it is normally in the page cache: this
 //! measures parsing, not the disk. Nothing is asserted.
 
+use crate::exit::input_error;
 use clap::Args;
 use nandlab::util::size::parse_bytes;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
@@ -151,26 +152,19 @@ fn generate(path: &Path, format: TraceFormat, size: u64) -> std::io::Result<u64>
 pub fn run(args: TraceBenchArgs) -> ExitCode {
     let size = match parse_bytes(&args.size) {
         Ok(s) if s > 0 => s,
-        _ => {
-            eprintln!("error: --size {}: expected a size such as 1g", args.size);
-            return ExitCode::from(2);
-        }
+        _ => return input_error(format!("--size {}: expected a size such as 1g", args.size)),
     };
     let formats: Vec<TraceFormat> = match &args.formats {
         None => TraceFormat::ALL.to_vec(),
         Some(list) => match list.split(',').map(|f| f.trim().parse()).collect() {
             Ok(v) => v,
-            Err(e) => {
-                eprintln!("error: --formats: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return input_error(format!("--formats: {e}")),
         },
     };
     if formats.contains(&TraceFormat::Csv) {
-        eprintln!(
-            "error: --formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead"
+        return input_error(
+            "--formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead",
         );
-        return ExitCode::from(2);
     }
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     println!(
@@ -196,9 +190,8 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
         let lines = match generate(&path, format, size) {
             Ok(n) => n,
             Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
                 let _ = std::fs::remove_file(&path);
-                return ExitCode::from(2);
+                return input_error(format!("{}: {e}", path.display()));
             }
         };
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
@@ -210,20 +203,14 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
             let cpu_start = nandlab::report::resources::cpu_seconds();
             let mut reader = match TraceReader::open(&path, &ReaderOptions::for_format(format)) {
                 Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(e) => return input_error(e),
             };
             requests = 0;
             loop {
                 match reader.next_request() {
                     Ok(Some(_)) => requests += 1,
                     Ok(None) => break,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(2);
-                    }
+                    Err(e) => return input_error(e),
                 }
             }
             let secs = started.elapsed().as_secs_f64();

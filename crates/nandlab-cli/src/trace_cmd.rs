@@ -1,6 +1,7 @@
 //! Traces on the command line: the reader and transform options shared by
 //! `stress --trace`, `trace stats` and `trace convert`, and those commands.
 
+use crate::exit::input_error;
 use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
 use nandlab::util::size::{parse_bytes, SizeSpec};
@@ -477,11 +478,6 @@ pub enum TraceCommand {
     },
     /// List the trace formats nandlab reads.
     Formats,
-}
-
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
 }
 
 fn device_of(capacity: &Option<String>) -> Result<Option<(u64, u64)>, String> {
