@@ -1,14 +1,13 @@
 //! `nandlab`: the command-line front end of the nandlab library. Exit
 //! codes: see `exit`.
 
-mod bench;
+mod bench_cmd;
 mod crash_cmd;
 mod exit;
 mod options;
 mod outputs;
 mod perf_cmd;
 mod signals;
-mod trace_bench;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -85,7 +84,7 @@ enum Command {
     /// Benchmarks: `nandlab bench stress|trace|perf|crash`.
     Bench {
         #[command(subcommand)]
-        which: bench::BenchCommand,
+        which: bench_cmd::BenchCommand,
     },
 }
 
@@ -129,7 +128,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Bench { which } => bench::run(which),
+        Command::Bench { which } => bench_cmd::run(which),
     }
 }
 
