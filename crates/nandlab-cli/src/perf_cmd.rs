@@ -3,7 +3,7 @@
 use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::outputs::Output;
-use crate::progress_bar;
+use crate::progress::progress_bar;
 use crate::trace_cmd::{OracleUnit, StressTraceArgs};
 use clap::Args;
 use nandlab::config::Config;
