@@ -315,22 +315,7 @@ fn write_file(out: Output, mut text: String) -> Result<(), ExitCode> {
 fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> ExitCode {
     print!("{}", report.summary());
     let r = &report.run;
-    if !r.violations.is_empty() {
-        println!(
-            "\nFirst violations ({} kept of {} errors and {} warnings):",
-            r.violations.len(),
-            r.errors,
-            r.warnings
-        );
-        for v in &r.violations {
-            println!("  {v}");
-        }
-    }
-    if r.errors > 0 {
-        if let Some(cmd) = &r.reproduce {
-            println!("\nReproduce with:\n  {cmd}");
-        }
-    }
+    crate::stress_cmd::print_findings(r);
     if let Some(out) = json {
         let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
         if let Err(code) = write_file(out, text) {

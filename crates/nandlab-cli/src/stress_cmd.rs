@@ -116,6 +116,19 @@ fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Op
     if let Some(line) = extra {
         println!("{line}");
     }
+    print_findings(report);
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return input_error(e);
+        }
+    }
+    exit::of_run(report.errors > 0, report.interrupted)
+}
+
+/// The violations kept, and the command that reproduces the run if it
+/// found errors (after the summary of `stress` and of `perf`).
+pub fn print_findings(report: &StressReport) {
     if !report.violations.is_empty() {
         println!(
             "\nFirst violations ({} kept of {} errors and {} warnings):",
@@ -132,11 +145,4 @@ fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Op
             println!("\nReproduce with:\n  {cmd}");
         }
     }
-    if let Some(out) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
-        if let Err(e) = out.write(text.as_bytes()) {
-            return input_error(e);
-        }
-    }
-    exit::of_run(report.errors > 0, report.interrupted)
 }

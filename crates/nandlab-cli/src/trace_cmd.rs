@@ -66,51 +66,21 @@ impl ReaderArgs {
                 "auto" => None,
                 f => Some(f.parse::<TraceFormat>().map_err(|e| format!("--trace-format: {e}"))?),
             },
-            time_unit: self
-                .time_unit
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| format!("--trace-time-unit: {e}"))?,
-            ascii_rw: self.ascii_rw.as_deref().map(str::parse).transpose().map_err(|e| format!("--ascii-rw: {e}"))?,
-            blkparse_events: self
-                .blkparse_events
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| format!("--blkparse-events: {e}"))?,
+            time_unit: parse_option("--trace-time-unit", &self.time_unit, str::parse)?,
+            ascii_rw: parse_option("--ascii-rw", &self.ascii_rw, str::parse)?,
+            blkparse_events: parse_option("--blkparse-events", &self.blkparse_events, str::parse)?,
             sector_bytes: self.sector_bytes,
             skip_bad_lines: self.skip_bad_lines,
             csv: CsvOptions {
-                columns: self
-                    .columns
-                    .as_deref()
-                    .map(str::parse)
-                    .transpose()
-                    .map_err(|e| format!("--trace-columns: {e}"))?,
-                offset_unit: self
-                    .offset_unit
-                    .as_deref()
-                    .map(csv::parse_unit)
-                    .transpose()
-                    .map_err(|e| format!("--trace-offset-unit: {e}"))?,
-                size_unit: self
-                    .size_unit
-                    .as_deref()
-                    .map(csv::parse_unit)
-                    .transpose()
-                    .map_err(|e| format!("--trace-size-unit: {e}"))?,
+                columns: parse_option("--trace-columns", &self.columns, str::parse)?,
+                offset_unit: parse_option("--trace-offset-unit", &self.offset_unit, csv::parse_unit)?,
+                size_unit: parse_option("--trace-size-unit", &self.size_unit, csv::parse_unit)?,
                 ops: self
                     .op_values
                     .iter()
                     .map(|o| o.parse::<csv::OpRule>().map_err(|e| format!("--trace-ops: {e}")))
                     .collect::<Result<_, _>>()?,
-                delimiter: self
-                    .delimiter
-                    .as_deref()
-                    .map(csv::parse_delimiter)
-                    .transpose()
-                    .map_err(|e| format!("--trace-delimiter: {e}"))?,
+                delimiter: parse_option("--trace-delimiter", &self.delimiter, csv::parse_delimiter)?,
                 skip_header: self.skip_header,
             },
         })
@@ -130,6 +100,15 @@ impl ReaderArgs {
             || self.delimiter.is_some()
             || self.skip_header
     }
+}
+
+/// An option's value, if given, read by `parse`; an error names the option.
+fn parse_option<T, E: std::fmt::Display>(
+    option: &str,
+    value: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Option<T>, String> {
+    value.as_deref().map(parse).transpose().map_err(|e| format!("{option}: {e}"))
 }
 
 /// Transforms, applied in the order documented in `workload::transform`.
@@ -185,9 +164,6 @@ impl TransformArgs {
         trace: &Path,
         reader: &ReaderOptions,
     ) -> Result<TransformSpec, String> {
-        let bytes = |opt: &str, v: &Option<String>| {
-            v.as_deref().map(|t| parse_bytes(t).map_err(|e| format!("--{opt}: {e}"))).transpose()
-        };
         let devices = self.devices.iter().map(|d| parse_device(d)).collect::<Result<Vec<_>, _>>()?;
         let ops = match &self.ops {
             None => Vec::new(),
@@ -202,7 +178,7 @@ impl TransformArgs {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        let align_bytes = bytes("trace-align", &self.align)?;
+        let align_bytes = parse_option("--trace-align", &self.align, parse_bytes)?;
         let capacity = device.map(|d| d.0);
         let repeat_until_written_bytes = self
             .repeat_until
@@ -237,7 +213,7 @@ impl TransformArgs {
                     rule,
                     capacity_bytes,
                     grain_bytes,
-                    extent_bytes: bytes("trace-extent", &self.extent)?,
+                    extent_bytes: parse_option("--trace-extent", &self.extent, parse_bytes)?,
                 })
             }
         };
@@ -248,7 +224,7 @@ impl TransformArgs {
             speed: self.speed,
             align_bytes,
             repeat_until_written_bytes,
-            repeat_offset_bytes: bytes("trace-repeat-offset", &self.repeat_offset)?,
+            repeat_offset_bytes: parse_option("--trace-repeat-offset", &self.repeat_offset, parse_bytes)?,
             map,
             max_requests: self.max_requests,
         };
