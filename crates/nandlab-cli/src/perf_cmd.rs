@@ -17,6 +17,7 @@ use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::RunError;
 use nandlab::timing::TimingConfig;
 use nandlab::util::assignment::override_fields;
+use nandlab::util::duration::parse_duration_ns;
 use nandlab::workload::synthetic::SyntheticSpec;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,20 +69,6 @@ pub struct PerfArgs {
     /// No background garbage collection in idle time.
     #[arg(long = "no-idle-gc", help_heading = "Timing and host")]
     pub no_idle_gc: bool,
-}
-
-/// A duration in simulated time: `10s`, `500ms`, `250us`, `40ns`, `2m`; a bare number is seconds.
-pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9)]
-        .iter()
-        .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n, *scale)))
-        .unwrap_or((t, 1e9));
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{text}`: expected a duration such as 10s or 500ms"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("`{text}`: a duration must be positive"));
-    }
-    Ok((v * scale).round() as u64)
 }
 
 /// Apply --timing / --host / --write-cache to a configuration.
@@ -333,16 +320,6 @@ fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> Exi
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_take_units_and_reject_nonsense() {
-        assert_eq!(parse_duration_ns("10s").unwrap(), 10_000_000_000);
-        assert_eq!(parse_duration_ns("500ms").unwrap(), 500_000_000);
-        assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
-        assert_eq!(parse_duration_ns("2").unwrap(), 2_000_000_000);
-        assert!(parse_duration_ns("soon").is_err());
-        assert!(parse_duration_ns("-1s").is_err());
-    }
 
     #[test]
     fn timing_overrides_are_validated_and_name_the_field() {

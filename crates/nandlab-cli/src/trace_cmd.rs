@@ -546,10 +546,9 @@ fn convert(
     if let Some(why) = stream.reader().chosen_because() {
         eprintln!("  trace format: {} (auto: {why})", stream.reader().format());
     }
-    let out: Box<dyn Write> = match prepared
-        .file()
-        .and_then(|f| compressed(f, output, prepared.is_stdout()).map_err(|e| format!("{}: {e}", output.display())))
-    {
+    let out: Box<dyn Write> = match prepared.file().and_then(|f| {
+        convert::compressed_writer(f, output, prepared.is_stdout()).map_err(|e| format!("{}: {e}", output.display()))
+    }) {
         Ok(o) => o,
         Err(e) => return input_error(e),
     };
@@ -605,22 +604,4 @@ fn convert(
         eprintln!("warning: {w}");
     }
     ExitCode::SUCCESS
-}
-
-/// A writer into `file` (the output's temporary file, or stdout for `-`),
-/// compressed by a `.gz` / `.zst` suffix of `path`.
-fn compressed(file: Box<dyn Write>, path: &Path, stdout: bool) -> std::io::Result<Box<dyn Write>> {
-    if stdout {
-        return Ok(Box::new(std::io::BufWriter::new(file)));
-    }
-    let file = std::io::BufWriter::with_capacity(1 << 20, file);
-    let name = path.to_string_lossy();
-    Ok(if name.ends_with(".gz") {
-        // flate2's encoder writes the gzip trailer when dropped.
-        Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()))
-    } else if name.ends_with(".zst") {
-        Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish())
-    } else {
-        Box::new(file)
-    })
 }
