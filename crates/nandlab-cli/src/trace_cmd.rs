@@ -203,19 +203,13 @@ impl TransformArgs {
                 }
                 None
             }
-            Some((capacity_bytes, sector)) => {
-                let rule = rule.unwrap_or_default();
-                let grain_bytes = match align_bytes {
-                    Some(a) if a > sector && a % sector == 0 && capacity_bytes % a == 0 => a,
-                    _ => sector,
-                };
-                Some(DeviceMap {
-                    rule,
-                    capacity_bytes,
-                    grain_bytes,
-                    extent_bytes: parse_option("--trace-extent", &self.extent, parse_bytes)?,
-                })
-            }
+            Some((capacity_bytes, sector)) => Some(DeviceMap::onto_device(
+                rule.unwrap_or_default(),
+                capacity_bytes,
+                sector,
+                align_bytes,
+                parse_option("--trace-extent", &self.extent, parse_bytes)?,
+            )),
         };
         let mut spec = TransformSpec {
             devices,
@@ -228,7 +222,7 @@ impl TransformArgs {
             map,
             max_requests: self.max_requests,
         };
-        refuse_second_pass_of_a_pipe(&spec, trace)?;
+        spec.refuse_second_pass(trace)?;
         if let Some(m) = &mut spec.map {
             if m.rule == MapRule::Scale && m.extent_bytes.is_none() {
                 let r = TraceReader::open(trace, reader).map_err(|e| e.to_string())?;
@@ -245,23 +239,6 @@ impl TransformArgs {
         spec.validate()?;
         Ok(spec)
     }
-}
-
-/// A pipe or FIFO is read once: refuse, before reading anything, the
-/// transforms that read the trace twice (reopening a FIFO would wait
-/// forever for a writer).
-fn refuse_second_pass_of_a_pipe(spec: &TransformSpec, trace: &Path) -> Result<(), String> {
-    if nandlab::workload::trace::source::rereadable(trace) {
-        return Ok(());
-    }
-    let why = if spec.map.is_some_and(|m| m.rule == MapRule::Scale && m.extent_bytes.is_none()) {
-        "--trace-map scale measures the trace's extent in a first pass; give it with --trace-extent BYTES"
-    } else if spec.repeat_until_written_bytes.is_some() {
-        "--trace-repeat-until reads the trace again for each pass; copy it to a file first"
-    } else {
-        return Ok(());
-    };
-    Err(format!("{}: not a regular file (a pipe or FIFO can be read only once): {why}", trace.display()))
 }
 
 /// `N` or blkparse's `MAJOR,MINOR`.

@@ -98,6 +98,26 @@ pub struct DeviceMap {
     pub extent_bytes: Option<u64>,
 }
 
+impl DeviceMap {
+    /// The map onto a device of `capacity_bytes` with `sector_bytes`
+    /// sectors. Mapped offsets keep `--trace-align`'s alignment when it is
+    /// a multiple of the sector dividing the capacity (so wrapping and
+    /// scaling do not undo it); otherwise the grain is the sector.
+    pub fn onto_device(
+        rule: MapRule,
+        capacity_bytes: u64,
+        sector_bytes: u64,
+        align_bytes: Option<u64>,
+        extent_bytes: Option<u64>,
+    ) -> DeviceMap {
+        let grain_bytes = match align_bytes {
+            Some(a) if a > sector_bytes && a % sector_bytes == 0 && capacity_bytes % a == 0 => a,
+            _ => sector_bytes,
+        };
+        DeviceMap { rule, capacity_bytes, grain_bytes, extent_bytes }
+    }
+}
+
 /// The transforms to apply (see the module docs for their order).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransformSpec {
@@ -168,6 +188,23 @@ impl TransformSpec {
             }
         }
         Ok(())
+    }
+
+    /// Refuse, before reading anything, the transforms that read the trace
+    /// twice when `trace` can be read only once (a pipe or FIFO: reopening
+    /// it would wait forever for a writer).
+    pub fn refuse_second_pass(&self, trace: &std::path::Path) -> Result<(), String> {
+        if super::trace::source::rereadable(trace) {
+            return Ok(());
+        }
+        let why = if self.map.is_some_and(|m| m.rule == MapRule::Scale && m.extent_bytes.is_none()) {
+            "--trace-map scale measures the trace's extent in a first pass; give it with --trace-extent BYTES"
+        } else if self.repeat_until_written_bytes.is_some() {
+            "--trace-repeat-until reads the trace again for each pass; copy it to a file first"
+        } else {
+            return Ok(());
+        };
+        Err(format!("{}: not a regular file (a pipe or FIFO can be read only once): {why}", trace.display()))
     }
 
     /// Whether a request passes the filters.
