@@ -615,6 +615,33 @@ mod tests {
     use super::*;
     use crate::workload::trace::{ReaderOptions, TraceFormat};
 
+    #[test]
+    fn the_device_grain_keeps_an_alignment_that_divides_the_device() {
+        let grain = |align, capacity| DeviceMap::onto_device(MapRule::Wrap, capacity, 512, align, None).grain_bytes;
+        assert_eq!(grain(Some(4096), 64 * 4096), 4096);
+        assert_eq!(grain(Some(4096), 64 * 4096 + 512), 512, "an alignment not dividing the device");
+        assert_eq!(grain(Some(1000), 64 * 4096), 512, "not a multiple of the sector");
+        assert_eq!(grain(Some(256), 64 * 4096), 512, "finer than the sector");
+        assert_eq!(grain(None, 64 * 4096), 512);
+    }
+
+    #[test]
+    fn a_second_pass_is_refused_only_for_what_cannot_be_read_twice() {
+        let file = std::env::temp_dir().join(format!("nandlab-refuse-{}.trace", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let repeat = TransformSpec { repeat_until_written_bytes: Some(1 << 20), ..Default::default() };
+        assert_eq!(repeat.refuse_second_pass(&file), Ok(()), "a regular file is read again");
+        let _ = std::fs::remove_file(&file);
+        #[cfg(unix)]
+        {
+            let device = std::path::Path::new("/dev/null");
+            // /dev/null is a character device: read once, like a pipe.
+            let e = repeat.refuse_second_pass(device).unwrap_err();
+            assert!(e.starts_with("/dev/null: not a regular file") && e.contains("--trace-repeat-until"), "{e}");
+            assert_eq!(TransformSpec::default().refuse_second_pass(device), Ok(()), "one pass is fine");
+        }
+    }
+
     fn stream(text: &str, spec: TransformSpec) -> Vec<TraceRequest> {
         let r = TraceReader::from_bytes("t", text.as_bytes().to_vec(), &ReaderOptions::for_format(TraceFormat::Mqsim))
             .unwrap();
