@@ -3,8 +3,9 @@
 //!
 //! - `KEY=VALUE,...` with fio's option names (`rw=randread,iodepth=16`)
 //!   sets fields of the run's synthetic workload for this flow only; the
-//!   fields are those of [`SyntheticSpec`] and are checked by it, so a
-//!   flow accepts exactly what a `[workload]` table accepts.
+//!   fields are those of [`SyntheticSpec`] and are checked by it (the
+//!   counts are read as numbers, every other value as text, as in a
+//!   `[workload]` table).
 //!   `arrival=…` ([`parse_arrival`]) says how its requests arrive; without
 //!   it the flow arrives as the run does, a closed loop taking the flow's
 //!   own `iodepth`.
