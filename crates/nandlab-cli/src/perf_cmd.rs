@@ -9,14 +9,11 @@ use clap::Args;
 use nandlab::config::Config;
 use nandlab::host::arrival::parse_arrival;
 use nandlab::host::flow::{self, parse_flow, FlowSpec};
-use nandlab::host::HostConfig;
 use nandlab::report::perf::PerfReport;
 use nandlab::report::timeseries::to_csv;
 use nandlab::run::perf::precondition::PreconditionSpec;
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::RunError;
-use nandlab::timing::TimingConfig;
-use nandlab::util::assignment::override_fields;
 use nandlab::util::duration::parse_duration_ns;
 use nandlab::workload::synthetic::SyntheticSpec;
 use std::path::{Path, PathBuf};
@@ -78,16 +75,10 @@ fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
         timing_sets.push(format!("write_cache=\"{m}\""));
     }
     if !timing_sets.is_empty() {
-        let base = config.require_timing()?.config.clone();
-        let t: TimingConfig = override_fields("timing", &base, &timing_sets)?;
-        config.timing = Some(
-            t.validate(config.geometry.cell_type().bits_per_cell(), config.dram_budget_bytes)
-                .map_err(|(k, r)| format!("--timing {k}: {r}"))?,
-        );
+        config.override_timing(&timing_sets)?;
     }
     if !p.host.is_empty() {
-        let h: HostConfig = override_fields("host", &config.host.config, &p.host)?;
-        config.host = h.validate().map_err(|(k, r)| format!("--host {k}: {r}"))?;
+        config.override_host(&p.host)?;
     }
     Ok(())
 }

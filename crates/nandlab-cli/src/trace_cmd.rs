@@ -169,13 +169,7 @@ impl TransformArgs {
             None => Vec::new(),
             Some(list) => list
                 .split(',')
-                .map(|o| match o.trim() {
-                    "read" => Ok(HostOp::Read),
-                    "write" => Ok(HostOp::Write),
-                    "trim" => Ok(HostOp::Trim),
-                    "flush" => Ok(HostOp::Flush),
-                    other => Err(format!("--trace-op: unknown operation `{other}` (read, write, trim, flush)")),
-                })
+                .map(|o| o.trim().parse::<HostOp>().map_err(|e| format!("--trace-op: {e}")))
                 .collect::<Result<Vec<_>, _>>()?,
         };
         let align_bytes = parse_option("--trace-align", &self.align, parse_bytes)?;

@@ -48,6 +48,17 @@ impl HostOp {
     }
 }
 
+impl std::str::FromStr for HostOp {
+    type Err = String;
+    /// A lowercase name, as [`HostOp::name`] writes it.
+    fn from_str(s: &str) -> Result<HostOp, String> {
+        HostOp::ALL
+            .into_iter()
+            .find(|op| op.name() == s)
+            .ok_or_else(|| format!("unknown operation `{s}` (read, write, trim, flush)"))
+    }
+}
+
 /// One host request: `sectors` sectors from `lba` (both 0 for a flush).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct HostRequest {
@@ -117,5 +128,18 @@ impl serde::Serialize for WorkloadReport {
             WorkloadReport::Trace(t) => Tagged::Trace(t),
         };
         serde_json::to_value(tagged).map_err(serde::ser::Error::custom)?.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_read_back_their_names() {
+        for op in HostOp::ALL {
+            assert_eq!(op.name().parse::<HostOp>(), Ok(op));
+        }
+        assert_eq!("erase".parse::<HostOp>().unwrap_err(), "unknown operation `erase` (read, write, trim, flush)");
     }
 }
