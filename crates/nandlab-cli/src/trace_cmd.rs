@@ -4,6 +4,7 @@
 use crate::exit::input_error;
 use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
+use nandlab::oracle::MAX_UNIT_SECTORS;
 use nandlab::util::size::{parse_bytes, SizeSpec};
 use nandlab::workload::trace::convert::{self, TargetFormat, TraceWriter};
 use nandlab::workload::trace::csv::{self, CsvOptions};
@@ -280,10 +281,6 @@ fn synthetic_flags(w: &WorkloadArgs) -> Vec<&'static str> {
     v
 }
 
-/// The oracle's largest unit: 2^16 sectors (what the synthetic workloads
-/// cap their alignment at too).
-const ORACLE_MAX_UNIT_SECTORS: u32 = 1 << 16;
-
 /// What decides a replay's oracle unit, for [`StressTraceArgs::workload`].
 pub struct OracleUnit {
     /// `--oracle-unit`, if given: it wins, and the trace is not measured.
@@ -328,25 +325,9 @@ impl StressTraceArgs {
             eprintln!("  trace format: {} (auto: {why})", reader.format());
         }
         let mut workload = TraceWorkload::new(reader, spec, sector_bytes)?;
-        let (sectors, why) = match unit.given {
-            Some(n) => (n, "from --oracle-unit".to_string()),
-            None if nandlab::workload::trace::source::rereadable(path) => {
-                let again = TraceReader::open(path, &options).map_err(|e| e.to_string())?;
-                let cap = unit.page_sectors.clamp(1, ORACLE_MAX_UNIT_SECTORS);
-                let n = workload.measure_alignment(again, cap)?;
-                (n, "from the trace's alignment".to_string())
-            }
-            None => {
-                use nandlab::workload::Workload;
-                let n = workload.alignment_sectors();
-                let why = if n > 1 {
-                    "from --trace-align; the trace is a pipe or FIFO, read once, so its own alignment is not measured"
-                } else {
-                    "the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit"
-                };
-                (n, why.to_string())
-            }
-        };
+        let (sectors, source) =
+            workload.choose_oracle_unit(path, &options, unit.given, unit.page_sectors.clamp(1, MAX_UNIT_SECTORS))?;
+        let why = source.describe();
         let size = nandlab::util::size::human_bytes(u64::from(sectors) * u64::from(sector_bytes));
         let plural = if sectors == 1 { "" } else { "s" };
         if unit.sole || unit.given.is_some() {

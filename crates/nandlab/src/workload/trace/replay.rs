@@ -26,7 +26,8 @@
 use super::super::transform::{TransformCounts, TransformSpec, Transformed};
 use super::super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress, WorkloadReport};
 use super::source::Compression;
-use super::{ReadCounts, TraceFormat, TraceReader};
+use super::{ReadCounts, ReaderOptions, TraceFormat, TraceReader};
+use std::path::Path;
 
 /// What a trace replay read, transformed and skipped: the `workload_report`
 /// of a run that replays a trace.
@@ -52,6 +53,36 @@ pub struct TraceReplayReport {
     pub widened_to_sectors: u64,
     /// Why the replay issued no request, if it issued none.
     pub warnings: Vec<String>,
+}
+
+/// Where a replay's oracle unit comes from (see
+/// [`TraceWorkload::choose_oracle_unit`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OracleUnitSource {
+    /// `--oracle-unit`.
+    Given,
+    /// A first pass over the trace.
+    Measured,
+    /// A trace read once: what `--trace-align` guarantees (more than 1 sector).
+    AlignOption,
+    /// A trace read once, without `--trace-align`: 1 sector.
+    Unmeasured,
+}
+
+impl OracleUnitSource {
+    /// Why the unit is what it is, for the line that says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OracleUnitSource::Given => "from --oracle-unit",
+            OracleUnitSource::Measured => "from the trace's alignment",
+            OracleUnitSource::AlignOption => {
+                "from --trace-align; the trace is a pipe or FIFO, read once, so its own alignment is not measured"
+            }
+            OracleUnitSource::Unmeasured => {
+                "the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit"
+            }
+        }
+    }
 }
 
 /// A trace replayed on a device.
@@ -175,6 +206,29 @@ impl TraceWorkload {
         }
         self.alignment_sectors = self.alignment_sectors.max(unit as u32);
         Ok(self.alignment_sectors)
+    }
+
+    /// The oracle unit of this replay of `path`: `given` if any (the trace
+    /// is not measured); else, if the file can be read twice, measured by
+    /// [`TraceWorkload::measure_alignment`] over the file opened again with
+    /// `options`, at most `max_sectors`; else what `--trace-align`
+    /// guarantees ([`Workload::alignment_sectors`]).
+    pub fn choose_oracle_unit(
+        &mut self,
+        path: &Path,
+        options: &ReaderOptions,
+        given: Option<u32>,
+        max_sectors: u32,
+    ) -> Result<(u32, OracleUnitSource), String> {
+        if let Some(n) = given {
+            return Ok((n, OracleUnitSource::Given));
+        }
+        if super::source::rereadable(path) {
+            let again = TraceReader::open(path, options).map_err(|e| e.to_string())?;
+            return Ok((self.measure_alignment(again, max_sectors)?, OracleUnitSource::Measured));
+        }
+        let n = self.alignment_sectors();
+        Ok((n, if n > 1 { OracleUnitSource::AlignOption } else { OracleUnitSource::Unmeasured }))
     }
 
     /// Issue at most 2^32 − 1 sectors of `total` from `r`, keeping the rest.
