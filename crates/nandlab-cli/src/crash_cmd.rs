@@ -1,5 +1,6 @@
 //! `nandlab crash`: power-loss testing from the command line.
 
+use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, WorkloadArgs};
 use clap::{Args, ValueEnum};
 use nandlab::flash::PowerCut;
@@ -10,7 +11,7 @@ use nandlab::run::crash::{self, CrashOptions, Phase, PointSelection};
 use nandlab::run::RunError;
 use nandlab::util::size::SizeSpec;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GuaranteeArg {
@@ -218,30 +219,30 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
     let [json] = match crate::outputs::prepare(&device.inputs(None), [("--json", args.json.as_deref())]) {
         Ok(o) => o,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     let stop = crate::signals::install();
     let mut config = match device.load() {
         Ok(c) => c,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     workload_args.note_overrides(&mut config);
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let opts = match args.options(seed, config.logical_bytes()) {
         Ok(o) => CrashOptions { stop, ..o },
-        Err(e) => return crate::input_error(e),
+        Err(e) => return input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     if let Err(e) = check_memory(&config, &spec, seed, args) {
-        return crate::input_error(e);
+        return input_error(e);
     }
     let mut report = match crash::run(&config, &spec, &opts) {
         Ok(r) => r,
-        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return crate::input_error(e),
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
     if report.interrupted {
         crate::signals::announce();
@@ -312,99 +313,8 @@ fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::O
     if let Some(out) = json {
         let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
         if let Err(e) = out.write(text.as_bytes()) {
-            return crate::input_error(e);
+            return input_error(e);
         }
     }
-    crate::exit_code(report.has_findings(), report.interrupted)
-}
-
-/// The `bench crash` workload: uniform random 8-64 KiB writes (8 KiB
-/// aligned), a flush every 64 writes, 1x the logical capacity of warm-up;
-/// crash points fall in the next 2 % of the capacity written.
-const BENCH_CRASH_ARGS: &str = "--rw randwrite --bsrange 8k-64k --blockalign 8k --fsync 64 --trim_percent 0 \
-     --write_size 1.02x --warmup 1x --no-shrink --quiet --seed 12345";
-
-/// `nandlab bench crash`: one `nandlab crash` process per run, medians.
-pub fn bench(points: u64, runs: usize, ftls: Vec<String>, preset: &str, extra: &[String]) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => return crate::input_error(format!("cannot find the nandlab executable: {e}")),
-    };
-    let ftls = if ftls.is_empty() { vec!["page".to_string(), "optr".to_string()] } else { ftls };
-    let dir = std::env::temp_dir().join(format!("nandlab-bench-crash-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        return crate::input_error(format!("{}: {e}", dir.display()));
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!(
-        "nandlab bench crash — preset {preset}, {points} crash points per run, {runs} run(s) per FTL, {cores} threads"
-    );
-    println!("  workload: {BENCH_CRASH_ARGS} {}", extra.join(" "));
-    let mut failed = false;
-    for ftl in &ftls {
-        println!("\n{ftl}:");
-        let mut rows: Vec<[f64; 6]> = Vec::new();
-        for i in 0..runs {
-            let json = dir.join(format!("{ftl}-{i}.json"));
-            let mut cmd = Command::new(&exe);
-            cmd.arg("crash")
-                .args(["--preset", preset, "--ftl", ftl, "--json"])
-                .arg(&json)
-                .args(["--crash-points", &points.to_string()])
-                .args(BENCH_CRASH_ARGS.split_whitespace())
-                .args(extra);
-            let Some(r) = crate::bench::report_of(cmd, &json) else {
-                println!("  run {}: failed (no report)", i + 1);
-                failed = true;
-                break;
-            };
-            // A rate too short to measure is null: NaN, never a made-up 0.
-            let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-            let row = [
-                f("points_per_test_wall_second"),
-                f("points_per_test_cpu_second"),
-                f("points_per_run_wall_second"),
-                f("points_per_run_cpu_second"),
-                f("test_wall_seconds"),
-                f("run_wall_seconds"),
-            ];
-            let bad = r["failed"].as_u64().unwrap_or(0) > 0 || !r["base_failure"].is_null();
-            failed |= bad;
-            println!(
-                "  run {}: testing only {:7.2} points/s {:7.2} points/CPU-s | whole run {:7.2} points/s \
-                 {:7.2} points/CPU-s | testing {:6.1} s of {:6.1} s wall{}",
-                i + 1,
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4],
-                row[5],
-                if bad { "  (FINDINGS)" } else { "" }
-            );
-            rows.push(row);
-        }
-        if !rows.is_empty() {
-            let med = |k: usize| crate::bench::median(rows.iter().map(|r| r[k]).collect());
-            println!(
-                "  median: testing only {:7.2} points/s {:7.2} points/CPU-s | whole run {:7.2} points/s \
-                 {:7.2} points/CPU-s",
-                med(0),
-                med(1),
-                med(2),
-                med(3)
-            );
-        }
-    }
-    println!(
-        "\n  testing only: the time threads spent testing points (rolling back, tearing, recovering, reading \
-         back, more workload);\n  whole run: the campaign's time, every thread's base run with its warm-up and the \
-         counting pass included."
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    if failed {
-        ExitCode::from(crate::EXIT_VIOLATIONS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    exit::of_run(report.has_findings(), report.interrupted)
 }

@@ -4,6 +4,7 @@
 
 use clap::Args;
 use nandlab::config::Config;
+use nandlab::util::assignment;
 use nandlab::util::size::SizeSpec;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
 use std::path::PathBuf;
@@ -79,7 +80,7 @@ impl DeviceArgs {
             config.clear_overrides("ftl");
         }
         for a in &self.ftl_opt {
-            let (key, value) = parse_assignment(a)?;
+            let (key, value) = assignment::parse_toml(a).map_err(|e| format!("--ftl-opt {e}"))?;
             config.note_override("ftl", &key, format!("--ftl-opt {}", a.trim()));
             config.ftl_options.insert(key, value);
         }
@@ -100,17 +101,6 @@ impl DeviceArgs {
         }
         Ok(config)
     }
-}
-
-/// `KEY=VALUE` with VALUE read as TOML (a number, a boolean, or a bare string).
-fn parse_assignment(text: &str) -> Result<(String, toml::Value), String> {
-    let (k, v) = text.split_once('=').ok_or_else(|| format!("--ftl-opt `{text}`: expected KEY=VALUE"))?;
-    let key = k.trim().to_string();
-    let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(v.trim().to_string()));
-    Ok((key, value))
 }
 
 /// Workload options, with fio's names.
@@ -341,14 +331,6 @@ pub fn quote(a: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ftl_option_values_are_typed() {
-        assert_eq!(parse_assignment("copyback=false").unwrap().1, toml::Value::Boolean(false));
-        assert_eq!(parse_assignment("gc_foreground_free_blocks=3").unwrap().1, toml::Value::Integer(3));
-        assert_eq!(parse_assignment("gc_stream=shared").unwrap().1, toml::Value::String("shared".into()));
-        assert!(parse_assignment("nothing").is_err());
-    }
 
     #[test]
     fn workload_flags_override_the_preset() {

@@ -1,19 +1,17 @@
 //! SIGINT and SIGTERM during a run: the first asks the run to stop at the
 //! next request boundary (the library polls a [`StopFlag`]), so the partial
 //! summary is printed and the report written, marked interrupted; a second
-//! one, once the first was seen, exits at once with [`EXIT_INTERRUPTED`]
+//! one, once the first was seen, exits at once with [`INTERRUPTED`]
 //! (nothing more is printed or written; an output's temporary
 //! `.nandlab-*.tmp` file may stay behind).
 //!
 //! Why not the default action: a run can take hours, and killing it loses
 //! everything it measured; a user who asks twice still gets out at once.
 
+use crate::exit::INTERRUPTED;
 use nandlab::run::StopFlag;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-/// Exit code of an interrupted run (128 + SIGINT, as shells report it).
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Install the handlers; the flag they set. Called before a command's
 /// first line is printed, so a signal sent after it is always handled.
@@ -22,7 +20,7 @@ pub fn install() -> StopFlag {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first, so it runs first: exits when the flag is already set.
         let second =
-            signal_hook::flag::register_conditional_shutdown(signal, i32::from(EXIT_INTERRUPTED), Arc::clone(&flag));
+            signal_hook::flag::register_conditional_shutdown(signal, i32::from(INTERRUPTED), Arc::clone(&flag));
         let first = signal_hook::flag::register(signal, Arc::clone(&flag));
         if let Err(e) = second.and(first) {
             eprintln!("warning: cannot handle signal {signal} ({e}): it will end the run without a report");

@@ -1,8 +1,10 @@
 //! Traces on the command line: the reader and transform options shared by
 //! `stress --trace`, `trace stats` and `trace convert`, and those commands.
 
+use crate::exit::input_error;
 use crate::options::WorkloadArgs;
 use clap::{Args, Subcommand};
+use nandlab::oracle::MAX_UNIT_SECTORS;
 use nandlab::util::size::{parse_bytes, SizeSpec};
 use nandlab::workload::trace::convert::{self, TargetFormat, TraceWriter};
 use nandlab::workload::trace::csv::{self, CsvOptions};
@@ -10,7 +12,7 @@ use nandlab::workload::trace::replay::TraceWorkload;
 use nandlab::workload::trace::stats;
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
 use nandlab::workload::transform::{self, DeviceMap, MapRule, TransformSpec, Transformed};
-use nandlab::workload::HostOp;
+use nandlab::workload::{HostOp, WorkloadReport};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,51 +67,21 @@ impl ReaderArgs {
                 "auto" => None,
                 f => Some(f.parse::<TraceFormat>().map_err(|e| format!("--trace-format: {e}"))?),
             },
-            time_unit: self
-                .time_unit
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| format!("--trace-time-unit: {e}"))?,
-            ascii_rw: self.ascii_rw.as_deref().map(str::parse).transpose().map_err(|e| format!("--ascii-rw: {e}"))?,
-            blkparse_events: self
-                .blkparse_events
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| format!("--blkparse-events: {e}"))?,
+            time_unit: parse_option("--trace-time-unit", &self.time_unit, str::parse)?,
+            ascii_rw: parse_option("--ascii-rw", &self.ascii_rw, str::parse)?,
+            blkparse_events: parse_option("--blkparse-events", &self.blkparse_events, str::parse)?,
             sector_bytes: self.sector_bytes,
             skip_bad_lines: self.skip_bad_lines,
             csv: CsvOptions {
-                columns: self
-                    .columns
-                    .as_deref()
-                    .map(str::parse)
-                    .transpose()
-                    .map_err(|e| format!("--trace-columns: {e}"))?,
-                offset_unit: self
-                    .offset_unit
-                    .as_deref()
-                    .map(csv::parse_unit)
-                    .transpose()
-                    .map_err(|e| format!("--trace-offset-unit: {e}"))?,
-                size_unit: self
-                    .size_unit
-                    .as_deref()
-                    .map(csv::parse_unit)
-                    .transpose()
-                    .map_err(|e| format!("--trace-size-unit: {e}"))?,
+                columns: parse_option("--trace-columns", &self.columns, str::parse)?,
+                offset_unit: parse_option("--trace-offset-unit", &self.offset_unit, csv::parse_unit)?,
+                size_unit: parse_option("--trace-size-unit", &self.size_unit, csv::parse_unit)?,
                 ops: self
                     .op_values
                     .iter()
                     .map(|o| o.parse::<csv::OpRule>().map_err(|e| format!("--trace-ops: {e}")))
                     .collect::<Result<_, _>>()?,
-                delimiter: self
-                    .delimiter
-                    .as_deref()
-                    .map(csv::parse_delimiter)
-                    .transpose()
-                    .map_err(|e| format!("--trace-delimiter: {e}"))?,
+                delimiter: parse_option("--trace-delimiter", &self.delimiter, csv::parse_delimiter)?,
                 skip_header: self.skip_header,
             },
         })
@@ -129,6 +101,15 @@ impl ReaderArgs {
             || self.delimiter.is_some()
             || self.skip_header
     }
+}
+
+/// An option's value, if given, read by `parse`; an error names the option.
+fn parse_option<T, E: std::fmt::Display>(
+    option: &str,
+    value: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Option<T>, String> {
+    value.as_deref().map(parse).transpose().map_err(|e| format!("{option}: {e}"))
 }
 
 /// Transforms, applied in the order documented in `workload::transform`.
@@ -184,24 +165,15 @@ impl TransformArgs {
         trace: &Path,
         reader: &ReaderOptions,
     ) -> Result<TransformSpec, String> {
-        let bytes = |opt: &str, v: &Option<String>| {
-            v.as_deref().map(|t| parse_bytes(t).map_err(|e| format!("--{opt}: {e}"))).transpose()
-        };
         let devices = self.devices.iter().map(|d| parse_device(d)).collect::<Result<Vec<_>, _>>()?;
         let ops = match &self.ops {
             None => Vec::new(),
             Some(list) => list
                 .split(',')
-                .map(|o| match o.trim() {
-                    "read" => Ok(HostOp::Read),
-                    "write" => Ok(HostOp::Write),
-                    "trim" => Ok(HostOp::Trim),
-                    "flush" => Ok(HostOp::Flush),
-                    other => Err(format!("--trace-op: unknown operation `{other}` (read, write, trim, flush)")),
-                })
+                .map(|o| o.trim().parse::<HostOp>().map_err(|e| format!("--trace-op: {e}")))
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        let align_bytes = bytes("trace-align", &self.align)?;
+        let align_bytes = parse_option("--trace-align", &self.align, parse_bytes)?;
         let capacity = device.map(|d| d.0);
         let repeat_until_written_bytes = self
             .repeat_until
@@ -226,19 +198,13 @@ impl TransformArgs {
                 }
                 None
             }
-            Some((capacity_bytes, sector)) => {
-                let rule = rule.unwrap_or_default();
-                let grain_bytes = match align_bytes {
-                    Some(a) if a > sector && a % sector == 0 && capacity_bytes % a == 0 => a,
-                    _ => sector,
-                };
-                Some(DeviceMap {
-                    rule,
-                    capacity_bytes,
-                    grain_bytes,
-                    extent_bytes: bytes("trace-extent", &self.extent)?,
-                })
-            }
+            Some((capacity_bytes, sector)) => Some(DeviceMap::onto_device(
+                rule.unwrap_or_default(),
+                capacity_bytes,
+                sector,
+                align_bytes,
+                parse_option("--trace-extent", &self.extent, parse_bytes)?,
+            )),
         };
         let mut spec = TransformSpec {
             devices,
@@ -247,11 +213,11 @@ impl TransformArgs {
             speed: self.speed,
             align_bytes,
             repeat_until_written_bytes,
-            repeat_offset_bytes: bytes("trace-repeat-offset", &self.repeat_offset)?,
+            repeat_offset_bytes: parse_option("--trace-repeat-offset", &self.repeat_offset, parse_bytes)?,
             map,
             max_requests: self.max_requests,
         };
-        refuse_second_pass_of_a_pipe(&spec, trace)?;
+        spec.refuse_second_pass(trace)?;
         if let Some(m) = &mut spec.map {
             if m.rule == MapRule::Scale && m.extent_bytes.is_none() {
                 let r = TraceReader::open(trace, reader).map_err(|e| e.to_string())?;
@@ -268,23 +234,6 @@ impl TransformArgs {
         spec.validate()?;
         Ok(spec)
     }
-}
-
-/// A pipe or FIFO is read once: refuse, before reading anything, the
-/// transforms that read the trace twice (reopening a FIFO would wait
-/// forever for a writer).
-fn refuse_second_pass_of_a_pipe(spec: &TransformSpec, trace: &Path) -> Result<(), String> {
-    if nandlab::workload::trace::source::rereadable(trace) {
-        return Ok(());
-    }
-    let why = if spec.map.is_some_and(|m| m.rule == MapRule::Scale && m.extent_bytes.is_none()) {
-        "--trace-map scale measures the trace's extent in a first pass; give it with --trace-extent BYTES"
-    } else if spec.repeat_until_written_bytes.is_some() {
-        "--trace-repeat-until reads the trace again for each pass; copy it to a file first"
-    } else {
-        return Ok(());
-    };
-    Err(format!("{}: not a regular file (a pipe or FIFO can be read only once): {why}", trace.display()))
 }
 
 /// `N` or blkparse's `MAJOR,MINOR`.
@@ -332,10 +281,6 @@ fn synthetic_flags(w: &WorkloadArgs) -> Vec<&'static str> {
     v
 }
 
-/// The oracle's largest unit: 2^16 sectors (what the synthetic workloads
-/// cap their alignment at too).
-const ORACLE_MAX_UNIT_SECTORS: u32 = 1 << 16;
-
 /// What decides a replay's oracle unit, for [`StressTraceArgs::workload`].
 pub struct OracleUnit {
     /// `--oracle-unit`, if given: it wins, and the trace is not measured.
@@ -380,25 +325,9 @@ impl StressTraceArgs {
             eprintln!("  trace format: {} (auto: {why})", reader.format());
         }
         let mut workload = TraceWorkload::new(reader, spec, sector_bytes)?;
-        let (sectors, why) = match unit.given {
-            Some(n) => (n, "from --oracle-unit".to_string()),
-            None if nandlab::workload::trace::source::rereadable(path) => {
-                let again = TraceReader::open(path, &options).map_err(|e| e.to_string())?;
-                let cap = unit.page_sectors.clamp(1, ORACLE_MAX_UNIT_SECTORS);
-                let n = workload.measure_alignment(again, cap)?;
-                (n, "from the trace's alignment".to_string())
-            }
-            None => {
-                use nandlab::workload::Workload;
-                let n = workload.alignment_sectors();
-                let why = if n > 1 {
-                    "from --trace-align; the trace is a pipe or FIFO, read once, so its own alignment is not measured"
-                } else {
-                    "the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit"
-                };
-                (n, why.to_string())
-            }
-        };
+        let (sectors, source) =
+            workload.choose_oracle_unit(path, &options, unit.given, unit.page_sectors.clamp(1, MAX_UNIT_SECTORS))?;
+        let why = source.describe();
         let size = nandlab::util::size::human_bytes(u64::from(sectors) * u64::from(sector_bytes));
         let plural = if sectors == 1 { "" } else { "s" };
         if unit.sole || unit.given.is_some() {
@@ -414,33 +343,22 @@ impl StressTraceArgs {
 }
 
 /// A line for the stress summary: what the trace reader and transforms did.
-pub fn summary_line(report: &serde_json::Value) -> Option<String> {
-    if report["kind"] != "trace" {
-        return None;
-    }
-    let read = &report["read"];
-    let t = &report["transforms"];
+pub fn summary_line(report: &WorkloadReport) -> String {
+    let WorkloadReport::Trace(report) = report;
+    let read = &report.read;
+    let t = &report.transforms;
     let mut s = format!(
         "  trace      {} lines, {} requests, {} ignored lines, {} bad lines skipped; {} out of range ({} skipped, {} split), {} zero-length skipped, {} pass(es)",
-        read["lines"], read["requests"], read["ignored_lines"], read["skipped_bad_lines"],
-        t["out_of_range"], t["skipped_out_of_range"], t["split_at_end"], report["zero_length_skipped"], t["passes"]
+        read.lines, read.requests, read.ignored_lines, read.skipped_bad_lines,
+        t.out_of_range, t.skipped_out_of_range, t.split_at_end, report.zero_length_skipped, t.passes
     );
-    if let Some(ex) = report["bad_line_examples"].as_array() {
-        for e in ex.iter().take(3) {
-            s += &format!("\n  bad line   {}", e.as_str().unwrap_or(""));
-        }
+    for e in report.bad_line_examples.iter().take(3) {
+        s += &format!("\n  bad line   {e}");
     }
-    for w in warnings(report) {
+    for w in &report.warnings {
         s += &format!("\n  warning    {w}");
     }
-    Some(s)
-}
-
-/// The warnings of a trace replay's report (none for other workloads).
-pub fn warnings(report: &serde_json::Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .map_or(Vec::new(), |w| w.iter().filter_map(|w| w.as_str()).map(String::from).collect())
+    s
 }
 
 #[derive(Subcommand)]
@@ -488,11 +406,6 @@ pub enum TraceCommand {
     },
     /// List the trace formats nandlab reads.
     Formats,
-}
-
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
 }
 
 fn device_of(capacity: &Option<String>) -> Result<Option<(u64, u64)>, String> {
@@ -585,10 +498,9 @@ fn convert(
     if let Some(why) = stream.reader().chosen_because() {
         eprintln!("  trace format: {} (auto: {why})", stream.reader().format());
     }
-    let out: Box<dyn Write> = match prepared
-        .file()
-        .and_then(|f| compressed(f, output, prepared.is_stdout()).map_err(|e| format!("{}: {e}", output.display())))
-    {
+    let out: Box<dyn Write> = match prepared.file().and_then(|f| {
+        convert::compressed_writer(f, output, prepared.is_stdout()).map_err(|e| format!("{}: {e}", output.display()))
+    }) {
         Ok(o) => o,
         Err(e) => return input_error(e),
     };
@@ -644,22 +556,4 @@ fn convert(
         eprintln!("warning: {w}");
     }
     ExitCode::SUCCESS
-}
-
-/// A writer into `file` (the output's temporary file, or stdout for `-`),
-/// compressed by a `.gz` / `.zst` suffix of `path`.
-fn compressed(file: Box<dyn Write>, path: &Path, stdout: bool) -> std::io::Result<Box<dyn Write>> {
-    if stdout {
-        return Ok(Box::new(std::io::BufWriter::new(file)));
-    }
-    let file = std::io::BufWriter::with_capacity(1 << 20, file);
-    let name = path.to_string_lossy();
-    Ok(if name.ends_with(".gz") {
-        // flate2's encoder writes the gzip trailer when dropped.
-        Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()))
-    } else if name.ends_with(".zst") {
-        Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish())
-    } else {
-        Box::new(file)
-    })
 }

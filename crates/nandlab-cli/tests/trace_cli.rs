@@ -29,9 +29,11 @@ fn stderr(o: &Output) -> String {
 }
 
 /// `stress --preset tiny --trace TRACE ARGS… --seed 1`, which must succeed:
-/// its output and its JSON report.
+/// its output and its JSON report (written in a directory of its own,
+/// never beside a fixture).
 fn stress_trace(trace: &Path, args: &[&str]) -> (Output, serde_json::Value) {
-    let json = trace.with_extension("json");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
     let mut all = vec!["stress", "--preset", "tiny", "--trace", trace.to_str().unwrap()];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--seed", "1", "--no-progress", "--json", json.to_str().unwrap()]);

@@ -41,6 +41,7 @@ use crate::host::{Host, HostConfig};
 use crate::nand::{BlockAddr, Geometry, GeometryConfig};
 use crate::seed::rng_for;
 use crate::timing::{Timing, TimingConfig};
+use crate::util::assignment::override_fields;
 use crate::util::size::SizeSpec;
 use crate::violation::RuleConfig;
 use crate::workload::synthetic::SyntheticSpec;
@@ -321,6 +322,27 @@ impl Config {
                 self.name
             )
         })
+    }
+
+    /// Set `[timing]` fields from `KEY=VALUE` assignments (`--timing`),
+    /// each read through [`TimingConfig`], then validated for this device
+    /// (its cell type and DRAM). A device without timing is refused.
+    pub fn override_timing(&mut self, assignments: &[String]) -> Result<(), String> {
+        let base = self.require_timing()?.config.clone();
+        let t: TimingConfig = override_fields("timing", &base, assignments)?;
+        let timing = t
+            .validate(self.geometry.cell_type().bits_per_cell(), self.dram_budget_bytes)
+            .map_err(|(k, r)| format!("--timing {k}: {r}"))?;
+        self.timing = Some(timing);
+        Ok(())
+    }
+
+    /// Set `[host]` fields from `KEY=VALUE` assignments (`--host`), read
+    /// through [`HostConfig`] and validated.
+    pub fn override_host(&mut self, assignments: &[String]) -> Result<(), String> {
+        let h: HostConfig = override_fields("host", &self.host.config, assignments)?;
+        self.host = h.validate().map_err(|(k, r)| format!("--host {k}: {r}"))?;
+        Ok(())
     }
 
     pub fn logical_bytes(&self) -> u64 {

@@ -259,9 +259,7 @@ impl RuleConfig {
 
     /// Parse `rule=severity`, as given on the command line.
     pub fn parse_assignment(&mut self, text: &str) -> Result<(), String> {
-        let (name, sev) = text
-            .split_once('=')
-            .ok_or_else(|| format!("`{text}`: expected RULE=SEVERITY, e.g. program_out_of_order=warn"))?;
+        let (name, sev) = crate::util::assignment::split(text, "RULE=SEVERITY, e.g. program_out_of_order=warn")?;
         let rule = Rule::from_name(name.trim()).ok_or_else(|| format!("unknown rule `{}`", name.trim()))?;
         self.set(rule, sev.trim().parse()?)
     }

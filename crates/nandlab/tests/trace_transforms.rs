@@ -132,9 +132,9 @@ fn replay_turns_bytes_into_sectors_and_skips_zero_lengths() {
         v.push((h.op, h.lba, h.sectors, h.arrival_ns));
     }
     assert_eq!(v, vec![(HostOp::Write, 0, 8, 0), (HostOp::Write, 36, 8, 2)]);
-    let report = w.report().unwrap();
-    assert_eq!(report["zero_length_skipped"], 1);
-    assert_eq!(report["transforms"]["out_of_range"], 1);
+    let report = w.replay_report();
+    assert_eq!(report.zero_length_skipped, 1);
+    assert_eq!(report.transforms.out_of_range, 1);
     assert_eq!(w.progress().done, w.progress().total.unwrap());
 }
 

@@ -11,9 +11,12 @@
 //!   request arrives when one of its outstanding requests completes), open
 //!   loop from trace timestamps (scaled), or open loop at a fixed rate
 //!   (fio's `rate_iops`, evenly spaced or Poisson).
+//! - [`flow`]: a timed run's flows as `--flow` writes them (a synthetic
+//!   job over the run's workload, or a trace), each with its arrival.
 
 pub mod arrival;
 pub mod config;
+pub mod flow;
 pub mod queues;
 
 pub use arrival::Arrival;

@@ -58,9 +58,7 @@ impl Default for PowerCutEffects {
 impl PowerCutEffects {
     /// Parse `name=on|off` (as given to `--power-cut`), naming what is wrong.
     pub fn set(&mut self, assignment: &str) -> Result<(), String> {
-        let (name, value) = assignment
-            .split_once('=')
-            .ok_or_else(|| format!("`{assignment}`: expected EFFECT=on|off, e.g. paired_pages=on"))?;
+        let (name, value) = crate::util::assignment::split(assignment, "EFFECT=on|off, e.g. paired_pages=on")?;
         let on = match value.trim() {
             "on" | "true" | "1" => true,
             "off" | "false" | "0" => false,

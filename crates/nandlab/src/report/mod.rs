@@ -220,7 +220,7 @@ pub struct StressReport {
     pub ftl: String,
     pub workload: String,
     /// Workload-specific figures (trace readers: lines, skipped lines, …).
-    pub workload_report: Option<serde_json::Value>,
+    pub workload_report: Option<crate::workload::WorkloadReport>,
     pub raw_bytes: u64,
     pub logical_bytes: u64,
     pub host: HostCounters,

@@ -48,6 +48,17 @@ impl HostOp {
     }
 }
 
+impl std::str::FromStr for HostOp {
+    type Err = String;
+    /// A lowercase name, as [`HostOp::name`] writes it.
+    fn from_str(s: &str) -> Result<HostOp, String> {
+        HostOp::ALL
+            .into_iter()
+            .find(|op| op.name() == s)
+            .ok_or_else(|| format!("unknown operation `{s}` (read, write, trim, flush)"))
+    }
+}
+
 /// One host request: `sectors` sectors from `lba` (both 0 for a flush).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct HostRequest {
@@ -82,7 +93,53 @@ pub trait Workload {
     /// A one-line description for reports.
     fn describe(&self) -> String;
     /// Workload-specific figures for the report (e.g. a trace's skipped lines).
-    fn report(&self) -> Option<serde_json::Value> {
+    fn report(&self) -> Option<WorkloadReport> {
         None
+    }
+}
+
+/// Workload-specific figures of a run, for its summary and its JSON report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadReport {
+    /// A trace replay: what the reader and the transforms did.
+    Trace(trace::replay::TraceReplayReport),
+}
+
+impl WorkloadReport {
+    /// Why the workload issued nothing, if it issued nothing.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            WorkloadReport::Trace(t) => &t.warnings,
+        }
+    }
+}
+
+impl serde::Serialize for WorkloadReport {
+    /// `{"kind": "trace", …}`, every object's keys in sorted order: the
+    /// JSON reports have always listed them so (they were built as a JSON
+    /// map), and a report's layout does not change with its Rust types.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        enum Tagged<'a> {
+            Trace(&'a trace::replay::TraceReplayReport),
+        }
+        let tagged = match self {
+            WorkloadReport::Trace(t) => Tagged::Trace(t),
+        };
+        serde_json::to_value(tagged).map_err(serde::ser::Error::custom)?.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_read_back_their_names() {
+        for op in HostOp::ALL {
+            assert_eq!(op.name().parse::<HostOp>(), Ok(op));
+        }
+        assert_eq!("erase".parse::<HostOp>().unwrap_err(), "unknown operation `erase` (read, write, trim, flush)");
     }
 }

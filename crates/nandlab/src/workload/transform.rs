@@ -98,6 +98,26 @@ pub struct DeviceMap {
     pub extent_bytes: Option<u64>,
 }
 
+impl DeviceMap {
+    /// The map onto a device of `capacity_bytes` with `sector_bytes`
+    /// sectors. Mapped offsets keep `--trace-align`'s alignment when it is
+    /// a multiple of the sector dividing the capacity (so wrapping and
+    /// scaling do not undo it); otherwise the grain is the sector.
+    pub fn onto_device(
+        rule: MapRule,
+        capacity_bytes: u64,
+        sector_bytes: u64,
+        align_bytes: Option<u64>,
+        extent_bytes: Option<u64>,
+    ) -> DeviceMap {
+        let grain_bytes = match align_bytes {
+            Some(a) if a > sector_bytes && a % sector_bytes == 0 && capacity_bytes % a == 0 => a,
+            _ => sector_bytes,
+        };
+        DeviceMap { rule, capacity_bytes, grain_bytes, extent_bytes }
+    }
+}
+
 /// The transforms to apply (see the module docs for their order).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransformSpec {
@@ -168,6 +188,23 @@ impl TransformSpec {
             }
         }
         Ok(())
+    }
+
+    /// Refuse, before reading anything, the transforms that read the trace
+    /// twice when `trace` can be read only once (a pipe or FIFO: reopening
+    /// it would wait forever for a writer).
+    pub fn refuse_second_pass(&self, trace: &std::path::Path) -> Result<(), String> {
+        if super::trace::source::rereadable(trace) {
+            return Ok(());
+        }
+        let why = if self.map.is_some_and(|m| m.rule == MapRule::Scale && m.extent_bytes.is_none()) {
+            "--trace-map scale measures the trace's extent in a first pass; give it with --trace-extent BYTES"
+        } else if self.repeat_until_written_bytes.is_some() {
+            "--trace-repeat-until reads the trace again for each pass; copy it to a file first"
+        } else {
+            return Ok(());
+        };
+        Err(format!("{}: not a regular file (a pipe or FIFO can be read only once): {why}", trace.display()))
     }
 
     /// Whether a request passes the filters.
@@ -577,6 +614,33 @@ pub fn measure_extent(mut reader: TraceReader, spec: &TransformSpec) -> Result<u
 mod tests {
     use super::*;
     use crate::workload::trace::{ReaderOptions, TraceFormat};
+
+    #[test]
+    fn the_device_grain_keeps_an_alignment_that_divides_the_device() {
+        let grain = |align, capacity| DeviceMap::onto_device(MapRule::Wrap, capacity, 512, align, None).grain_bytes;
+        assert_eq!(grain(Some(4096), 64 * 4096), 4096);
+        assert_eq!(grain(Some(4096), 64 * 4096 + 512), 512, "an alignment not dividing the device");
+        assert_eq!(grain(Some(1000), 64 * 4096), 512, "not a multiple of the sector");
+        assert_eq!(grain(Some(256), 64 * 4096), 512, "finer than the sector");
+        assert_eq!(grain(None, 64 * 4096), 512);
+    }
+
+    #[test]
+    fn a_second_pass_is_refused_only_for_what_cannot_be_read_twice() {
+        let file = std::env::temp_dir().join(format!("nandlab-refuse-{}.trace", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let repeat = TransformSpec { repeat_until_written_bytes: Some(1 << 20), ..Default::default() };
+        assert_eq!(repeat.refuse_second_pass(&file), Ok(()), "a regular file is read again");
+        let _ = std::fs::remove_file(&file);
+        #[cfg(unix)]
+        {
+            let device = std::path::Path::new("/dev/null");
+            // /dev/null is a character device: read once, like a pipe.
+            let e = repeat.refuse_second_pass(device).unwrap_err();
+            assert!(e.starts_with("/dev/null: not a regular file") && e.contains("--trace-repeat-until"), "{e}");
+            assert_eq!(TransformSpec::default().refuse_second_pass(device), Ok(()), "one pass is fine");
+        }
+    }
 
     fn stream(text: &str, spec: TransformSpec) -> Vec<TraceRequest> {
         let r = TraceReader::from_bytes("t", text.as_bytes().to_vec(), &ReaderOptions::for_format(TraceFormat::Mqsim))

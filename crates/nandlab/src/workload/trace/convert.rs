@@ -38,6 +38,7 @@ use super::{disksim, fio_iolog, msr, spc, RequestField, TraceFormat, TraceReques
 use crate::workload::HostOp;
 use serde::Serialize;
 use std::io::{self, Write};
+use std::path::Path;
 use thiserror::Error;
 
 /// Why a request could not be converted.
@@ -224,4 +225,22 @@ impl<W: Write> TraceWriter<W> {
         self.out.flush()?;
         Ok((self.out, self.counts))
     }
+}
+
+/// A writer into `file` (the output's temporary file, or stdout for `-`),
+/// compressed by a `.gz` / `.zst` suffix of `path`.
+pub fn compressed_writer(file: Box<dyn Write>, path: &Path, stdout: bool) -> std::io::Result<Box<dyn Write>> {
+    if stdout {
+        return Ok(Box::new(std::io::BufWriter::new(file)));
+    }
+    let file = std::io::BufWriter::with_capacity(1 << 20, file);
+    let name = path.to_string_lossy();
+    Ok(if name.ends_with(".gz") {
+        // flate2's encoder writes the gzip trailer when dropped.
+        Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::default()))
+    } else if name.ends_with(".zst") {
+        Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish())
+    } else {
+        Box::new(file)
+    })
 }

@@ -20,11 +20,70 @@
 //!   requests the replay will issue: then it is the largest power of two
 //!   (capped, e.g. at the page's sectors) dividing every read, write and
 //!   trim's start and length in sectors.
+//! - What the replay did is a typed [`TraceReplayReport`]: the CLI's summary
+//!   and warnings read its fields, and the JSON report serializes it.
 
-use super::super::transform::{TransformSpec, Transformed};
-use super::super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress};
-use super::TraceReader;
-use serde_json::json;
+use super::super::transform::{TransformCounts, TransformSpec, Transformed};
+use super::super::{HostOp, HostRequest, Workload, WorkloadError, WorkloadProgress, WorkloadReport};
+use super::source::Compression;
+use super::{ReadCounts, ReaderOptions, TraceFormat, TraceReader};
+use std::path::Path;
+
+/// What a trace replay read, transformed and skipped: the `workload_report`
+/// of a run that replays a trace.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TraceReplayReport {
+    /// The trace's file name as given.
+    pub file: String,
+    pub format: TraceFormat,
+    /// Why `--trace-format auto` chose the format (`None` if it was given).
+    pub format_chosen_because: Option<String>,
+    pub compression: Compression,
+    /// The file's size in bytes, if known.
+    pub file_bytes: Option<u64>,
+    /// File bytes read, over every pass.
+    pub file_bytes_read: u64,
+    pub read: ReadCounts,
+    /// The first malformed lines skipped, as error messages.
+    pub bad_line_examples: Vec<String>,
+    pub transforms: TransformCounts,
+    /// Zero-length reads, writes and trims skipped.
+    pub zero_length_skipped: u64,
+    /// Requests widened to whole sectors.
+    pub widened_to_sectors: u64,
+    /// Why the replay issued no request, if it issued none.
+    pub warnings: Vec<String>,
+}
+
+/// Where a replay's oracle unit comes from (see
+/// [`TraceWorkload::choose_oracle_unit`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OracleUnitSource {
+    /// `--oracle-unit`.
+    Given,
+    /// A first pass over the trace.
+    Measured,
+    /// A trace read once: what `--trace-align` guarantees (more than 1 sector).
+    AlignOption,
+    /// A trace read once, without `--trace-align`: 1 sector.
+    Unmeasured,
+}
+
+impl OracleUnitSource {
+    /// Why the unit is what it is, for the line that says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OracleUnitSource::Given => "from --oracle-unit",
+            OracleUnitSource::Measured => "from the trace's alignment",
+            OracleUnitSource::AlignOption => {
+                "from --trace-align; the trace is a pipe or FIFO, read once, so its own alignment is not measured"
+            }
+            OracleUnitSource::Unmeasured => {
+                "the trace is a pipe or FIFO, read once, so its alignment is not measured; give --oracle-unit"
+            }
+        }
+    }
+}
 
 /// A trace replayed on a device.
 pub struct TraceWorkload {
@@ -88,6 +147,25 @@ impl TraceWorkload {
         &self.stream
     }
 
+    /// What the replay has done so far.
+    pub fn replay_report(&self) -> TraceReplayReport {
+        let r = self.stream.reader();
+        TraceReplayReport {
+            file: r.name().to_string(),
+            format: r.format(),
+            format_chosen_because: r.chosen_because().map(String::from),
+            compression: r.compression(),
+            file_bytes: r.file_bytes(),
+            file_bytes_read: r.file_bytes_read(),
+            read: r.counts().clone(),
+            bad_line_examples: r.bad_line_examples().to_vec(),
+            transforms: self.stream.counts().clone(),
+            zero_length_skipped: self.zero_length_skipped,
+            widened_to_sectors: self.widened_to_sectors,
+            warnings: self.stream.warnings(),
+        }
+    }
+
     /// A first pass over `reader` (the same trace, opened again with the same
     /// reader options) through this replay's transforms: the oracle unit
     /// becomes the largest power of two, at most `max_sectors`, that divides
@@ -128,6 +206,29 @@ impl TraceWorkload {
         }
         self.alignment_sectors = self.alignment_sectors.max(unit as u32);
         Ok(self.alignment_sectors)
+    }
+
+    /// The oracle unit of this replay of `path`: `given` if any (the trace
+    /// is not measured); else, if the file can be read twice, measured by
+    /// [`TraceWorkload::measure_alignment`] over the file opened again with
+    /// `options`, at most `max_sectors`; else what `--trace-align`
+    /// guarantees ([`Workload::alignment_sectors`]).
+    pub fn choose_oracle_unit(
+        &mut self,
+        path: &Path,
+        options: &ReaderOptions,
+        given: Option<u32>,
+        max_sectors: u32,
+    ) -> Result<(u32, OracleUnitSource), String> {
+        if let Some(n) = given {
+            return Ok((n, OracleUnitSource::Given));
+        }
+        if super::source::rereadable(path) {
+            let again = TraceReader::open(path, options).map_err(|e| e.to_string())?;
+            return Ok((self.measure_alignment(again, max_sectors)?, OracleUnitSource::Measured));
+        }
+        let n = self.alignment_sectors();
+        Ok((n, if n > 1 { OracleUnitSource::AlignOption } else { OracleUnitSource::Unmeasured }))
     }
 
     /// Issue at most 2^32 − 1 sectors of `total` from `r`, keeping the rest.
@@ -213,23 +314,8 @@ impl Workload for TraceWorkload {
         d
     }
 
-    fn report(&self) -> Option<serde_json::Value> {
-        let r = self.stream.reader();
-        Some(json!({
-            "kind": "trace",
-            "file": r.name(),
-            "format": r.format(),
-            "format_chosen_because": r.chosen_because(),
-            "compression": r.compression(),
-            "file_bytes": r.file_bytes(),
-            "file_bytes_read": r.file_bytes_read(),
-            "read": r.counts(),
-            "bad_line_examples": r.bad_line_examples(),
-            "transforms": self.stream.counts(),
-            "zero_length_skipped": self.zero_length_skipped,
-            "widened_to_sectors": self.widened_to_sectors,
-            "warnings": self.stream.warnings(),
-        }))
+    fn report(&self) -> Option<WorkloadReport> {
+        Some(WorkloadReport::Trace(self.replay_report()))
     }
 }
 

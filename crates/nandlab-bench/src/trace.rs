@@ -15,31 +15,23 @@
 //! The file is freshly written, so it is normally in the page cache: this
 //! measures parsing, not the disk. Nothing is asserted.
 
-use clap::Args;
-use nandlab::util::size::parse_bytes;
+use crate::{median, Verdict};
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
-#[derive(Args, Debug)]
-pub struct TraceBenchArgs {
-    /// Size of each generated file.
-    #[arg(long, default_value = "1g")]
-    size: String,
-    /// Where to write the files (default: the system's temporary directory).
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Formats to measure (comma-separated; default all).
-    #[arg(long)]
-    formats: Option<String>,
-    /// Parsing runs per format (the median is reported).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
+/// What `bench trace` was asked to do.
+pub struct TraceBenchOptions {
+    /// Size of each generated file, at least.
+    pub size_bytes: u64,
+    /// Where the files are written.
+    pub dir: PathBuf,
+    pub formats: Vec<TraceFormat>,
+    /// Parsing runs per format, at least 1.
+    pub runs: usize,
     /// Keep the generated files.
-    #[arg(long)]
-    keep: bool,
+    pub keep: bool,
 }
 
 /// A small deterministic generator (SplitMix64).
@@ -148,35 +140,19 @@ fn generate(path: &Path, format: TraceFormat, size: u64) -> std::io::Result<u64>
     Ok(lines)
 }
 
-pub fn run(args: TraceBenchArgs) -> ExitCode {
-    let size = match parse_bytes(&args.size) {
-        Ok(s) if s > 0 => s,
-        _ => {
-            eprintln!("error: --size {}: expected a size such as 1g", args.size);
-            return ExitCode::from(2);
-        }
-    };
-    let formats: Vec<TraceFormat> = match &args.formats {
-        None => TraceFormat::ALL.to_vec(),
-        Some(list) => match list.split(',').map(|f| f.trim().parse()).collect() {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!("error: --formats: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    if formats.contains(&TraceFormat::Csv) {
-        eprintln!(
-            "error: --formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead"
+/// Run `bench trace`, printing as it goes.
+pub fn run(args: &TraceBenchOptions) -> Result<Verdict, String> {
+    let size = args.size_bytes;
+    if args.formats.contains(&TraceFormat::Csv) {
+        return Err(
+            "--formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead".into()
         );
-        return ExitCode::from(2);
     }
-    let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = &args.dir;
     println!(
         "nandlab bench trace — {} per file, {} run(s) per format, one thread, reader only (file in the page cache)",
         nandlab::util::size::human_bytes(size),
-        args.runs.max(1)
+        args.runs
     );
     println!(
         "{:10} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8} {:>14} {:>14} {:>10}  runs (requests/s wall)",
@@ -191,39 +167,32 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
         "lines/CPU-s",
         "MB/CPU-s"
     );
-    for format in formats {
+    for &format in &args.formats {
         let path = dir.join(format!("nandlab-bench-{}-{}.trace", format.name(), std::process::id()));
         let lines = match generate(&path, format, size) {
             Ok(n) => n,
             Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
                 let _ = std::fs::remove_file(&path);
-                return ExitCode::from(2);
+                return Err(format!("{}: {e}", path.display()));
             }
         };
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
         let mut rates = Vec::new();
         let mut cpu = Vec::new();
         let mut requests = 0u64;
-        for _ in 0..args.runs.max(1) {
+        for _ in 0..args.runs {
             let started = Instant::now();
             let cpu_start = nandlab::report::resources::cpu_seconds();
             let mut reader = match TraceReader::open(&path, &ReaderOptions::for_format(format)) {
                 Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(e) => return Err(e.to_string()),
             };
             requests = 0;
             loop {
                 match reader.next_request() {
                     Ok(Some(_)) => requests += 1,
                     Ok(None) => break,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(2);
-                    }
+                    Err(e) => return Err(e.to_string()),
                 }
             }
             let secs = started.elapsed().as_secs_f64();
@@ -232,8 +201,8 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
             rates.push(secs);
         }
         let request_rates: Vec<f64> = rates.iter().map(|s| requests as f64 / s).collect();
-        let secs = crate::bench::median(rates);
-        let cpu_secs = crate::bench::median(cpu).max(1e-9);
+        let secs = median(rates);
+        let cpu_secs = median(cpu).max(1e-9);
         println!(
             "{:10} {:>12} {:>12} {:>8.0} {:>12.0} {:>12.0} {:>8.1} {:>14.0} {:>14.0} {:>10.1}  {}",
             format.name(),
@@ -254,5 +223,5 @@ pub fn run(args: TraceBenchArgs) -> ExitCode {
             let _ = std::fs::remove_file(&path);
         }
     }
-    ExitCode::SUCCESS
+    Ok(Verdict::Measured)
 }

@@ -1,9 +1,5 @@
-//! `nandlab bench`: standard workloads, measured honestly.
-//!
-//! Each run is a separate `nandlab stress` process (so peak RSS is that
-//! run's alone), its JSON report is read back, and the median of the runs
-//! is printed with the individual figures. Nothing here is asserted: speed
-//! is reported, never tested.
+//! `nandlab bench stress`: VST's workloads, each run a separate `nandlab
+//! stress` process whose JSON report is read back.
 //!
 //! By default `bench stress` runs every FTL configuration of the zoo (see
 //! [`ZOO`]) on its two workloads and prints nandlab's figures only. With
@@ -19,87 +15,18 @@
 //! `-c` (replay the trace once): without it, VST repeats the trace until
 //! its write bound, forever on a trace with no writes.
 
-use clap::{Parser, Subcommand, ValueEnum};
-use nandlab::workload::synthetic::SyntheticWorkload;
+use crate::{median, report_of, Verdict};
+use nandlab::config::Config;
+use nandlab::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use nandlab::workload::trace::vst::{VstTraceCounts, VstTraceWriter};
 use nandlab::workload::Workload;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-
-#[derive(Subcommand)]
-pub enum BenchCommand {
-    /// VST's workloads on the vst-jasmine preset: effective host GB/s, requests/s,
-    /// flash ops/s, WAF, CPU time and peak RSS per run, and medians; with
-    /// --vst, VST on the same requests, side by side.
-    Stress {
-        /// Which workload(s).
-        #[arg(long, value_enum, default_value_t = StressBench::All)]
-        workload: StressBench,
-        /// Runs per workload (the median is reported); with --vst, runs of
-        /// each tool, alternating.
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// FTL configurations to measure, by label or FTL name (repeatable;
-        /// default: all of them — page, page-dac, dftl, dftl-whole-table, hybrid, block;
-        /// with --vst: page, the configuration of VST's greedy FTL).
-        #[arg(long = "ftl")]
-        ftls: Vec<String>,
-        /// Device preset.
-        #[arg(long, default_value = "vst-jasmine")]
-        preset: String,
-        /// Bytes each workload writes (a size, or a multiple of the logical capacity).
-        #[arg(long = "write-size", default_value = "4x", value_name = "SIZE")]
-        write_size: String,
-        /// A locally built VST `vst-jasmine` executable: run it on the same
-        /// requests (as a VST trace) in the same run, alternating with
-        /// nandlab, and print both and the ratio.
-        #[arg(long, value_name = "PATH")]
-        vst: Option<PathBuf>,
-        /// The VST FTL shared object (default: ftl_greedy/ftl.so beside --vst).
-        #[arg(long = "vst-ftl", value_name = "PATH", requires = "vst")]
-        vst_ftl: Option<PathBuf>,
-        /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
-        #[arg(last = true)]
-        extra: Vec<String>,
-    },
-    /// Trace parsing throughput per format (lines/s, MB/s) on generated files of ≥ 1 GiB.
-    Trace(crate::trace_bench::TraceBenchArgs),
-    /// MQSim's scenarios and a GC-heavy run on mqsim-default, timed:
-    /// simulated requests per CPU-second, host MB per CPU-second, peak RSS.
-    Perf(crate::perf_cmd::BenchPerfArgs),
-    /// Crash points checked per wall-second and per CPU-second for `page` and
-    /// `optr` on vst-jasmine after 1x capacity of random writes, each point
-    /// verifying every logical sector.
-    Crash {
-        /// Crash points per run.
-        #[arg(long, default_value_t = 20)]
-        points: u64,
-        /// Runs per FTL (the median is reported).
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// FTL to measure (repeatable; default page and optr).
-        #[arg(long = "ftl")]
-        ftls: Vec<String>,
-        /// Device preset.
-        #[arg(long, default_value = "vst-jasmine")]
-        preset: String,
-        /// Extra arguments passed to each `nandlab crash` run (e.g. --no-nested).
-        #[arg(last = true)]
-        extra: Vec<String>,
-    },
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StressBench {
-    All,
-    VstRand,
-    VstSeq,
-}
+use std::process::{Command, Stdio};
 
 /// The standard stress workloads: (name, description, `nandlab stress`
 /// arguments; `--write_size` is added from `--write-size`).
-const STRESS_WORKLOADS: [(&str, &str, &str); 2] = [
+pub const STRESS_WORKLOADS: [(&str, &str, &str); 2] = [
     (
         "vst-rand",
         "uniform random, 8 KiB aligned, 8-64 KiB requests, 20 % reads, seed 12345",
@@ -167,37 +94,34 @@ pub const ZOO: [ZooEntry; 6] = [
 ];
 
 /// What `bench stress` was asked to do.
-pub struct StressBenchArgs {
-    which: StressBench,
-    runs: usize,
-    ftls: Vec<String>,
-    preset: String,
-    write_size: String,
-    vst: Option<PathBuf>,
-    vst_ftl: Option<PathBuf>,
-    extra: Vec<String>,
+pub struct StressBenchArgs<'a> {
+    /// The `nandlab` executable to run.
+    pub nandlab: PathBuf,
+    /// The workload of [`STRESS_WORKLOADS`] to run, by name (`None`: both).
+    pub workload: Option<String>,
+    /// Runs per workload, at least 1.
+    pub runs: usize,
+    /// Configurations of the [`ZOO`] by label or FTL name (none: the default ones).
+    pub ftls: Vec<String>,
+    pub preset: String,
+    /// Bytes each workload writes (`--write_size` of the runs).
+    pub write_size: String,
+    /// A locally built VST and its FTL shared object.
+    pub vst: Option<PathBuf>,
+    pub vst_ftl: Option<PathBuf>,
+    /// Arguments added to every `nandlab stress` run.
+    pub extra: Vec<String>,
+    /// How `nandlab stress` reads an argument line (the CLI's parser): to
+    /// write the requests a run issues as a VST trace.
+    pub read_stress_line: &'a dyn Fn(&[String]) -> Result<StressRun, String>,
 }
 
-pub fn run(cmd: BenchCommand) -> ExitCode {
-    match cmd {
-        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, extra } => {
-            bench_stress(StressBenchArgs {
-                which: workload,
-                runs: runs.max(1),
-                ftls,
-                preset,
-                write_size,
-                vst,
-                vst_ftl,
-                extra,
-            })
-        }
-        BenchCommand::Trace(args) => crate::trace_bench::run(args),
-        BenchCommand::Perf(args) => crate::perf_cmd::bench_perf(&args),
-        BenchCommand::Crash { points, runs, ftls, preset, extra } => {
-            crate::crash_cmd::bench(points, runs.max(1), ftls, &preset, &extra)
-        }
-    }
+/// A `nandlab stress` argument line as the CLI reads it.
+pub struct StressRun {
+    pub config: Config,
+    /// The synthetic workload it issues, or why there is none.
+    pub spec: Result<SyntheticSpec, String>,
+    pub seed: Option<u64>,
 }
 
 struct Figures {
@@ -368,19 +292,6 @@ fn stress_args(preset: &str, entry: &ZooEntry, workload_args: &str, write_size: 
     a
 }
 
-/// `nandlab stress`'s device, workload and run options, parsed as the
-/// stress command parses them, to build the very workload a run issues.
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct StressLine {
-    #[command(flatten)]
-    device: crate::options::DeviceArgs,
-    #[command(flatten)]
-    workload: crate::options::WorkloadArgs,
-    #[command(flatten)]
-    run: crate::options::RunArgs,
-}
-
 /// A workload written as a VST trace.
 struct VstTrace {
     path: PathBuf,
@@ -398,10 +309,8 @@ impl VstTrace {
 
 /// Write the requests `nandlab stress ARGS` issues as a VST trace at
 /// `path`; also returns the device's logical sectors.
-fn write_vst_trace(args: &[String], path: &Path) -> Result<(VstTrace, u64), String> {
-    let line = StressLine::try_parse_from(args)
-        .map_err(|e| format!("--vst: the stress arguments cannot be replayed by VST: {}", e.to_string().trim()))?;
-    let config = line.device.load()?;
+fn write_vst_trace(a: &StressBenchArgs, args: &[String], path: &Path) -> Result<(VstTrace, u64), String> {
+    let StressRun { config, spec, seed } = (a.read_stress_line)(args)?;
     let sector = config.geometry.sector_size_bytes();
     if sector != 512 {
         return Err(format!(
@@ -409,8 +318,8 @@ fn write_vst_trace(args: &[String], path: &Path) -> Result<(VstTrace, u64), Stri
             config.name
         ));
     }
-    let spec = line.workload.apply(config.workload.clone().unwrap_or_default())?;
-    let seed = line.run.seed.ok_or("--vst: the workload needs a seed to be replayed")?;
+    let spec = spec?;
+    let seed = seed.ok_or("--vst: the workload needs a seed to be replayed")?;
     let mut workload = SyntheticWorkload::new(&spec, config.logical_bytes(), sector, seed)?;
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut w = VstTraceWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
@@ -444,24 +353,12 @@ struct Compared {
     rss_ratio: f64,
 }
 
-fn bench_stress(a: StressBenchArgs) -> ExitCode {
-    let vst = match &a.vst {
-        None => None,
-        Some(p) => match check_vst(p, a.vst_ftl.as_deref()) {
-            Ok(v) => Some(v),
-            Err(e) => return crate::input_error(e),
-        },
-    };
+/// Run `bench stress`, printing as it goes.
+pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
+    let vst = a.vst.as_deref().map(|p| check_vst(p, a.vst_ftl.as_deref())).transpose()?;
     if let Err(e) = a.write_size.parse::<nandlab::util::size::SizeSpec>() {
-        return crate::input_error(format!("--write-size {}: {e}", a.write_size));
+        return Err(format!("--write-size {}: {e}", a.write_size));
     }
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot find the nandlab executable: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let entries: Vec<&ZooEntry> = if a.ftls.is_empty() {
         if vst.is_some() {
             ZOO.iter().filter(|e| e.label == "page").collect()
@@ -474,8 +371,7 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
             let matching: Vec<&ZooEntry> = ZOO.iter().filter(|e| e.label == f || e.ftl == f).collect();
             if matching.is_empty() {
                 let labels: Vec<&str> = ZOO.iter().map(|e| e.label).collect();
-                eprintln!("error: --ftl {f}: not a bench configuration (choose from {})", labels.join(", "));
-                return ExitCode::from(2);
+                return Err(format!("--ftl {f}: not a bench configuration (choose from {})", labels.join(", ")));
             }
             // A label and an FTL name may pick the same entry: measure it once.
             for e in matching {
@@ -486,21 +382,13 @@ fn bench_stress(a: StressBenchArgs) -> ExitCode {
         }
         chosen
     };
-    let workloads: Vec<(&str, &str, &str)> = STRESS_WORKLOADS
-        .into_iter()
-        .filter(|(name, _, _)| {
-            a.which == StressBench::All
-                || a.which.to_possible_value().map(|v| v.get_name().to_string()) == Some(name.to_string())
-        })
-        .collect();
+    let workloads: Vec<(&str, &str, &str)> =
+        STRESS_WORKLOADS.into_iter().filter(|(name, _, _)| a.workload.as_deref().is_none_or(|w| w == *name)).collect();
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("error: {}: {e}", dir.display());
-        return ExitCode::from(2);
-    }
-    let code = bench_stress_in(&a, vst.as_ref(), &exe, &entries, &workloads, &dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let outcome = bench_stress_in(a, vst.as_ref(), &a.nandlab, &entries, &workloads, &dir);
     let _ = std::fs::remove_dir_all(&dir);
-    code
+    outcome
 }
 
 fn bench_stress_in(
@@ -510,7 +398,7 @@ fn bench_stress_in(
     entries: &[&ZooEntry],
     workloads: &[(&str, &str, &str)],
     dir: &Path,
-) -> ExitCode {
+) -> Result<Verdict, String> {
     let preset = a.preset.as_str();
     let runs = a.runs;
     // With VST: every workload as a VST trace, and VST's geometry checked, before any run.
@@ -519,25 +407,17 @@ fn bench_stress_in(
         let mut logical = 0;
         for (name, _, args) in workloads {
             let sargs = stress_args(preset, entries[0], args, &a.write_size, &a.extra);
-            match write_vst_trace(&sargs, &dir.join(format!("{name}.trace"))) {
-                Ok((t, l)) => {
-                    logical = l;
-                    traces.push(Some(t));
-                }
-                Err(e) => return crate::input_error(e),
-            }
+            let (t, l) = write_vst_trace(a, &sargs, &dir.join(format!("{name}.trace")))?;
+            logical = l;
+            traces.push(Some(t));
         }
         let empty = dir.join("empty.trace");
-        if let Err(e) = std::fs::write(&empty, "") {
-            return crate::input_error(format!("{}: {e}", empty.display()));
-        }
+        std::fs::write(&empty, "").map_err(|e| format!("{}: {e}", empty.display()))?;
         match run_vst(vst, &empty, dir) {
-            Err(e) => {
-                return crate::input_error(format!("--vst {}: a run on an empty trace failed: {e}", vst.exe.display()))
-            }
+            Err(e) => return Err(format!("--vst {}: a run on an empty trace failed: {e}", vst.exe.display())),
             Ok((_, out)) => {
                 if out.max_lba.map(|m| m + 1) != Some(logical) || out.sector_bytes != Some(512) {
-                    return crate::input_error(format!(
+                    return Err(format!(
                         "--vst {}: VST models {} logical sectors of {} bytes, preset {preset} has {logical} of 512: \
                          the same requests would not be the same work (VST's geometry is compiled in)",
                         vst.exe.display(),
@@ -765,11 +645,7 @@ fn bench_stress_in(
             }
         }
     }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    Ok(Verdict::of(failed))
 }
 
 fn figures_of(r: &Value) -> Figures {
@@ -785,30 +661,5 @@ fn figures_of(r: &Value) -> Figures {
         errors: r["errors"].as_u64().unwrap_or(0),
         host_read_bytes: r["host"]["read_bytes"].as_u64().unwrap_or(0),
         host_write_bytes: r["host"]["write_bytes"].as_u64().unwrap_or(0),
-    }
-}
-
-/// Run `cmd` (a `nandlab` subcommand writing its JSON report to `json`),
-/// with its stdout discarded, and read the report back: `None` if it did
-/// not run or left no readable report. Every bench runs each measurement
-/// as its own process this way, so peak RSS is that run's alone.
-pub(crate) fn report_of(mut cmd: Command, json: &Path) -> Option<Value> {
-    cmd.stdout(std::process::Stdio::null())
-        .status()
-        .ok()
-        .and_then(|_| std::fs::read_to_string(json).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-}
-
-/// The median of `v` (0 for none).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }

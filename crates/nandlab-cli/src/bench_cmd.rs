@@ -1,0 +1,200 @@
+//! `nandlab bench stress|trace|perf|crash`: the arguments, handed to the
+//! harness in the `nandlab-bench` crate, which runs this very executable.
+
+use crate::exit::{self, input_error};
+use crate::options::{DeviceArgs, RunArgs, WorkloadArgs};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use nandlab::util::size::parse_bytes;
+use nandlab::workload::trace::TraceFormat;
+use nandlab_bench::{crash, perf, stress, trace, Verdict};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// VST's workloads on the vst-jasmine preset: effective host GB/s, requests/s,
+    /// flash ops/s, WAF, CPU time and peak RSS per run, and medians; with
+    /// --vst, VST on the same requests, side by side.
+    Stress {
+        /// Which workload(s).
+        #[arg(long, value_enum, default_value_t = StressBench::All)]
+        workload: StressBench,
+        /// Runs per workload (the median is reported); with --vst, runs of
+        /// each tool, alternating.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// FTL configurations to measure, by label or FTL name (repeatable;
+        /// default: all of them — page, page-dac, dftl, dftl-whole-table, hybrid, block;
+        /// with --vst: page, the configuration of VST's greedy FTL).
+        #[arg(long = "ftl")]
+        ftls: Vec<String>,
+        /// Device preset.
+        #[arg(long, default_value = "vst-jasmine")]
+        preset: String,
+        /// Bytes each workload writes (a size, or a multiple of the logical capacity).
+        #[arg(long = "write-size", default_value = "4x", value_name = "SIZE")]
+        write_size: String,
+        /// A locally built VST `vst-jasmine` executable: run it on the same
+        /// requests (as a VST trace) in the same run, alternating with
+        /// nandlab, and print both and the ratio.
+        #[arg(long, value_name = "PATH")]
+        vst: Option<PathBuf>,
+        /// The VST FTL shared object (default: ftl_greedy/ftl.so beside --vst).
+        #[arg(long = "vst-ftl", value_name = "PATH", requires = "vst")]
+        vst_ftl: Option<PathBuf>,
+        /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
+    /// Trace parsing throughput per format (lines/s, MB/s) on generated files of ≥ 1 GiB.
+    Trace(TraceBenchArgs),
+    /// MQSim's scenarios and a GC-heavy run on mqsim-default, timed:
+    /// simulated requests per CPU-second, host MB per CPU-second, peak RSS.
+    Perf(BenchPerfArgs),
+    /// Crash points checked per wall-second and per CPU-second for `page` and
+    /// `optr` on vst-jasmine after 1x capacity of random writes, each point
+    /// verifying every logical sector.
+    Crash {
+        /// Crash points per run.
+        #[arg(long, default_value_t = 20)]
+        points: u64,
+        /// Runs per FTL (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// FTL to measure (repeatable; default page and optr).
+        #[arg(long = "ftl")]
+        ftls: Vec<String>,
+        /// Device preset.
+        #[arg(long, default_value = "vst-jasmine")]
+        preset: String,
+        /// Extra arguments passed to each `nandlab crash` run (e.g. --no-nested).
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StressBench {
+    All,
+    VstRand,
+    VstSeq,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceBenchArgs {
+    /// Size of each generated file.
+    #[arg(long, default_value = "1g")]
+    size: String,
+    /// Where to write the files (default: the system's temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Formats to measure (comma-separated; default all).
+    #[arg(long)]
+    formats: Option<String>,
+    /// Parsing runs per format (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Keep the generated files.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// `nandlab bench perf` options.
+#[derive(Args, Debug, Clone)]
+pub struct BenchPerfArgs {
+    /// Scenarios to run (repeatable): mqsim-s1, mqsim-s1-pre75, mqsim-s2, mqsim-s2-pre75, gc-heavy (default all).
+    #[arg(long = "scenario")]
+    pub scenarios: Vec<String>,
+    /// Runs per scenario (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Extra arguments passed to each `nandlab perf` run (the untimed
+    /// floor, a `nandlab stress` run, is then left out).
+    #[arg(last = true)]
+    pub extra: Vec<String>,
+}
+
+pub fn run(cmd: BenchCommand) -> ExitCode {
+    let outcome = match cmd {
+        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, extra } => {
+            nandlab().and_then(|nandlab| {
+                stress::run(&stress::StressBenchArgs {
+                    nandlab,
+                    workload: workload
+                        .to_possible_value()
+                        .filter(|_| workload != StressBench::All)
+                        .map(|v| v.get_name().to_string()),
+                    runs: runs.max(1),
+                    ftls,
+                    preset,
+                    write_size,
+                    vst,
+                    vst_ftl,
+                    extra,
+                    read_stress_line: &read_stress_line,
+                })
+            })
+        }
+        BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
+        BenchCommand::Perf(a) => nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra)),
+        BenchCommand::Crash { points, runs, ftls, preset, extra } => {
+            nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra))
+        }
+    };
+    match outcome {
+        Ok(Verdict::Measured) => ExitCode::SUCCESS,
+        Ok(Verdict::Failed) => ExitCode::from(exit::VIOLATIONS),
+        Err(e) => input_error(e),
+    }
+}
+
+/// This executable: every bench runs it, one process per measurement.
+fn nandlab() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find the nandlab executable: {e}"))
+}
+
+/// `bench trace`'s options.
+fn trace_options(args: &TraceBenchArgs) -> Result<trace::TraceBenchOptions, String> {
+    let size_bytes = match parse_bytes(&args.size) {
+        Ok(s) if s > 0 => s,
+        _ => return Err(format!("--size {}: expected a size such as 1g", args.size)),
+    };
+    let formats: Vec<TraceFormat> = match &args.formats {
+        None => TraceFormat::ALL.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|f| f.trim().parse())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("--formats: {e}"))?,
+    };
+    Ok(trace::TraceBenchOptions {
+        size_bytes,
+        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        formats,
+        runs: args.runs.max(1),
+        keep: args.keep,
+    })
+}
+
+/// `nandlab stress`'s device, workload and run options, parsed as the
+/// stress command parses them, to build the very workload a run issues.
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct StressLine {
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// A `nandlab stress` argument line as `stress` reads it (for `bench
+/// stress --vst`, which writes the requests it issues as a VST trace).
+fn read_stress_line(args: &[String]) -> Result<stress::StressRun, String> {
+    let line = StressLine::try_parse_from(args)
+        .map_err(|e| format!("--vst: the stress arguments cannot be replayed by VST: {}", e.to_string().trim()))?;
+    let config = line.device.load()?;
+    let spec = line.workload.apply(config.workload.clone().unwrap_or_default());
+    Ok(stress::StressRun { config, spec, seed: line.run.seed })
+}

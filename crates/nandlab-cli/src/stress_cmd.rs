@@ -1,0 +1,148 @@
+//! `nandlab stress`: an untimed run of a synthetic workload or a trace,
+//! its summary, violations and JSON report.
+
+use crate::exit::{self, input_error};
+use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
+use crate::progress::progress_bar;
+use crate::{outputs, signals, trace_cmd};
+use nandlab::config::Config;
+use nandlab::report::StressReport;
+use nandlab::run::{stress, RunError};
+use nandlab::workload::synthetic::SyntheticWorkload;
+use std::process::ExitCode;
+
+pub fn run(
+    device: &DeviceArgs,
+    workload_args: &WorkloadArgs,
+    trace: &trace_cmd::StressTraceArgs,
+    run: &RunArgs,
+) -> ExitCode {
+    let [json] = match outputs::prepare(&device.inputs(trace.trace.as_deref()), [("--json", run.json.as_deref())]) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    let stop = signals::install();
+    let mut config = match device.load() {
+        Ok(c) => c,
+        Err(e) => return input_error(e),
+    };
+    workload_args.note_overrides(&mut config);
+    let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    let unit =
+        trace_cmd::OracleUnit { given: run.oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
+    match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes(), &unit) {
+        Err(e) => return input_error(e),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json, stop),
+        Ok(None) => {}
+    }
+    let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    if spec.iodepth > 1 {
+        eprintln!("note: stress runs requests one at a time; iodepth={} takes effect in `perf`", spec.iodepth);
+    }
+    let mut workload =
+        match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
+            Ok(w) => w,
+            Err(e) => return input_error(config.locate_error(&e)),
+        };
+    run_stress(&config, &mut workload, seed, run, json, stop)
+}
+
+/// Run `workload` on the device and report.
+fn run_stress(
+    config: &Config,
+    workload: &mut dyn nandlab::workload::Workload,
+    seed: u64,
+    run: &RunArgs,
+    json: Option<outputs::Output>,
+    stop: nandlab::run::StopFlag,
+) -> ExitCode {
+    let reproduce = options::reproduce_command(seed);
+    let alignment = workload.alignment_sectors();
+    let memory = nandlab::memory::estimate(
+        config,
+        run.oracle_unit.unwrap_or(alignment),
+        alignment,
+        nandlab::memory::Mode::Single,
+    );
+    if let Err(e) = options::check_memory(&memory, run.max_memory) {
+        return input_error(e);
+    }
+    eprintln!("  workload: {}", workload.describe());
+    let opts = stress::StressOptions {
+        seed,
+        max_errors: run.max_errors,
+        keep_violations: run.keep_violations,
+        remount_verify: run.remount,
+        oracle_unit_sectors: run.oracle_unit,
+        idle_every: run.idle_every,
+        stop,
+    };
+    let bar = progress_bar(run.no_progress);
+    let result = stress::run(config, workload, &opts, &mut |p| {
+        if let Some(b) = &bar {
+            if let Some(t) = p.total {
+                b.set_length(t);
+            }
+            b.set_position(p.done);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut report = match result {
+        Ok(r) => r,
+        Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
+    };
+    if report.interrupted {
+        signals::announce();
+    }
+    report.reproduce = Some(reproduce);
+    if let Some(w) = &report.workload_report {
+        for warning in w.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
+    let trace_line = report.workload_report.as_ref().map(trace_cmd::summary_line);
+    finish_report(&report, json, trace_line.as_deref())
+}
+
+/// Print the summary and violations, write JSON, and choose the exit code.
+fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Option<&str>) -> ExitCode {
+    print!("{}", report.summary());
+    if let Some(line) = extra {
+        println!("{line}");
+    }
+    print_findings(report);
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return input_error(e);
+        }
+    }
+    exit::of_run(report.errors > 0, report.interrupted)
+}
+
+/// The violations kept, and the command that reproduces the run if it
+/// found errors (after the summary of `stress` and of `perf`).
+pub fn print_findings(report: &StressReport) {
+    if !report.violations.is_empty() {
+        println!(
+            "\nFirst violations ({} kept of {} errors and {} warnings):",
+            report.violations.len(),
+            report.errors,
+            report.warnings
+        );
+        for v in &report.violations {
+            println!("  {v}");
+        }
+    }
+    if report.errors > 0 {
+        if let Some(cmd) = &report.reproduce {
+            println!("\nReproduce with:\n  {cmd}");
+        }
+    }
+}
