@@ -1,8 +1,7 @@
 //! Fuzz the blkparse trace reader: arbitrary bytes never panic.
 #![no_main]
 
-#[path = "common.rs"]
-mod common;
+use nandlab_fuzz as common;
 
 use libfuzzer_sys::fuzz_target;
 use nandlab::workload::trace::TraceFormat;

@@ -3,8 +3,7 @@
 //! header rule drawn from the first two bytes, never panic.
 #![no_main]
 
-#[path = "common.rs"]
-mod common;
+use nandlab_fuzz as common;
 
 use libfuzzer_sys::fuzz_target;
 use nandlab::workload::trace::csv::{Columns, CsvOptions};

@@ -6,8 +6,7 @@
 //! it must still read back.
 #![no_main]
 
-#[path = "common.rs"]
-mod common;
+use nandlab_fuzz as common;
 
 use libfuzzer_sys::fuzz_target;
 use nandlab::workload::trace::convert::{ConvertError, TargetFormat, TraceWriter};

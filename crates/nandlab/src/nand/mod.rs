@@ -16,7 +16,7 @@
 //! largest thing a big drive holds (a third more memory at 24 bytes a
 //! page), while pages of three or four runs are rare and pay only for
 //! themselves, in the slab (the measurements are in
-//! `docs/design-notes-drive.md`). Sixteen bytes also never straddle a
+//! `docs/design-notes/drive.md`). Sixteen bytes also never straddle a
 //! cache line. Per block: the write pointer (lowest page never
 //! programmed), the P/E count, the bad flag and a "stray content" flag.
 //!
@@ -79,7 +79,7 @@ const KIND_MASK: u8 = 0x0f;
 /// Metadata pages are stored in slots of their length rounded up to 1/16
 /// of its power of two (at most 6.25 % unused): plain powers of two waste
 /// up to half of each slot, and FTL summary pages are often just over one
-/// (see `docs/design-notes-drive.md`).
+/// (see `docs/design-notes/drive.md`).
 const BYTE_CLASS_STEP_SHIFT: u32 = 4;
 
 const _: () = assert!(std::mem::size_of::<PageSlot>() == 16);

@@ -18,7 +18,7 @@
 //! the order requests arrive, not in the order a work-conserving channel
 //! arbiter would serve them, and that stall would turn the ordering
 //! difference into a throughput loss that a real controller does not have
-//! (measured: `docs/design-notes-drive.md`). Without `cache_read` the plane is
+//! (measured: `docs/design-notes/drive.md`). Without `cache_read` the plane is
 //! held until its data-out ends.
 //!
 //! Transfers take `bytes / (channel_rate_mtps × channel_width_bytes)`

@@ -86,7 +86,7 @@ const MAX_SLOTS: usize = 8192;
 /// swing of a GC-bound drive's backlog (a few hundred slots per timeline)
 /// without freeing and regrowing vectors, and no more, since every
 /// timeline holds its spares at its own high-water mark (the measurements
-/// behind the number: `docs/design-notes-drive.md`).
+/// behind the number: `docs/design-notes/drive.md`).
 const SPARE_SLOTS: usize = 256;
 
 /// A position: (slot, index in the slot).

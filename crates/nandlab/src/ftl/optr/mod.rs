@@ -87,7 +87,7 @@
 //! the OOB of the pages a flush writes anyway would avoid most of them
 //! (not done). Summary pages are the paper's design: one program per
 //! block, times the WAF. Measured figures, and why they differ from the
-//! paper's: `docs/design-notes-ftl.md`, *optr: overheads*.
+//! paper's: `docs/design-notes/ftl.md`, *optr: overheads*.
 //!
 //! # Paired pages (not defended)
 //!
@@ -100,7 +100,7 @@
 //! keep a GC victim until the upper pages paired with its copies are
 //! written, and pad a flush to the end of its word lines); `crash` with
 //! `--power-cut paired_pages=on` finds the losses (see
-//! `docs/design-notes-ftl.md`, *optr: paired pages*).
+//! `docs/design-notes/ftl.md`, *optr: paired pages*).
 //!
 //! # Files
 //!

@@ -85,7 +85,7 @@ fn test_point(plan: &Plan, session: &mut Session, request: &Request, cut: PowerC
     if let Some(test_host) = recover_and_check(plan, drive, host, checker, cut, &mut result) {
         // The base run's history takes the durability of the test's last
         // write as its request's (what campaigns have always recorded; see
-        // docs/design-notes-drive.md).
+        // docs/design-notes/drive.md).
         host.take_last_durability_of(&test_host);
     }
     take_findings(drive, &mut result);

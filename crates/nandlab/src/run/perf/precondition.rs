@@ -21,7 +21,7 @@
 //!
 //! Free blocks get a slack of one block per plane in both tests (an FTL
 //! that keeps a fixed reserve per plane moves by whole blocks). The
-//! excursion alone is not sound (see `docs/design-notes-drive.md`): a WAF
+//! excursion alone is not sound (see `docs/design-notes/drive.md`): a WAF
 //! that still drifts slowly passes it, and one that is stable but noisy —
 //! small windows on a drive whose victims hold few invalid pages — never
 //! does. The trend test catches the drift; the 5 % excursion allows the

@@ -43,7 +43,7 @@
 //!   checks against the page. Why dense: the simulator stores what is
 //!   programmed, and plain summaries were a large share of what a big
 //!   preconditioned drive holds in memory. Measured sizes and costs:
-//!   `docs/design-notes-ftl.md`, *Summary pages*.
+//!   `docs/design-notes/ftl.md`, *Summary pages*.
 //! - **When.** Entries are kept in DRAM per open frontier (one buffer of
 //!   `(pages per block − 1) × width` entries per unit and stream) as pages
 //!   are programmed.

@@ -40,7 +40,7 @@
 //! collection holds its slot for the whole collection; what keeps the
 //! other dies fed is the FTL striping past dies that are collecting (the
 //! data plane does, in timed runs) and the cache reusing the line whose
-//! flush ends first (measurements: `docs/design-notes-drive.md`). An
+//! flush ends first (measurements: `docs/design-notes/drive.md`). An
 //! evicted line that is wholly dirty takes along the wholly dirty lines
 //! next to it within its aligned run of `planes_per_die` logical pages, as
 //! one FTL write: the FTL can program them with one multi-plane program (a

@@ -1,4 +1,4 @@
-//! Shared harness: read `data` as a trace of `format` to the end, with
+//! The harness the trace targets share: read `data` as a trace of `format` to the end, with
 //! reader options drawn from its first byte, and check what every reader
 //! promises: no panic, line numbers that exist, flushes without a length,
 //! and errors that name the file.
