@@ -3,11 +3,10 @@
 use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, WorkloadArgs};
 use clap::{Args, ValueEnum};
-use nandlab::flash::PowerCut;
 use nandlab::ftl::Guarantee;
 use nandlab::nand::power::PowerCutEffects;
-use nandlab::report::crash::{self as crash_report, CrashReport, NestedCut, Shrunk};
-use nandlab::run::crash::{self, CrashOptions, Phase, PointSelection};
+use nandlab::report::crash::{self as crash_report, CrashReport, Shrunk};
+use nandlab::run::crash::{self, parse_nested_cut, parse_power_cut, CrashOptions, Phase, PointSelection};
 use nandlab::run::RunError;
 use nandlab::util::size::SizeSpec;
 use std::path::PathBuf;
@@ -104,29 +103,6 @@ pub struct CrashArgs {
     pub max_memory: Option<u64>,
 }
 
-/// `N` or `N:between` or `N:during` (as `--crash-at` and `--nested-at` take them).
-fn parse_phased(flag: &str, what: &str, text: &str) -> Result<(u64, bool), String> {
-    let (n, phase) = text.split_once(':').unwrap_or((text, "between"));
-    let n = n.trim().parse().map_err(|_| format!("{flag} `{text}`: `{n}` is not {what}"))?;
-    let during = match phase.trim() {
-        "during" => true,
-        "between" => false,
-        p => return Err(format!("{flag} `{text}`: phase `{p}` is not `during` or `between`")),
-    };
-    Ok((n, during))
-}
-
-fn parse_cut(text: &str) -> Result<PowerCut, String> {
-    let (op_index, during) = parse_phased("--crash-at", "an operation index", text)?;
-    Ok(PowerCut { op_index, during })
-}
-
-fn parse_nested(text: &str) -> Result<NestedCut, String> {
-    let (nth, during) = parse_phased("--nested-at", "a count of state-changing operations", text)?;
-    let nth = u32::try_from(nth).map_err(|_| format!("--nested-at `{text}`: {nth} is too large"))?;
-    Ok(NestedCut { nth, during })
-}
-
 impl CrashArgs {
     fn options(&self, seed: u64, capacity_bytes: u64) -> Result<CrashOptions, String> {
         let mut effects = PowerCutEffects::default();
@@ -134,7 +110,12 @@ impl CrashArgs {
             effects.set(e).map_err(|m| format!("--power-cut {m}"))?;
         }
         let points = if !self.crash_at.is_empty() {
-            PointSelection::At(self.crash_at.iter().map(|c| parse_cut(c)).collect::<Result<_, _>>()?)
+            PointSelection::At(
+                self.crash_at
+                    .iter()
+                    .map(|c| parse_power_cut(c).map_err(|e| format!("--crash-at {e}")))
+                    .collect::<Result<_, _>>()?,
+            )
         } else if let Some(k) = self.crash_every {
             if k == 0 {
                 return Err("--crash-every: must be at least 1".into());
@@ -165,7 +146,12 @@ impl CrashArgs {
             },
             effects,
             nested: !self.no_nested,
-            nested_at: self.nested_at.as_deref().map(parse_nested).transpose()?,
+            nested_at: self
+                .nested_at
+                .as_deref()
+                .map(parse_nested_cut)
+                .transpose()
+                .map_err(|e| format!("--nested-at {e}"))?,
             post_requests: self.post_requests,
             threads: self.threads,
             warmup_write_bytes,

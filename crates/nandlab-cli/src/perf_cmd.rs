@@ -163,21 +163,6 @@ fn trace_flow(
     Ok(Some(Flow { name: "trace".into(), workload: Box::new(workload), arrival }))
 }
 
-fn parse_precondition(p: &PerfArgs) -> Result<Option<PreconditionSpec>, String> {
-    let Some(text) = &p.precondition else {
-        return Ok(None);
-    };
-    let t = text.trim().trim_end_matches('%');
-    let fill: f64 = t.parse().map_err(|_| format!("--precondition `{text}`: expected a share such as 75%"))?;
-    if !(fill > 0.0 && fill <= 100.0) {
-        return Err(format!("--precondition `{text}`: must be within (0, 100]%"));
-    }
-    if !(p.precondition_max.is_finite() && p.precondition_max >= 0.0) {
-        return Err("--precondition-max must be a non-negative number".into());
-    }
-    Ok(Some(PreconditionSpec { fill_percent: fill, max_overwrite: p.precondition_max, ..Default::default() }))
-}
-
 /// `nandlab perf`.
 pub fn perf_command(
     device: &DeviceArgs,
@@ -233,7 +218,11 @@ pub fn perf_command(
                 .transpose()
                 .map_err(|e| format!("--runtime {e}"))?,
             max_requests: p.requests,
-            precondition: parse_precondition(p)?,
+            precondition: p
+                .precondition
+                .as_deref()
+                .map(|f| PreconditionSpec::parse(f, p.precondition_max))
+                .transpose()?,
             idle_gc: !p.no_idle_gc,
             remount_verify: run.remount,
             stop: stop.clone(),

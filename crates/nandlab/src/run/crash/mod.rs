@@ -224,6 +224,35 @@ struct Planned {
     during: bool,
 }
 
+/// A cut as `--crash-at` takes it: `OP`, `OP:between` or `OP:during`, OP
+/// the index of a flash operation. The error names the text and the part
+/// that is wrong (the caller adds the option's name).
+pub fn parse_power_cut(text: &str) -> Result<PowerCut, String> {
+    let (op_index, during) = parse_phased("an operation index", text)?;
+    Ok(PowerCut { op_index, during })
+}
+
+/// A nested cut as `--nested-at` takes it: `K`, `K:between` or
+/// `K:during`, K counting the recovery's state-changing operations.
+pub fn parse_nested_cut(text: &str) -> Result<NestedCut, String> {
+    let (nth, during) = parse_phased("a count of state-changing operations", text)?;
+    let nth = u32::try_from(nth).map_err(|_| format!("`{text}`: {nth} is too large"))?;
+    Ok(NestedCut { nth, during })
+}
+
+/// `N`, `N:between` or `N:during`: N (`what` names it in errors) and
+/// whether the cut falls during the operation.
+fn parse_phased(what: &str, text: &str) -> Result<(u64, bool), String> {
+    let (n, phase) = text.split_once(':').unwrap_or((text, "between"));
+    let n = n.trim().parse().map_err(|_| format!("`{text}`: `{n}` is not {what}"))?;
+    let during = match phase.trim() {
+        "during" => true,
+        "between" => false,
+        p => return Err(format!("`{text}`: phase `{p}` is not `during` or `between`")),
+    };
+    Ok((n, during))
+}
+
 /// Run a crash campaign of the configured FTL.
 pub fn run(config: &Config, spec: &SyntheticSpec, opts: &CrashOptions) -> Result<CrashReport, RunError> {
     run_with_factory(config, shared_registry_factory(config), spec, opts)
@@ -323,4 +352,22 @@ fn new_session(plan: &Plan) -> Result<Session, RunError> {
     let mut session = Session::with_factory(plan.config, factory, plan.opts.seed, plan.unit, 20)?;
     session.drive_mut().set_power_cut_effects(plan.opts.effects);
     Ok(session)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_parse_with_their_phase_and_bad_ones_name_the_part_that_is_wrong() {
+        assert_eq!(parse_power_cut("12").unwrap(), PowerCut { op_index: 12, during: false });
+        assert_eq!(parse_power_cut(" 12 : during").unwrap(), PowerCut { op_index: 12, during: true });
+        assert_eq!(parse_nested_cut("3:between").unwrap(), NestedCut { nth: 3, during: false });
+        assert_eq!(parse_power_cut("x").unwrap_err(), "`x`: `x` is not an operation index");
+        assert_eq!(
+            parse_power_cut("12:sideways").unwrap_err(),
+            "`12:sideways`: phase `sideways` is not `during` or `between`"
+        );
+        assert_eq!(parse_nested_cut("4294967296").unwrap_err(), "`4294967296`: 4294967296 is too large");
+    }
 }

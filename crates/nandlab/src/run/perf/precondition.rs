@@ -70,6 +70,24 @@ impl Default for PreconditionSpec {
     }
 }
 
+impl PreconditionSpec {
+    /// The spec for `--precondition FILL` (a share such as `75%`) and
+    /// `--precondition-max X`; the other fields keep their defaults. Errors
+    /// name the option and the value.
+    pub fn parse(fill: &str, max_overwrite: f64) -> Result<PreconditionSpec, String> {
+        let t = fill.trim().trim_end_matches('%');
+        let fill_percent: f64 =
+            t.parse().map_err(|_| format!("--precondition `{fill}`: expected a share such as 75%"))?;
+        if !(fill_percent > 0.0 && fill_percent <= 100.0) {
+            return Err(format!("--precondition `{fill}`: must be within (0, 100]%"));
+        }
+        if !(max_overwrite.is_finite() && max_overwrite >= 0.0) {
+            return Err("--precondition-max must be a non-negative number".into());
+        }
+        Ok(PreconditionSpec { fill_percent, max_overwrite, ..Default::default() })
+    }
+}
+
 /// The FTL's free blocks, when it reports them.
 pub fn free_blocks(session: &Session) -> Option<u64> {
     session.drive().ftl().stats().free_blocks
@@ -229,6 +247,18 @@ fn steady_state(windows: &[PreconditionWindow], tolerance: f64, free_block_slack
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fill_parses_as_a_share_and_out_of_range_values_are_refused() {
+        assert_eq!(PreconditionSpec::parse("75%", 2.0).unwrap().fill_percent, 75.0);
+        assert_eq!(PreconditionSpec::parse("100", 0.0).unwrap().max_overwrite, 0.0);
+        assert_eq!(PreconditionSpec::parse("0%", 2.0).unwrap_err(), "--precondition `0%`: must be within (0, 100]%");
+        assert!(PreconditionSpec::parse("lots", 2.0).unwrap_err().contains("expected a share such as 75%"));
+        assert_eq!(
+            PreconditionSpec::parse("50%", f64::NAN).unwrap_err(),
+            "--precondition-max must be a non-negative number"
+        );
+    }
     use crate::config::Config;
 
     #[test]
