@@ -103,11 +103,6 @@ impl HostSide {
         self.last_durability
     }
 
-    /// Take `other`'s last durability (see `run::crash`'s point tests).
-    pub(crate) fn take_last_durability_of(&mut self, other: &HostSide) {
-        self.last_durability = other.last_durability;
-    }
-
     /// Bytes in `sectors` sectors.
     pub fn bytes(&self, sectors: u32) -> u64 {
         u64::from(sectors) * self.sector_bytes

@@ -357,6 +357,9 @@ fn new_session(plan: &Plan) -> Result<Session, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ftl::Durability;
+    use crate::oracle::crash_checker::{CrashHistory, PendingOp};
+    use crate::workload::synthetic::RwMode;
 
     #[test]
     fn cuts_parse_with_their_phase_and_bad_ones_name_the_part_that_is_wrong() {
@@ -369,5 +372,41 @@ mod tests {
             "`12:sideways`: phase `sideways` is not `during` or `between`"
         );
         assert_eq!(parse_nested_cut("4294967296").unwrap_err(), "`4294967296`: 4294967296 is too large");
+    }
+
+    /// A point test runs its own workload on its own host side; the base
+    /// run's record of how the drive acknowledged the request in flight
+    /// (what the crash history takes as durable) must come out of it as it
+    /// went in. The recovered drive's workload here is all reads, so a test
+    /// leaking its last request's durability would leave none.
+    #[test]
+    fn a_tested_point_leaves_the_base_requests_durability_as_the_drive_acknowledged_it() {
+        let config = Config::preset("tiny").unwrap();
+        let spec = SyntheticSpec { rw: RwMode::RandRead, ..SyntheticSpec::default() };
+        let opts = CrashOptions { seed: 3, post_requests: 8, ..CrashOptions::default() };
+        let plan = Plan {
+            config: &config,
+            factory: shared_registry_factory(&config),
+            spec: &spec,
+            opts: &opts,
+            guarantee: Guarantee::Baseline,
+            unit: 8,
+        };
+        let mut session = new_session(&plan).unwrap();
+        session.drive_mut().start_journal();
+        let history = CrashHistory::new(config.logical_sectors, plan.unit, plan.guarantee);
+        let write = HostRequest { op: HostOp::Write, lba: 64, sectors: 8, arrival_ns: 0, job: 0 };
+        let (write_id, request_id) = (session.host().next_write_id(), session.requests());
+        let ops_before = session.drive().flash().op_index();
+        session.submit(&write).unwrap();
+        let ops_after = session.drive().flash().op_index();
+        assert!(ops_after > ops_before, "the write programs flash");
+        assert_eq!(session.host().last_durability(), Some(Durability::Durable), "the page FTL writes through");
+        let in_flight = PendingOp::of(&write, request_id, write_id, write_id.saturating_sub(1));
+        let request = point::Request { id: request_id, in_flight, history: &history };
+        let cuts = [PowerCut { op_index: ops_before, during: true }];
+        let results = point::test_request(&plan, &mut session, &request, &cuts);
+        assert!(results[0].passed, "{:?}", results[0].first);
+        assert_eq!(session.host().last_durability(), Some(Durability::Durable));
     }
 }

@@ -82,12 +82,7 @@ fn test_point(plan: &Plan, session: &mut Session, request: &Request, cut: PowerC
     (result.torn_pages, result.torn_blocks) = base.torn();
     result.tore = result.torn_pages + result.torn_blocks > 0;
     let checker = request.history.checker(request.in_flight);
-    if let Some(test_host) = recover_and_check(plan, drive, host, checker, cut, &mut result) {
-        // The base run's history takes the durability of the test's last
-        // write as its request's (what campaigns have always recorded; see
-        // docs/design-notes/drive.md).
-        host.take_last_durability_of(&test_host);
-    }
+    recover_and_check(plan, drive, host, checker, cut, &mut result);
     take_findings(drive, &mut result);
     drive.restore_base_run(base);
     result
@@ -154,8 +149,9 @@ fn replay_and_flush(plan: &Plan, last: u64) -> Result<(Session, ViolationLog), R
 }
 
 /// Steps 2–5 of a crash test (see the module docs). Findings go to the
-/// drive's log. The host side the workload after recovery ran with (it
-/// continues `base_host` with what recovery showed), if it ran.
+/// drive's log. The workload after recovery runs on a host side of its own
+/// (continuing `base_host` with what recovery showed), dropped afterwards:
+/// nothing of the test reaches the base run's host side.
 fn recover_and_check(
     plan: &Plan,
     drive: &mut Drive,
@@ -163,34 +159,33 @@ fn recover_and_check(
     mut checker: CrashChecker,
     cut: PowerCut,
     result: &mut PointResult,
-) -> Option<HostSide> {
+) {
     drive.restore_power();
     drive.set_request(None);
     let final_stage = if plan.opts.nested { Stage::RecoveryAfterNestedCut } else { Stage::Recovery };
     if plan.opts.nested && !first_recovery_cut(plan, drive, &mut point_rng(plan, cut, "nested"), result) {
-        return None;
+        return;
     }
     let start = drive.flash().op_index();
     if let Err(e) = drive.power_cycle(false) {
         drive.record_violation(Rule::RecoveryFailed, format!("mount after the power cut failed: {e}"));
         note_stage(drive, result, final_stage);
-        return None;
+        return;
     }
     result.recovery_ops = drive.flash().op_index() - start;
     if note_stage(drive, result, final_stage) {
-        return None;
+        return;
     }
     let verified = verify_disk(drive, &mut checker, plan.config.logical_sectors, plan.opts.verify_chunk_sectors);
     if verified {
         checker.finish(&mut drive.checker());
     }
     if note_stage(drive, result, Stage::Verify) || plan.opts.post_requests == 0 {
-        return None;
+        return;
     }
     let mut host = base_host.continued_with(checker.recovered_oracle());
     run_post_workload(plan, drive, &mut host, &mut point_rng(plan, cut, "post"));
     note_stage(drive, result, Stage::PostWorkload);
-    Some(host)
 }
 
 /// Record where the first finding appeared; true if the log has one.
