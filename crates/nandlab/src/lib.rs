@@ -53,9 +53,13 @@
 //!   timelines for every channel, die and plane, the flash timing model (an
 //!   observer of every flash operation), and the per-request latency
 //!   breakdown that names the bottleneck.
-//! - [`ftl`] is the FTL interface ([`ftl::Ftl`]) and the FTLs shipped
-//!   (`page`, `dftl`, `hybrid`, `block`, `optr`), with pluggable victim selection,
-//!   hot/cold separation and wear leveling in [`ftl::kit::policy`].
+//! - [`ftl`] is the FTL interface ([`ftl::Ftl`], options, the registry) and
+//!   the FTLs shipped, one module each (`page`, `dftl`, `hybrid`, `block`,
+//!   `optr`). What they share is in [`ftl::kit`]: the data plane, victim
+//!   selection, hot/cold separation and wear leveling ([`ftl::kit::policy`],
+//!   one file per policy), the on-flash records as byte views
+//!   ([`ftl::kit::wire`]) and the free-block pool. Every deliberate bug, the
+//!   ones that prove the checkers, is a [`ftl::mutants::Mutant`].
 //! - [`flash`] is everything an FTL may do to the device ([`flash::Flash`]):
 //!   page reads, programs with OOB, erases, copyback, multi-plane forms and
 //!   data buffers. Every operation carries its cause; timing and fault
@@ -76,6 +80,10 @@
 //!   reports know no modes); [`config`] loads devices and
 //!   presets; [`seed`] derives one random stream per component from the run
 //!   seed, so a run is a function of (configuration, workload, seed).
+//! - [`memory`] estimates a run's peak memory before it allocates;
+//!   [`util`] holds the generic helpers (sizes as people write them,
+//!   `KEY=VALUE` assignments, fixed-divisor division, prefetch, an LRU
+//!   recency queue, sparse tables).
 
 pub mod config;
 pub mod flash;

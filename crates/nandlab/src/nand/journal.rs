@@ -52,7 +52,7 @@ impl Journal {
 }
 
 impl Nand {
-    /// Start journaling changes (see [`journal`](self)).
+    /// Start journaling changes (see the `nand::journal` module docs).
     pub fn journal_start(&mut self) {
         self.journal.active = true;
     }

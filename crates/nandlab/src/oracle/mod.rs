@@ -32,7 +32,7 @@
 //! by one request stores one 32-bit version. A unit written in part becomes
 //! an exception holding one version per sector, and collapses back when its
 //! sectors agree again. Checking is per sector either way: never weaker.
-//! Unit entries start as zero ([`NEVER`]) and live in a
+//! Unit entries start as zero (`NEVER`) and live in a
 //! [`SparseTable`]: only the chunks of units written become resident.
 
 pub mod crash_checker;
