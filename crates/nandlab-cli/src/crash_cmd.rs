@@ -203,16 +203,10 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 }
 
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
-    let [json] = match crate::outputs::prepare(&device.inputs(None), [("--json", args.json.as_deref())]) {
-        Ok(o) => o,
+    let ([json], stop, config) = match device.start(workload_args, &[], [("--json", args.json.as_deref())]) {
+        Ok(started) => started,
         Err(e) => return input_error(e),
     };
-    let stop = crate::signals::install();
-    let mut config = match device.load() {
-        Ok(c) => c,
-        Err(e) => return input_error(e),
-    };
-    workload_args.note_overrides(&mut config);
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
         Err(e) => return input_error(e),

@@ -55,6 +55,24 @@ impl DeviceArgs {
         config.chain(traces.into_iter().map(|t| ("--trace", t))).collect()
     }
 
+    /// What every run command does first, in this order: check the input
+    /// and output files ([`crate::outputs::prepare`]), install the stop
+    /// flag for SIGINT/SIGTERM, load the configuration and note the
+    /// workload's overrides of it. An error is bad input (exit 2), found
+    /// before any work.
+    pub fn start<const N: usize>(
+        &self,
+        workload: &WorkloadArgs,
+        traces: &[&std::path::Path],
+        outputs: [(&'static str, Option<&std::path::Path>); N],
+    ) -> Result<([Option<crate::outputs::Output>; N], nandlab::run::StopFlag, Config), String> {
+        let outputs = crate::outputs::prepare(&self.inputs(traces.iter().copied()), outputs)?;
+        let stop = crate::signals::install();
+        let mut config = self.load()?;
+        workload.note_overrides(&mut config);
+        Ok((outputs, stop, config))
+    }
+
     /// The configuration with every command-line override applied.
     pub fn load(&self) -> Result<Config, String> {
         let mut config = match (&self.preset, &self.config) {

@@ -174,16 +174,11 @@ pub fn perf_command(
     let traces =
         trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow::trace_path(f)).map(Path::new));
     let outputs = [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref())];
-    let [json, csv] = match crate::outputs::prepare(&device.inputs(traces), outputs) {
-        Ok(o) => o,
+    let traces: Vec<&Path> = traces.collect();
+    let ([json, csv], stop, mut config) = match device.start(workload_args, &traces, outputs) {
+        Ok(started) => started,
         Err(e) => return input_error(e),
     };
-    let stop = crate::signals::install();
-    let mut config = match device.load() {
-        Ok(c) => c,
-        Err(e) => return input_error(e),
-    };
-    workload_args.note_overrides(&mut config);
     if let Err(e) = config.require_timing().map(|_| ()) {
         return input_error(e);
     }

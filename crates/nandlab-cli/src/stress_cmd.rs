@@ -17,16 +17,11 @@ pub fn run(
     trace: &trace_cmd::StressTraceArgs,
     run: &RunArgs,
 ) -> ExitCode {
-    let [json] = match outputs::prepare(&device.inputs(trace.trace.as_deref()), [("--json", run.json.as_deref())]) {
-        Ok(o) => o,
+    let traces: Vec<&std::path::Path> = trace.trace.as_deref().into_iter().collect();
+    let ([json], stop, config) = match device.start(workload_args, &traces, [("--json", run.json.as_deref())]) {
+        Ok(started) => started,
         Err(e) => return input_error(e),
     };
-    let stop = signals::install();
-    let mut config = match device.load() {
-        Ok(c) => c,
-        Err(e) => return input_error(e),
-    };
-    workload_args.note_overrides(&mut config);
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     let unit =
