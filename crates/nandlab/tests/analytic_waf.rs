@@ -38,31 +38,10 @@ const ALPHA: f64 = 1.10;
 
 fn device(policy: &str) -> Config {
     let logical_pages = ((BLOCKS - RESERVE_BLOCKS) * DATA_PAGES_PER_BLOCK) as f64 / ALPHA;
-    let text = format!(
-        r#"
-name = "desnoyers"
-source = "Desnoyers, Analytic models of SSD write performance, SYSTOR 2012"
-[geometry]
-channels = 1
-chips_per_channel = 1
-dies_per_chip = 1
-planes_per_die = 1
-blocks_per_plane = {BLOCKS}
-pages_per_block = {PAGES_PER_BLOCK}
-page_size_bytes = 4096
-oob_size_bytes = 64
-sector_size_bytes = 4096
-[device]
-logical_sectors = {}
-[ftl]
-name = "page"
-gc_policy = "{policy}"
-gc_stream = "shared"
-gc_foreground_free_blocks = {RESERVE_BLOCKS}
-"#,
-        logical_pages.floor()
+    let ftl = format!(
+        "name = \"page\"\ngc_policy = \"{policy}\"\ngc_stream = \"shared\"\ngc_foreground_free_blocks = {RESERVE_BLOCKS}"
     );
-    Config::parse(&text, "desnoyers.toml").unwrap()
+    single_plane_device(BLOCKS, PAGES_PER_BLOCK, logical_pages, &ftl)
 }
 
 /// Steady-state WAF: fill, discard three drive-writes of transient, measure ten.

@@ -37,15 +37,15 @@ static GLOBAL: Counting = Counting;
 /// The allocation counter is global: tests measuring it take turns.
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-#[test]
-fn steady_state_requests_allocate_nothing_per_flash_operation() {
-    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let config = tiny();
-    let mut spec = preset_workload(&config);
-    spec.write_size = Some("8x".parse().unwrap());
-    let mut w = workload(&config, &spec, 1);
+/// Run the preset workload writing `write_size` (of the capacity) on
+/// `config`; count the heap allocations and flash operations of its second
+/// half (the first warms the drive up). Also whether the run was clean.
+fn allocations_in_the_second_half(config: &nandlab::config::Config, write_size: &str) -> (u64, u64, bool) {
+    let mut spec = preset_workload(config);
+    spec.write_size = Some(write_size.parse().unwrap());
+    let mut w = workload(config, &spec, 1);
     let requests = drain(&mut w);
-    let mut session = Session::new(&config, 1, w.alignment_sectors(), 0).unwrap();
+    let mut session = Session::new(config, 1, w.alignment_sectors(), 0).unwrap();
     let (warm, measured) = requests.split_at(requests.len() / 2);
     for r in warm {
         session.submit(r).unwrap();
@@ -57,7 +57,15 @@ fn steady_state_requests_allocate_nothing_per_flash_operation() {
     }
     let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
     let ops = session.drive().flash().stats().operations() - ops_before;
-    assert!(session.drive().flash().log().is_clean());
+    (allocs, ops, session.drive().flash().log().is_clean())
+}
+
+#[test]
+fn steady_state_requests_allocate_nothing_per_flash_operation() {
+    let _turn = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let config = tiny();
+    let (allocs, ops, clean) = allocations_in_the_second_half(&config, "8x");
+    assert!(clean);
     assert!(ops > 100_000, "the measured half does real work ({ops} flash ops)");
     // Amortised growth of a pool may still happen rarely; per-operation
     // allocation would be at least one per op.
@@ -77,23 +85,8 @@ fn zoo_ftls_allocate_nothing_per_flash_operation_either() {
         let mut config = tiny();
         config.ftl_name = ftl.to_string();
         config.ftl_options = toml::from_str(options).unwrap();
-        let mut spec = preset_workload(&config);
-        spec.write_size = Some("4x".parse().unwrap());
-        let mut w = workload(&config, &spec, 1);
-        let requests = drain(&mut w);
-        let mut session = Session::new(&config, 1, w.alignment_sectors(), 0).unwrap();
-        let (warm, measured) = requests.split_at(requests.len() / 2);
-        for r in warm {
-            session.submit(r).unwrap();
-        }
-        let ops_before = session.drive().flash().stats().operations();
-        let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
-        for r in measured {
-            session.submit(r).unwrap();
-        }
-        let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
-        let ops = session.drive().flash().stats().operations() - ops_before;
-        assert!(session.drive().flash().log().is_clean(), "{ftl}");
+        let (allocs, ops, clean) = allocations_in_the_second_half(&config, "4x");
+        assert!(clean, "{ftl}");
         eprintln!("{ftl}: {allocs} allocations for {ops} flash operations");
         assert!(allocs * 1000 < ops, "{ftl}: {allocs} allocations for {ops} flash operations");
     }

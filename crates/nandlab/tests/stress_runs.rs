@@ -46,18 +46,7 @@ fn workloads() -> Vec<(&'static str, SyntheticSpec)> {
                 s.write_size = Some(SizeSpec::TimesCapacity(3.0));
             }),
         ),
-        (
-            "mixed with flush and trim",
-            spec(|s| {
-                s.rw = RwMode::RandRw;
-                s.rwmixread = 30;
-                s.bsrange = Some("512-16k".into());
-                s.blockalign = Some(SizeSpec::Bytes(512));
-                s.fsync = 16;
-                s.trim_percent = 10.0;
-                s.write_size = Some(SizeSpec::TimesCapacity(3.0));
-            }),
-        ),
+        ("mixed with flush and trim", mixed_with_flush_and_trim(Some(SizeSpec::TimesCapacity(3.0)))),
     ]
 }
 

@@ -190,30 +190,10 @@ fn single_plane(alpha: f64, options: &str) -> Config {
 /// [`single_plane`] with FTL `ftl`.
 fn single_plane_with(ftl: &str, alpha: f64, options: &str) -> Config {
     let logical = ((BLOCKS - 1) * PAGES_PER_BLOCK) as f64 / alpha;
-    let text = format!(
-        r#"
-[geometry]
-channels = 1
-chips_per_channel = 1
-dies_per_chip = 1
-planes_per_die = 1
-blocks_per_plane = {BLOCKS}
-pages_per_block = {PAGES_PER_BLOCK}
-page_size_bytes = 4096
-oob_size_bytes = 64
-sector_size_bytes = 4096
-[device]
-logical_sectors = {}
-[ftl]
-name = "{ftl}"
-gc_foreground_free_blocks = 1
-{no_summaries}{options}
-"#,
-        logical.floor(),
-        // `page` only: the models count blocks of data pages only.
-        no_summaries = if ftl == "page" { "summary_pages = false\n" } else { "" }
-    );
-    Config::parse(&text, "single-plane.toml").unwrap()
+    // `page` only: the models count blocks of data pages only.
+    let no_summaries = if ftl == "page" { "summary_pages = false\n" } else { "" };
+    let table = format!("name = \"{ftl}\"\ngc_foreground_free_blocks = 1\n{no_summaries}{options}");
+    single_plane_device(BLOCKS, PAGES_PER_BLOCK, logical, &table)
 }
 
 /// Fill the drive, then write `drive_writes` times its capacity in single

@@ -65,18 +65,7 @@ fn workloads(times: f64) -> Vec<(&'static str, SyntheticSpec)> {
                 s.write_size = w;
             }),
         ),
-        (
-            "mixed with flush and trim",
-            spec(|s| {
-                s.rw = RwMode::RandRw;
-                s.rwmixread = 30;
-                s.bsrange = Some("512-16k".into());
-                s.blockalign = Some(SizeSpec::Bytes(512));
-                s.fsync = 16;
-                s.trim_percent = 10.0;
-                s.write_size = w;
-            }),
-        ),
+        ("mixed with flush and trim", mixed_with_flush_and_trim(w)),
     ]
 }
 

@@ -55,6 +55,49 @@ pub fn tiny() -> Config {
     Config::preset("tiny").expect("tiny preset")
 }
 
+/// One plane of `blocks` blocks of `pages_per_block` 4-KiB pages (one
+/// sector a page), `logical_pages` of them visible to the host, and the
+/// FTL table `ftl` (the lines after `[ftl]`): the devices of the analytic
+/// WAF models.
+pub fn single_plane_device(blocks: u64, pages_per_block: u64, logical_pages: f64, ftl: &str) -> Config {
+    let text = format!(
+        r#"
+[geometry]
+channels = 1
+chips_per_channel = 1
+dies_per_chip = 1
+planes_per_die = 1
+blocks_per_plane = {blocks}
+pages_per_block = {pages_per_block}
+page_size_bytes = 4096
+oob_size_bytes = 64
+sector_size_bytes = 4096
+[device]
+logical_sectors = {}
+[ftl]
+{ftl}
+"#,
+        logical_pages.floor()
+    );
+    Config::parse(&text, "single-plane.toml").unwrap()
+}
+
+/// The harshest of the stress workloads: random reads and writes from 512 B
+/// to 16 KiB at any sector, a flush every 16 requests and 10 % trims,
+/// writing `write_size` in all.
+pub fn mixed_with_flush_and_trim(write_size: Option<nandlab::util::size::SizeSpec>) -> SyntheticSpec {
+    SyntheticSpec {
+        rw: nandlab::workload::synthetic::RwMode::RandRw,
+        rwmixread: 30,
+        bsrange: Some("512-16k".into()),
+        blockalign: Some(nandlab::util::size::SizeSpec::Bytes(512)),
+        fsync: 16,
+        trim_percent: 10.0,
+        write_size,
+        ..SyntheticSpec::default()
+    }
+}
+
 pub fn workload(config: &Config, spec: &SyntheticSpec, seed: u64) -> SyntheticWorkload {
     SyntheticWorkload::new(spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed).expect("workload")
 }
