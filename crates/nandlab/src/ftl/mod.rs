@@ -77,6 +77,7 @@
 
 pub mod block;
 pub mod dftl;
+pub mod foreign;
 pub mod hybrid;
 pub mod kit;
 pub mod mutants;
