@@ -6,6 +6,7 @@
 
 mod bench;
 mod crash_cmd;
+mod isolate;
 mod options;
 mod outputs;
 mod perf_cmd;
@@ -97,6 +98,13 @@ pub(crate) const EXIT_VIOLATIONS: u8 = 1;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let isolate = match &cli.command {
+        Command::Stress { device, .. } | Command::Perf { device, .. } | Command::Crash { device, .. } => device.isolate,
+        _ => false,
+    };
+    if let Some(code) = isolate::maybe_isolate(isolate) {
+        return code;
+    }
     match cli.command {
         Command::Stress { device, workload, trace, run } => stress_command(&device, &workload, &trace, &run),
         Command::Trace { which } => trace_cmd::run(which),

@@ -225,3 +225,38 @@ fn loading_errors_name_the_path_and_what_is_missing() {
     let o = nandlab(&["stress", "--preset", "tiny", "--ftl-lib", s(&l.cpage), "--write_size", "1m", "--no-progress"]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+/// A segfault in C code under `--isolate` is a finding: the signal, the
+/// function, the request and the flash operation, and the reproducer.
+#[test]
+fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
+    let l = libs();
+    let args = |lib: &Path, extra: &[&'static str]| {
+        let mut a: Vec<String> = ["stress", "--preset", "tiny", "--ftl-lib", s(lib), "--isolate", "--no-progress"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        a.extend(["--seed", "3", "--write_size", "1x"].iter().map(|x| x.to_string()));
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let crash = args(&l.cbroken, &["--ftl-opt", "crash_at_request=500"]);
+    let o = nandlab(&crash.iter().map(String::as_str).collect::<Vec<_>>());
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("SIGSEGV (signal 11)"), "{out}");
+    assert!(out.contains("[Error] ftl_crash at flash op "), "{out}");
+    assert!(out.contains("(request 500: ") && out.contains("in nandlab_ftl_write"), "{out}");
+    assert!(
+        out.contains("Reproduce with:") && out.contains("--isolate") && out.contains("--ftl-opt crash_at_request=500"),
+        "{out}"
+    );
+    assert!(out.contains("--seed 3"), "{out}");
+    // The same library and run, the crash not armed: passes through the
+    // child with the child's own report and exit code.
+    let calm = args(&l.cpage, &[]);
+    let o = nandlab(&calm.iter().map(String::as_str).collect::<Vec<_>>());
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS") && !out.contains("ftl_crash"), "{out}");
+}
