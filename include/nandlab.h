@@ -297,6 +297,15 @@ int32_t nandlab_ftl_shutdown(void *ftl, const nandlab_flash *flash, char *msg, s
  * the last mount did; any other key is shown as an FTL metric. */
 size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity);
 
+/* Optional (nandlab calls it when the library exports it): a hint that a
+ * request for sectors lba .. lba+sectors comes soon (nandlab looks ahead
+ * three requests in the workload). The FTL may prefetch its map into the
+ * CPU cache and pass hints on (flash->prefetch_page, prefetch_meta); it
+ * must not change state or touch flash: in this call every flash function
+ * but the hints and the queries (is_factory_bad, dram_budget_bytes,
+ * now_ns, die_busy_until_ns) fails with NANDLAB_E_INVALID_ARGUMENT. */
+void nandlab_ftl_prefetch(void *ftl, const nandlab_flash *flash, uint64_t lba, uint32_t sectors);
+
 #ifdef __cplusplus
 }
 #endif

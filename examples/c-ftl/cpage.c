@@ -2,16 +2,20 @@
  * cpage: a page-mapped FTL with greedy garbage collection, written in C
  * against include/nandlab.h.
  *
- * - Mapping: one uint32_t per logical page (lpn -> ppn) and its reverse
- *   (ppn -> lpn) in device DRAM; a valid-page count per block.
+ * - Mapping: one uint32_t per logical page (lpn -> ppn), a valid bit per
+ *   physical page, the logical page each physical page was last programmed
+ *   with (read by GC only), a valid-page count per block, in device DRAM.
+ *   nandlab_ftl_prefetch warms the map entries of requests to come, then
+ *   the state of the pages they point at.
  * - Allocation: a host write frontier per plane, planes taken round robin;
  *   a GC frontier per plane; a free-block stack per plane.
  * - Garbage collection (greedy): when a plane is down to `gc_free_blocks`
  *   free blocks (option, default 2: GC never takes a plane's last free
  *   block, so one is always there for recovery), the sealed block of that
- *   plane with the fewest valid pages is collected: its valid pages are copied within the plane by copyback
- *   (keeping their OOB), then it is erased. Victims are found in O(1) from
- *   per-plane lists of blocks bucketed by valid count.
+ *   plane with the fewest valid pages is collected: its valid pages are
+ *   copied within the plane by copyback (keeping their OOB), then it is
+ *   erased. Victims are found by a scan of the plane's valid counters (a
+ *   few KiB, in cache); overwriting a page costs a bit and a counter.
  * - Partial pages: read-modify-write through a one-page buffer; sectors
  *   never written read as zeros. A trim writes zeros (so it is durable at
  *   once and survives any power cut).
@@ -56,11 +60,10 @@ typedef struct cpage {
     uint32_t spp, ppb, bpp, planes, blocks, lpns;
     uint64_t pages;
     uint32_t *l2p;        /* lpn -> ppn */
-    uint32_t *p2l;        /* ppn -> lpn (UNMAPPED: invalid) */
+    uint32_t *p2l;        /* ppn -> lpn of the page's last program (read by GC only) */
+    uint64_t *vbits;      /* a valid bit per physical page */
     uint32_t *valid;      /* valid pages per block */
     uint8_t *state;       /* enum block_state per block */
-    int32_t *prev, *next; /* bucket list links of sealed blocks */
-    int32_t *bucket;      /* per plane, ppb+1 heads: sealed blocks by valid count */
     int32_t *free_stack;  /* per plane, bpp entries */
     uint32_t *free_count; /* per plane */
     frontier *host, *gc;  /* per plane */
@@ -70,6 +73,8 @@ typedef struct cpage {
     int have_tmp;
     uint32_t gc_free_blocks;
     uint64_t dram_bytes;
+    uint64_t hint_lba;     /* the previous prefetch hint (sectors 0: none) */
+    uint32_t hint_sectors;
     /* stats */
     uint64_t gc_runs, gc_copies, host_programs, mount_scanned_pages, mount_torn_pages, mount_erased_blocks;
 #ifdef CPAGE_BROKEN
@@ -102,76 +107,35 @@ static int parse_u64(const char *text, uint64_t *out) {
 
 static uint32_t plane_of(const cpage *f, uint32_t block) { return block / f->bpp; }
 
-static int32_t *head_of(cpage *f, uint32_t block) {
-    return &f->bucket[(size_t)plane_of(f, block) * (f->ppb + 1) + f->valid[block]];
-}
-
-static void unlink_block(cpage *f, uint32_t b) {
-    int32_t *head = head_of(f, b);
-    if (f->prev[b] != NIL) {
-        f->next[f->prev[b]] = f->next[b];
-    } else {
-        *head = f->next[b];
-    }
-    if (f->next[b] != NIL) {
-        f->prev[f->next[b]] = f->prev[b];
-    }
-    f->prev[b] = f->next[b] = NIL;
-}
-
-static void link_block(cpage *f, uint32_t b) {
-    int32_t *head = head_of(f, b);
-    f->prev[b] = NIL;
-    f->next[b] = *head;
-    if (*head != NIL) {
-        f->prev[*head] = (int32_t)b;
-    }
-    *head = (int32_t)b;
-}
-
 static void push_free(cpage *f, uint32_t b) {
     uint32_t p = plane_of(f, b);
     f->state[b] = B_FREE;
     f->free_stack[(size_t)p * f->bpp + f->free_count[p]++] = (int32_t)b;
 }
 
-static void seal(cpage *f, uint32_t b) {
-    f->state[b] = B_SEALED;
-    link_block(f, b);
-}
+static void seal(cpage *f, uint32_t b) { f->state[b] = B_SEALED; }
 
 /* ---- Mapping ------------------------------------------------------------ */
 
+static int is_valid(const cpage *f, uint32_t ppn) { return (int)((f->vbits[ppn >> 6] >> (ppn & 63)) & 1); }
+
 static void invalidate(cpage *f, uint32_t ppn) {
-    if (ppn == UNMAPPED || f->p2l[ppn] == UNMAPPED) {
+    if (ppn == UNMAPPED || !is_valid(f, ppn)) {
         return;
     }
+    f->vbits[ppn >> 6] &= ~(1ull << (ppn & 63));
     uint32_t b = ppn / f->ppb;
-    f->p2l[ppn] = UNMAPPED;
-    if (f->state[b] == B_SEALED) {
-        unlink_block(f, b);
-        f->valid[b]--;
-        link_block(f, b);
-    } else {
+    if (f->valid[b]) {
         f->valid[b]--;
     }
 }
 
 static void map(cpage *f, uint32_t lpn, uint32_t ppn) {
-    uint32_t old = f->l2p[lpn];
-    if (old != UNMAPPED && f->p2l[old] == lpn) {
-        invalidate(f, old);
-    }
+    invalidate(f, f->l2p[lpn]);
     f->l2p[lpn] = ppn;
     f->p2l[ppn] = lpn;
-    uint32_t b = ppn / f->ppb;
-    if (f->state[b] == B_SEALED) {
-        unlink_block(f, b);
-        f->valid[b]++;
-        link_block(f, b);
-    } else {
-        f->valid[b]++;
-    }
+    f->vbits[ppn >> 6] |= 1ull << (ppn & 63);
+    f->valid[ppn / f->ppb]++;
 }
 
 static void encode_oob(uint8_t oob[OOB_BYTES], uint32_t lpn, uint64_t seq) {
@@ -231,15 +195,21 @@ static int32_t erase_block(cpage *f, const nandlab_flash *fl, uint8_t cause, uin
     return NANDLAB_OK;
 }
 
-/* The sealed block of plane p with the fewest valid pages, or NIL. */
+/* The sealed block of plane p with the fewest valid pages (fewer than a
+ * block's), or NIL: a scan of the plane's counters. */
 static int32_t victim(cpage *f, uint32_t p) {
-    int32_t *heads = &f->bucket[(size_t)p * (f->ppb + 1)];
-    for (uint32_t v = 0; v < f->ppb; v++) {
-        if (heads[v] != NIL) {
-            return heads[v];
+    uint32_t first = p * f->bpp, best_valid = f->ppb;
+    int32_t best = NIL;
+    for (uint32_t b = first; b < first + f->bpp; b++) {
+        if (f->valid[b] < best_valid && f->state[b] == B_SEALED) {
+            best_valid = f->valid[b];
+            best = (int32_t)b;
+            if (best_valid == 0) {
+                break;
+            }
         }
     }
-    return NIL;
+    return best;
 }
 
 /* Collect one victim of plane p. *done = 0 when there is none. */
@@ -250,7 +220,6 @@ static int32_t collect(cpage *f, const nandlab_flash *fl, uint32_t p, int *done)
         return NANDLAB_OK;
     }
     uint32_t b = (uint32_t)v;
-    unlink_block(f, b);
     f->state[b] = B_OPEN; /* being collected: not in any list */
     f->gc_runs++;
     uint32_t first = b * f->ppb;
@@ -262,12 +231,20 @@ static int32_t collect(cpage *f, const nandlab_flash *fl, uint32_t p, int *done)
         copies--;
     }
 #endif
+    /* The map entries of the pages to move are random: fetch them ahead. */
+    for (uint32_t i = 0; i < 8 && i < f->ppb; i++) {
+        __builtin_prefetch(&f->l2p[f->p2l[first + i] < f->lpns ? f->p2l[first + i] : 0]);
+    }
     for (uint32_t i = 0; i < f->ppb && copies > 0; i++) {
         uint32_t src = first + i;
-        uint32_t lpn = f->p2l[src];
-        if (lpn == UNMAPPED) {
+        if (i + 8 < f->ppb) {
+            uint32_t ahead = f->p2l[src + 8];
+            __builtin_prefetch(&f->l2p[ahead < f->lpns ? ahead : 0]);
+        }
+        if (!is_valid(f, src)) {
             continue;
         }
+        uint32_t lpn = f->p2l[src];
         frontier *fr = &f->gc[p];
         if (fr->block == NIL || fr->next == f->ppb) {
             int32_t rc = open_block(f, p, fr);
@@ -286,9 +263,7 @@ static int32_t collect(cpage *f, const nandlab_flash *fl, uint32_t p, int *done)
     }
 #ifdef CPAGE_BROKEN
     for (uint32_t i = 0; i < f->ppb; i++) {
-        if (f->p2l[first + i] != UNMAPPED) {
-            f->p2l[first + i] = UNMAPPED; /* left mapped by l2p */
-        }
+        f->vbits[(first + i) >> 6] &= ~(1ull << ((first + i) & 63)); /* left mapped by l2p */
     }
     f->valid[b] = 0;
 #endif
@@ -356,9 +331,7 @@ void nandlab_ftl_destroy(void *ftl) {
     free(f->p2l);
     free(f->valid);
     free(f->state);
-    free(f->prev);
-    free(f->next);
-    free(f->bucket);
+    free(f->vbits);
     free(f->free_stack);
     free(f->free_count);
     free(f->host);
@@ -427,8 +400,8 @@ void *nandlab_ftl_create(const nandlab_env *env, const nandlab_option *options, 
 #ifdef CPAGE_BROKEN
     f->crash_at_request = crash_at_request;
 #endif
-    f->dram_bytes = (uint64_t)f->lpns * 4 + f->pages * 4 + (uint64_t)f->blocks * (4 + 1 + 4 + 4 + 4) +
-                    (uint64_t)f->planes * ((f->ppb + 1) * 4 + 4 + 2 * sizeof(frontier));
+    f->dram_bytes = (uint64_t)f->lpns * 4 + f->pages * 4 + (f->pages + 63) / 64 * 8 + (uint64_t)f->blocks * (4 + 1) +
+                    (uint64_t)f->planes * (4 + 2 * sizeof(frontier)) + (uint64_t)f->bpp * f->planes * 4;
     if (f->dram_bytes > env->dram_budget_bytes) {
         char text[NANDLAB_MSG_BYTES];
         snprintf(text, sizeof text,
@@ -442,14 +415,12 @@ void *nandlab_ftl_create(const nandlab_env *env, const nandlab_option *options, 
     f->p2l = malloc((size_t)f->pages * sizeof *f->p2l);
     f->valid = calloc(f->blocks, sizeof *f->valid);
     f->state = calloc(f->blocks, 1);
-    f->prev = malloc((size_t)f->blocks * sizeof *f->prev);
-    f->next = malloc((size_t)f->blocks * sizeof *f->next);
-    f->bucket = malloc((size_t)f->planes * (f->ppb + 1) * sizeof *f->bucket);
+    f->vbits = calloc((size_t)((f->pages + 63) / 64), sizeof *f->vbits);
     f->free_stack = malloc((size_t)f->planes * f->bpp * sizeof *f->free_stack);
     f->free_count = calloc(f->planes, sizeof *f->free_count);
     f->host = malloc((size_t)f->planes * sizeof *f->host);
     f->gc = malloc((size_t)f->planes * sizeof *f->gc);
-    if (!f->l2p || !f->p2l || !f->valid || !f->state || !f->prev || !f->next || !f->bucket || !f->free_stack ||
+    if (!f->l2p || !f->p2l || !f->valid || !f->state || !f->vbits || !f->free_stack ||
         !f->free_count || !f->host || !f->gc) {
         say(msg, msg_len, "out of memory");
         nandlab_ftl_destroy(f);
@@ -457,12 +428,6 @@ void *nandlab_ftl_create(const nandlab_env *env, const nandlab_option *options, 
     }
     memset(f->l2p, 0xFF, (size_t)f->lpns * sizeof *f->l2p);
     memset(f->p2l, 0xFF, (size_t)f->pages * sizeof *f->p2l);
-    for (uint32_t b = 0; b < f->blocks; b++) {
-        f->prev[b] = f->next[b] = NIL;
-    }
-    for (size_t i = 0; i < (size_t)f->planes * (f->ppb + 1); i++) {
-        f->bucket[i] = NIL;
-    }
     for (uint32_t p = 0; p < f->planes; p++) {
         f->host[p].block = f->gc[p].block = NIL;
         f->host[p].next = f->gc[p].next = 0;
@@ -767,6 +732,44 @@ int32_t nandlab_ftl_shutdown(void *ftl, const nandlab_flash *fl, char *msg, size
         f->have_tmp = 0;
     }
     return NANDLAB_OK; /* mount rebuilds everything from the pages' OOB */
+}
+
+/* The logical pages of sectors lba .. lba+sectors, clamped to the capacity
+ * and to 16 pages; 0 if none. */
+static uint32_t hint_pages(const cpage *f, uint64_t lba, uint32_t sectors, uint32_t *first) {
+    if (sectors == 0 || lba >= f->env.logical_sectors) {
+        return 0;
+    }
+    uint64_t end = lba + sectors < f->env.logical_sectors ? lba + sectors : f->env.logical_sectors;
+    uint64_t a = lba / f->spp, b = (end - 1) / f->spp + 1;
+    *first = (uint32_t)a;
+    return (uint32_t)(b - a < 16 ? b - a : 16);
+}
+
+/* Two stages: the map entries of this hint now; for the previous hint,
+ * whose entries are cached by now, the valid bits and counters of the
+ * pages they point at. (flash->prefetch_page is not used: it cost more
+ * than it saved here.) */
+void nandlab_ftl_prefetch(void *ftl, const nandlab_flash *fl, uint64_t lba, uint32_t sectors) {
+    cpage *f = ftl;
+    (void)fl;
+    uint32_t first = 0, n = hint_pages(f, f->hint_lba, f->hint_sectors, &first);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ppn = f->l2p[first + i];
+        if (ppn != UNMAPPED) {
+            __builtin_prefetch(&f->vbits[ppn >> 6]);
+            __builtin_prefetch(&f->valid[ppn / f->ppb]);
+        }
+    }
+    n = hint_pages(f, lba, sectors, &first);
+    for (uint32_t i = 0; i < n; i += 16) {
+        __builtin_prefetch(&f->l2p[first + i]);
+    }
+    if (n) {
+        __builtin_prefetch(&f->l2p[first + n - 1]);
+    }
+    f->hint_lba = lba;
+    f->hint_sectors = sectors;
 }
 
 size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) {

@@ -30,11 +30,18 @@ pub struct LibraryFtl {
     handle: *mut c_void,
     info: FtlInfo,
     logical_sectors: u64,
+    /// The message buffer of every call (only its first byte is cleared
+    /// before a call: the library writes a NUL-terminated message).
+    msg: Box<[c_char; MSG_BYTES]>,
 }
 
-/// What the flash table's `ctx` points at during one FTL call.
+/// What the flash table's `ctx` points at during one FTL call: the flash
+/// of the call, writable except during `nandlab_ftl_prefetch` (where only
+/// the hints and the read-only queries work; the rest fail with
+/// `NANDLAB_E_INVALID_ARGUMENT`).
 struct CallCtx<'a> {
-    flash: &'a mut dyn Flash,
+    flash: *mut (dyn Flash + 'a),
+    read_only: bool,
 }
 
 impl LibraryFtl {
@@ -86,7 +93,7 @@ impl LibraryFtl {
             }
         };
         let info = FtlInfo { name: intern(&format!("lib:{name}")), guarantee, oob_bytes: cinfo.oob_bytes };
-        Ok(LibraryFtl { library, handle, info, logical_sectors: env.logical_sectors })
+        Ok(LibraryFtl { library, handle, info, logical_sectors: env.logical_sectors, msg: Box::new([0; MSG_BYTES]) })
     }
 
     /// The name the library declares (without `lib:`).
@@ -95,26 +102,26 @@ impl LibraryFtl {
     }
 
     /// Call `f` with the library's handle, a flash table over `flash` and
-    /// a message buffer; returns its code and the buffer.
+    /// the message buffer; returns its code.
     fn call(
         &mut self,
         flash: &mut dyn Flash,
         what: Call,
         request: Option<(u64, u64, u64)>,
         f: impl FnOnce(*mut c_void, *const CFlash, *mut c_char) -> i32,
-    ) -> (i32, [c_char; MSG_BYTES]) {
-        let mut ctx = CallCtx { flash };
+    ) -> i32 {
+        let mut ctx = CallCtx { flash: flash as *mut (dyn Flash + '_), read_only: false };
         let table = CFlash { ctx: &mut ctx as *mut CallCtx as *mut c_void, ..TABLE };
-        let mut msg = [0 as c_char; MSG_BYTES];
+        self.msg[0] = 0;
         progress::enter(what, request);
-        let code = f(self.handle, &table, msg.as_mut_ptr());
+        let code = f(self.handle, &table, self.msg.as_mut_ptr());
         progress::leave();
-        (code, msg)
+        code
     }
 
     /// The error for a nonzero code (`range`: the request's, for code 101).
-    fn error(&self, code: i32, msg: &[c_char], range: Option<(u64, u64)>, mounting: bool) -> FtlError {
-        let text = message(msg, "");
+    fn error(&self, code: i32, range: Option<(u64, u64)>, mounting: bool) -> FtlError {
+        let text = message(&self.msg[..], "");
         if let Some(e) = FlashError::from_code(code) {
             return FtlError::Flash(e);
         }
@@ -147,10 +154,10 @@ impl LibraryFtl {
         f: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
     ) -> Result<(), FtlError> {
         // SAFETY: a live handle, a table valid for the call, a message buffer of MSG_BYTES.
-        let (code, msg) = self.call(flash, what, None, |h, t, m| unsafe { f(h, t, m, MSG_BYTES) });
+        let code = self.call(flash, what, None, |h, t, m| unsafe { f(h, t, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, &msg, None, what == Call::Mount)),
+            c => Err(self.error(c, None, what == Call::Mount)),
         }
     }
 }
@@ -182,10 +189,10 @@ impl Ftl for LibraryFtl {
         let f = self.library.functions.read;
         let request = Some((req.id, req.lba, u64::from(req.sectors)));
         // SAFETY: as in `simple`; `r` lives for the call.
-        let (code, msg) = self.call(flash, Call::Read, request, |h, t, m| unsafe { f(h, t, &r, m, MSG_BYTES) });
+        let code = self.call(flash, Call::Read, request, |h, t, m| unsafe { f(h, t, &r, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, &msg, Some((req.lba, u64::from(req.sectors))), false)),
+            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))), false)),
         }
     }
 
@@ -194,13 +201,13 @@ impl Ftl for LibraryFtl {
         let f = self.library.functions.write;
         let mut durability = 0u32;
         let request = Some((req.id, req.lba, u64::from(req.sectors)));
-        let (code, msg) =
+        let code =
             // SAFETY: as in `read`; `durability` is writable for the call.
             self.call(flash, Call::Write, request, |h, t, m| unsafe { f(h, t, &r, &mut durability, m, MSG_BYTES) });
         match code {
             0 if durability == 1 => Ok(Durability::Volatile),
             0 => Ok(Durability::Durable),
-            c => Err(self.error(c, &msg, Some((req.lba, u64::from(req.sectors))), false)),
+            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))), false)),
         }
     }
 
@@ -208,11 +215,10 @@ impl Ftl for LibraryFtl {
         let f = self.library.functions.trim;
         let request = Some((u64::MAX - 1, lba, sectors));
         // SAFETY: as in `simple`.
-        let (code, msg) =
-            self.call(flash, Call::Trim, request, |h, t, m| unsafe { f(h, t, lba, sectors, m, MSG_BYTES) });
+        let code = self.call(flash, Call::Trim, request, |h, t, m| unsafe { f(h, t, lba, sectors, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, &msg, Some((lba, sectors)), false)),
+            c => Err(self.error(c, Some((lba, sectors)), false)),
         }
     }
 
@@ -228,11 +234,11 @@ impl Ftl for LibraryFtl {
         let f = self.library.functions.idle;
         let mut outcome = 0u32;
         // SAFETY: as in `simple`; `outcome` is writable for the call.
-        let (code, msg) = self.call(flash, Call::Idle, None, |h, t, m| unsafe { f(h, t, &mut outcome, m, MSG_BYTES) });
+        let code = self.call(flash, Call::Idle, None, |h, t, m| unsafe { f(h, t, &mut outcome, m, MSG_BYTES) });
         match code {
             0 if outcome == 1 => Ok(IdleOutcome::Worked),
             0 => Ok(IdleOutcome::Nothing),
-            c => Err(self.error(c, &msg, None, false)),
+            c => Err(self.error(c, None, false)),
         }
     }
 
@@ -279,6 +285,18 @@ impl Ftl for LibraryFtl {
         extra.insert("library".into(), serde_json::json!(self.library.path().display().to_string()));
         stats.extra = extra;
         stats
+    }
+
+    fn prefetch(&mut self, flash: &dyn Flash, lba: u64, sectors: u32) {
+        if let Some(f) = self.library.functions.prefetch {
+            // Never written through: `read_only` makes every mutating
+            // trampoline fail before it would form a `&mut`.
+            let mut ctx = CallCtx { flash: flash as *const (dyn Flash + '_) as *mut (dyn Flash + '_), read_only: true };
+            let table = CFlash { ctx: &mut ctx as *mut CallCtx as *mut c_void, ..TABLE };
+            // SAFETY: a live handle, a table valid for the call; the
+            // function must not change state.
+            unsafe { f(self.handle, &table, lba, sectors) }
+        }
     }
 }
 
@@ -333,12 +351,25 @@ const TABLE: CFlash = CFlash {
     prefetch_meta: t_prefetch_meta,
 };
 
-/// The flash of the call in progress.
+/// The flash of the call in progress, to change; an error during a
+/// prefetch hint.
 ///
 /// # Safety
 /// `ctx` is the table's `ctx` during the FTL call that passed it.
-unsafe fn flash<'a>(ctx: *mut c_void) -> &'a mut dyn Flash {
-    &mut *(*(ctx as *mut CallCtx)).flash
+unsafe fn flash<'a>(ctx: *mut c_void) -> Result<&'a mut dyn Flash, FlashError> {
+    let c = &*(ctx as *const CallCtx<'a>);
+    if c.read_only {
+        return Err(FlashError::InvalidArgument);
+    }
+    Ok(&mut *c.flash)
+}
+
+/// The flash of the call in progress, to query.
+///
+/// # Safety
+/// As [`flash`].
+unsafe fn shared<'a>(ctx: *mut c_void) -> &'a dyn Flash {
+    &*(*(ctx as *const CallCtx<'a>)).flash
 }
 
 fn code(r: Result<(), FlashError>) -> i32 {
@@ -397,13 +428,13 @@ unsafe extern "C" fn t_read(
     progress::flash_op();
     code((|| {
         let oob = bytes_mut(oob, oob_len)?;
-        flash(ctx).read(cause(c)?, PageAddr(page), first_sector, sectors, BufId::from_raw(dst), dst_sector, oob)
+        flash(ctx)?.read(cause(c)?, PageAddr(page), first_sector, sectors, BufId::from_raw(dst), dst_sector, oob)
     })())
 }
 
 unsafe extern "C" fn t_read_oob(ctx: *mut c_void, c: u8, page: u64, oob: *mut u8, oob_len: usize) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).read_oob(cause(c)?, PageAddr(page), bytes_mut(oob, oob_len)?))())
+    code((|| flash(ctx)?.read_oob(cause(c)?, PageAddr(page), bytes_mut(oob, oob_len)?))())
 }
 
 unsafe extern "C" fn t_read_meta(
@@ -416,7 +447,7 @@ unsafe extern "C" fn t_read_meta(
     oob_len: usize,
 ) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).read_meta(cause(c)?, PageAddr(page), bytes_mut(data, data_len)?, bytes_mut(oob, oob_len)?))())
+    code((|| flash(ctx)?.read_meta(cause(c)?, PageAddr(page), bytes_mut(data, data_len)?, bytes_mut(oob, oob_len)?))())
 }
 
 unsafe extern "C" fn t_read_meta_at(
@@ -428,7 +459,7 @@ unsafe extern "C" fn t_read_meta_at(
     data_len: usize,
 ) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).read_meta_at(cause(c)?, PageAddr(page), offset, bytes_mut(data, data_len)?))())
+    code((|| flash(ctx)?.read_meta_at(cause(c)?, PageAddr(page), offset, bytes_mut(data, data_len)?))())
 }
 
 unsafe extern "C" fn t_program(
@@ -441,7 +472,7 @@ unsafe extern "C" fn t_program(
     oob_len: usize,
 ) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).program(cause(c)?, PageAddr(page), BufId::from_raw(src), src_sector, bytes(oob, oob_len)?))())
+    code((|| flash(ctx)?.program(cause(c)?, PageAddr(page), BufId::from_raw(src), src_sector, bytes(oob, oob_len)?))())
 }
 
 unsafe extern "C" fn t_program_meta(
@@ -454,20 +485,20 @@ unsafe extern "C" fn t_program_meta(
     oob_len: usize,
 ) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).program_meta(cause(c)?, PageAddr(page), bytes(data, data_len)?, bytes(oob, oob_len)?))())
+    code((|| flash(ctx)?.program_meta(cause(c)?, PageAddr(page), bytes(data, data_len)?, bytes(oob, oob_len)?))())
 }
 
 unsafe extern "C" fn t_copyback(ctx: *mut c_void, c: u8, src: u64, dst: u64, oob: *const u8, oob_len: usize) -> i32 {
     progress::flash_op();
     code((|| {
         let oob = if oob.is_null() { None } else { Some(bytes(oob, oob_len)?) };
-        flash(ctx).copyback(cause(c)?, PageAddr(src), PageAddr(dst), oob)
+        flash(ctx)?.copyback(cause(c)?, PageAddr(src), PageAddr(dst), oob)
     })())
 }
 
 unsafe extern "C" fn t_erase(ctx: *mut c_void, c: u8, block: u64) -> i32 {
     progress::flash_op();
-    code((|| flash(ctx).erase(cause(c)?, BlockAddr(block)))())
+    code((|| flash(ctx)?.erase(cause(c)?, BlockAddr(block)))())
 }
 
 unsafe extern "C" fn t_program_multi(ctx: *mut c_void, c: u8, ops: *const CProgramOp, n: usize) -> i32 {
@@ -482,7 +513,7 @@ unsafe extern "C" fn t_program_multi(ctx: *mut c_void, c: u8, ops: *const CProgr
                 oob: bytes(o.oob, o.oob_len)?,
             });
         }
-        flash(ctx).program_multi(cause(c)?, &converted)
+        flash(ctx)?.program_multi(cause(c)?, &converted)
     })())
 }
 
@@ -493,7 +524,7 @@ unsafe extern "C" fn t_read_multi(ctx: *mut c_void, c: u8, ops: *const CReadOp, 
             .iter()
             .map(|o| ReadOp { page: PageAddr(o.page), dst: BufId::from_raw(o.dst), dst_sector: o.dst_sector })
             .collect();
-        flash(ctx).read_multi(cause(c)?, &converted)
+        flash(ctx)?.read_multi(cause(c)?, &converted)
     })())
 }
 
@@ -501,7 +532,7 @@ unsafe extern "C" fn t_erase_multi(ctx: *mut c_void, c: u8, blocks: *const u64, 
     progress::flash_op();
     code((|| {
         let converted: Vec<BlockAddr> = items(blocks, n)?.iter().map(|&b| BlockAddr(b)).collect();
-        flash(ctx).erase_multi(cause(c)?, &converted)
+        flash(ctx)?.erase_multi(cause(c)?, &converted)
     })())
 }
 
@@ -513,7 +544,7 @@ unsafe extern "C" fn t_copyback_multi(ctx: *mut c_void, c: u8, ops: *const CCopy
             let oob = if o.oob.is_null() { None } else { Some(bytes(o.oob, o.oob_len)?) };
             converted.push(CopybackOp { src: PageAddr(o.src), dst: PageAddr(o.dst), oob });
         }
-        flash(ctx).copyback_multi(cause(c)?, &converted)
+        flash(ctx)?.copyback_multi(cause(c)?, &converted)
     })())
 }
 
@@ -521,7 +552,7 @@ unsafe extern "C" fn t_buf_alloc(ctx: *mut c_void, sectors: u32, out: *mut u64) 
     if out.is_null() {
         return FlashError::InvalidArgument.code();
     }
-    match flash(ctx).buf_alloc(sectors) {
+    match flash(ctx).and_then(|f| f.buf_alloc(sectors)) {
         Ok(b) => {
             *out = b.raw();
             0
@@ -531,27 +562,29 @@ unsafe extern "C" fn t_buf_alloc(ctx: *mut c_void, sectors: u32, out: *mut u64) 
 }
 
 unsafe extern "C" fn t_buf_free(ctx: *mut c_void, buf: u64) {
-    flash(ctx).buf_free(BufId::from_raw(buf))
+    if let Ok(f) = flash(ctx) {
+        f.buf_free(BufId::from_raw(buf))
+    }
 }
 
 unsafe extern "C" fn t_buf_copy(ctx: *mut c_void, dst: u64, dst_sector: u32, src: u64, src_sector: u32, n: u32) -> i32 {
-    code(flash(ctx).buf_copy(BufId::from_raw(dst), dst_sector, BufId::from_raw(src), src_sector, n))
+    code(flash(ctx).and_then(|f| f.buf_copy(BufId::from_raw(dst), dst_sector, BufId::from_raw(src), src_sector, n)))
 }
 
 unsafe extern "C" fn t_buf_zero(ctx: *mut c_void, dst: u64, dst_sector: u32, n: u32) -> i32 {
-    code(flash(ctx).buf_zero(BufId::from_raw(dst), dst_sector, n))
+    code(flash(ctx).and_then(|f| f.buf_zero(BufId::from_raw(dst), dst_sector, n)))
 }
 
 unsafe extern "C" fn t_is_factory_bad(ctx: *mut c_void, block: u64) -> i32 {
-    i32::from(flash(ctx).is_factory_bad(BlockAddr(block)))
+    i32::from(shared(ctx).is_factory_bad(BlockAddr(block)))
 }
 
 unsafe extern "C" fn t_dram_budget_bytes(ctx: *mut c_void) -> u64 {
-    flash(ctx).dram_budget_bytes()
+    shared(ctx).dram_budget_bytes()
 }
 
 unsafe extern "C" fn t_now_ns(ctx: *mut c_void, out: *mut u64) -> i32 {
-    match (flash(ctx).now_ns(), out.is_null()) {
+    match (shared(ctx).now_ns(), out.is_null()) {
         (Some(t), false) => {
             *out = t;
             1
@@ -561,7 +594,7 @@ unsafe extern "C" fn t_now_ns(ctx: *mut c_void, out: *mut u64) -> i32 {
 }
 
 unsafe extern "C" fn t_die_busy_until_ns(ctx: *mut c_void, die: u32, out: *mut u64) -> i32 {
-    match (flash(ctx).die_busy_until_ns(die), out.is_null()) {
+    match (shared(ctx).die_busy_until_ns(die), out.is_null()) {
         (Some(t), false) => {
             *out = t;
             1
@@ -571,9 +604,9 @@ unsafe extern "C" fn t_die_busy_until_ns(ctx: *mut c_void, die: u32, out: *mut u
 }
 
 unsafe extern "C" fn t_prefetch_page(ctx: *mut c_void, page: u64) {
-    flash(ctx).prefetch_page(PageAddr(page))
+    shared(ctx).prefetch_page(PageAddr(page))
 }
 
 unsafe extern "C" fn t_prefetch_meta(ctx: *mut c_void, page: u64, offset: u32) {
-    flash(ctx).prefetch_meta(PageAddr(page), offset)
+    shared(ctx).prefetch_meta(PageAddr(page), offset)
 }

@@ -151,6 +151,7 @@ fn checks() -> String {
         ("nandlab_ftl_idle", "int32_t (*)(void *, const nandlab_flash *, uint32_t *, char *, size_t)"),
         ("nandlab_ftl_shutdown", "int32_t (*)(void *, const nandlab_flash *, char *, size_t)"),
         ("nandlab_ftl_stats", "size_t (*)(const void *, nandlab_stat *, size_t)"),
+        ("nandlab_ftl_prefetch", "void (*)(void *, const nandlab_flash *, uint64_t, uint32_t)"),
     ] {
         let _ = writeln!(c, "_Static_assert(_Generic(&{name}, {ty}: 1, default: 0), \"prototype of {name}\");");
     }

@@ -26,6 +26,8 @@ pub(super) struct Functions {
     pub idle: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut u32, *mut c_char, usize) -> i32,
     pub shutdown: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
     pub stats: unsafe extern "C" fn(*const c_void, *mut CStat, usize) -> usize,
+    /// Optional.
+    pub prefetch: Option<unsafe extern "C" fn(*mut c_void, *const CFlash, u64, u32)>,
 }
 
 /// An opened FTL library. It stays loaded as long as an FTL built from it
@@ -89,6 +91,8 @@ impl Library {
             idle: symbol!("nandlab_ftl_idle"),
             shutdown: symbol!("nandlab_ftl_shutdown"),
             stats: symbol!("nandlab_ftl_stats"),
+            // SAFETY: the header's declaration of the optional symbol.
+            prefetch: unsafe { library.get(b"nandlab_ftl_prefetch\0") }.ok().map(|s| *s),
         };
         Ok(Library { path: path.to_path_buf(), functions, _library: library })
     }
