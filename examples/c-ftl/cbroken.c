@@ -6,8 +6,8 @@
  * - Its garbage collection forgets the last valid page of every victim: the
  *   mapping keeps pointing into the erased victim, so a later read returns
  *   whatever the block holds next. `nandlab stress` reports it.
- * - Option crash_at_request=N: the write of host request N dereferences a
- *   NULL pointer (a segfault in C code), for `--isolate`.
+ * - Option crash_at_request=N: host request N (a read or a write)
+ *   dereferences a NULL pointer (a segfault in C code), for `--isolate`.
  */
 #define CPAGE_BROKEN 1
 #include "cpage.c"

@@ -612,6 +612,12 @@ static int32_t check_range(const cpage *f, uint64_t lba, uint64_t sectors, char 
 int32_t nandlab_ftl_read(void *ftl, const nandlab_flash *fl, const nandlab_request *req, char *msg,
                          size_t msg_len) {
     cpage *f = ftl;
+#ifdef CPAGE_BROKEN
+    if (req->id == f->crash_at_request) {
+        volatile uint32_t *wild = NULL; /* see nandlab_ftl_write */
+        *wild = 1;
+    }
+#endif
     int32_t rc = check_range(f, req->lba, req->sectors, msg, msg_len);
     if (rc != NANDLAB_OK) {
         return rc;
