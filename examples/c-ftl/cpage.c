@@ -79,6 +79,7 @@ typedef struct cpage {
     uint64_t gc_runs, gc_copies, host_programs, mount_scanned_pages, mount_torn_pages, mount_erased_blocks;
 #ifdef CPAGE_BROKEN
     uint64_t crash_at_request;
+    int crash_armed; /* the option was given */
 #endif
 } cpage;
 
@@ -399,6 +400,7 @@ void *nandlab_ftl_create(const nandlab_env *env, const nandlab_option *options, 
     f->seq = 1;
 #ifdef CPAGE_BROKEN
     f->crash_at_request = crash_at_request;
+    f->crash_armed = crash_at_request != UINT64_MAX;
 #endif
     f->dram_bytes = (uint64_t)f->lpns * 4 + f->pages * 4 + (f->pages + 63) / 64 * 8 + (uint64_t)f->blocks * (4 + 1) +
                     (uint64_t)f->planes * (4 + 2 * sizeof(frontier)) + (uint64_t)f->bpp * f->planes * 4;
@@ -613,7 +615,7 @@ int32_t nandlab_ftl_read(void *ftl, const nandlab_flash *fl, const nandlab_reque
                          size_t msg_len) {
     cpage *f = ftl;
 #ifdef CPAGE_BROKEN
-    if (req->id == f->crash_at_request) {
+    if (f->crash_armed && req->id == f->crash_at_request) {
         volatile uint32_t *wild = NULL; /* see nandlab_ftl_write */
         *wild = 1;
     }
@@ -642,7 +644,7 @@ int32_t nandlab_ftl_write(void *ftl, const nandlab_flash *fl, const nandlab_requ
     cpage *f = ftl;
     *durability = NANDLAB_DURABLE;
 #ifdef CPAGE_BROKEN
-    if (req->id == f->crash_at_request) {
+    if (f->crash_armed && req->id == f->crash_at_request) {
         /* THE OTHER BUG (option crash_at_request=N): a wild pointer. */
         volatile uint32_t *wild = NULL;
         *wild = 1;
