@@ -10,8 +10,10 @@
 //! ([`nandlab::ftl::foreign::progress`]). The child's output is the run's
 //! output. If the child ends by a signal, the parent reads the file and
 //! prints the finding: the signal, the function, the request, the flash
-//! operation, and the command that reproduces it; exit code 1. Any other
-//! end of the child is passed on as its exit code.
+//! operation, and the command that reproduces it (and writes them as the
+//! JSON report when `--json` was given: the child's own report is lost
+//! with it); exit code 1. Any other end of the child is passed on as its
+//! exit code.
 //!
 //! While the child runs the parent ignores SIGINT and SIGTERM: the child,
 //! in the same process group, gets the terminal's interrupt and writes its
@@ -93,8 +95,54 @@ fn parent() -> ExitCode {
     let signal = signal_of(&status);
     let bytes = std::fs::read(file.path()).unwrap_or_default();
     let snapshot = progress::read_snapshot(&bytes);
-    print!("{}", report(signal, snapshot.as_ref(), &crate::options::reproduce_command(seed)));
+    let reproduce = crate::options::reproduce_command(seed);
+    if let Some(path) = json_of(&args) {
+        let text =
+            serde_json::to_string_pretty(&json(signal, snapshot.as_ref(), seed, &reproduce)).expect("json") + "\n";
+        let written = if path == "-" { Ok(print!("{text}")) } else { std::fs::write(&path, text) };
+        if let Err(e) = written {
+            eprintln!("error: --json {path}: {e}");
+        }
+    }
+    print!("{}", report(signal, snapshot.as_ref(), &reproduce));
     ExitCode::from(crate::EXIT_VIOLATIONS)
+}
+
+/// The value of `--json FILE` / `--json=FILE` in `args`.
+fn json_of(args: &[String]) -> Option<String> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--json" {
+            return it.next().cloned();
+        }
+        if let Some(s) = a.strip_prefix("--json=") {
+            return Some(s.to_string());
+        }
+    }
+    None
+}
+
+/// The finding as the JSON report (the child's own report is lost with it).
+fn json(signal: i32, snapshot: Option<&progress::Snapshot>, seed: u64, reproduce: &str) -> serde_json::Value {
+    let violation = snapshot.map(|p| {
+        serde_json::json!({
+            "rule": if p.call == Call::None { "process_crash" } else { "ftl_crash" },
+            "severity": "error",
+            "signal": signal,
+            "signal_name": signal_name(signal),
+            "function": p.call.function(),
+            "flash_ops_issued": p.flash_ops,
+            "request": p.request.map(|(id, lba, sectors)| serde_json::json!({"id": id, "lba": lba, "sectors": sectors})),
+        })
+    });
+    serde_json::json!({
+        "seed": seed,
+        "result": "fail",
+        "errors": 1,
+        "killed_by_signal": signal,
+        "violations": violation.into_iter().collect::<Vec<_>>(),
+        "reproduce": reproduce,
+    })
 }
 
 /// The value of `--seed N` / `--seed=N` in `args`.
@@ -185,5 +233,10 @@ mod tests {
         assert_eq!(seed_of(&["--seed".into(), "9".into()]), Some(9));
         assert_eq!(seed_of(&["--seed=8".into()]), Some(8));
         assert_eq!(seed_of(&["--preset".into()]), None);
+        let j = json(11, Some(&p), 1, "nandlab stress --seed 1");
+        assert_eq!(j["violations"][0]["rule"], "ftl_crash");
+        assert_eq!(j["violations"][0]["flash_ops_issued"], 1234);
+        assert_eq!(j["violations"][0]["request"]["id"], 77);
+        assert_eq!(json_of(&["--json".into(), "r.json".into()]).as_deref(), Some("r.json"));
     }
 }

@@ -240,7 +240,10 @@ fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
         a.extend(extra.iter().map(|x| x.to_string()));
         a
     };
-    let crash = args(&l.cbroken, &["--ftl-opt", "crash_at_request=500"]);
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let mut crash = args(&l.cbroken, &["--ftl-opt", "crash_at_request=500"]);
+    crash.extend(["--json".to_string(), s(&report).to_string()]);
     let o = nandlab(&crash.iter().map(String::as_str).collect::<Vec<_>>());
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
@@ -252,6 +255,11 @@ fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
         "{out}"
     );
     assert!(out.contains("--seed 3"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["result"], "fail");
+    assert_eq!(json["violations"][0]["rule"], "ftl_crash");
+    assert_eq!(json["violations"][0]["function"], "nandlab_ftl_write");
+    assert_eq!(json["violations"][0]["request"]["id"], 500);
     // The same library and run, the crash not armed: passes through the
     // child with the child's own report and exit code.
     let calm = args(&l.cpage, &[]);
