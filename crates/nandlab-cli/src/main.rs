@@ -7,6 +7,7 @@
 mod bench_cmd;
 mod crash_cmd;
 mod exit;
+mod isolate;
 mod lists;
 mod options;
 mod outputs;
@@ -88,6 +89,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let isolate = match &cli.command {
+        Command::Stress { device, .. } | Command::Perf { device, .. } | Command::Crash { device, .. } => device.isolate,
+        _ => false,
+    };
+    if let Some(code) = isolate::maybe_isolate(isolate) {
+        return code;
+    }
     match cli.command {
         Command::Stress { device, workload, trace, run } => stress_cmd::run(&device, &workload, &trace, &run),
         Command::Trace { which } => trace_cmd::run(which),

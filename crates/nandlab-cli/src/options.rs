@@ -20,6 +20,15 @@ pub struct DeviceArgs {
     /// The FTL (see `nandlab ftls`); default: the configuration's.
     #[arg(long)]
     pub ftl: Option<String>,
+    /// An FTL written in C: a shared library built against include/nandlab.h
+    /// (see the README, "Your own FTL in C"); replaces --ftl.
+    #[arg(long = "ftl-lib", value_name = "PATH.so", conflicts_with = "ftl")]
+    pub ftl_lib: Option<PathBuf>,
+    /// Run a library FTL (--ftl-lib) in a child process, so that a crash of
+    /// its C code is reported as a violation (signal, flash operation,
+    /// request, command to reproduce it) rather than ending nandlab.
+    #[arg(long)]
+    pub isolate: bool,
     /// An FTL option, KEY=VALUE (repeatable), e.g. --ftl-opt gc_stream=shared.
     #[arg(long = "ftl-opt", value_name = "KEY=VALUE")]
     pub ftl_opt: Vec<String>,
@@ -96,6 +105,21 @@ impl DeviceArgs {
         }
         if self.ftl.is_some() {
             config.clear_overrides("ftl");
+            config.ftl_lib = None;
+        }
+        if let Some(lib) = &self.ftl_lib {
+            if config.ftl_lib.as_ref() != Some(lib) {
+                if !config.ftl_options.is_empty() {
+                    eprintln!(
+                        "note: --ftl-lib {} replaces the configuration's FTL `{}`; its [ftl] options are not used",
+                        lib.display(),
+                        config.ftl_name
+                    );
+                }
+                config.ftl_options.clear();
+                config.clear_overrides("ftl");
+            }
+            config.ftl_lib = Some(lib.clone());
         }
         for a in &self.ftl_opt {
             let (key, value) = assignment::parse_toml(a).map_err(|e| format!("--ftl-opt {e}"))?;
@@ -116,6 +140,12 @@ impl DeviceArgs {
         }
         for r in &self.rules {
             config.rules.parse_assignment(r).map_err(|e| format!("--rule {e}"))?;
+        }
+        if let Some(lib) = config.ftl_lib.clone() {
+            let how =
+                if self.ftl_lib.is_some() { "--ftl-lib".to_string() } else { format!("{}: [ftl] lib", config.name) };
+            config.ftl_name = nandlab::ftl::foreign::load_for(&config, &lib).map_err(|e| format!("{how} {e}"))?;
+            eprintln!("note: FTL {} from {}", config.ftl_name, lib.display());
         }
         Ok(config)
     }

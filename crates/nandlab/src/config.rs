@@ -137,6 +137,10 @@ pub struct Config {
     pub rules: RuleConfig,
     pub ftl_name: String,
     pub ftl_options: FtlOptions,
+    /// `[ftl] lib = "PATH"`: an FTL library to load (see
+    /// [`crate::ftl::foreign`]), relative to the configuration file's
+    /// directory; loading it sets `ftl_name`.
+    pub ftl_lib: Option<std::path::PathBuf>,
     pub workload: Option<SyntheticSpec>,
     pub timing: Option<Timing>,
     pub host: Host,
@@ -191,7 +195,12 @@ impl Config {
         let text = String::from_utf8(bytes).map_err(|e| {
             error(format!("not UTF-8 text (invalid byte at offset {}): not a TOML file?", e.utf8_error().valid_up_to()))
         })?;
-        Config::parse(&text, &file)
+        let mut config = Config::parse(&text, &file)?;
+        if let Some(lib) = config.ftl_lib.take() {
+            let dir = path.parent().unwrap_or(std::path::Path::new(""));
+            config.ftl_lib = Some(if lib.is_absolute() { lib } else { dir.join(lib) });
+        }
+        Ok(config)
     }
 
     /// Parse and validate configuration text; `file` names it in errors.
@@ -227,6 +236,11 @@ impl Config {
             Some(toml::Value::String(s)) => s,
             Some(_) => return Err(err("ftl", "name", "must be a string".into())),
         };
+        let ftl_lib = match ftl_options.remove("lib") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(std::path::PathBuf::from(s)),
+            Some(_) => return Err(err("ftl", "lib", "must be a string (the path of an FTL library)".into())),
+        };
         Ok(Config {
             name: raw.name.unwrap_or_else(|| file.to_string()),
             description: raw.description.unwrap_or_default(),
@@ -238,6 +252,7 @@ impl Config {
             rules: raw.rules,
             ftl_name,
             ftl_options,
+            ftl_lib,
             workload: raw.workload,
             timing,
             host,

@@ -17,8 +17,9 @@
 //!
 //! # Over a C ABI
 //!
-//! nandlab does not ship the C ABI yet; this is the mapping it is held to,
-//! so that firmware written in C can implement the same contract:
+//! `include/nandlab.h` is this mapping as a C header, and [`foreign`]
+//! loads an FTL library built against it (`--ftl-lib`); a test keeps the
+//! two from drifting. The mapping:
 //!
 //! - **The FTL** is an opaque `void *` returned by a `create(env, options)`
 //!   function; each [`Ftl`] method is a function taking it and a `flash`
@@ -77,6 +78,7 @@
 
 pub mod block;
 pub mod dftl;
+pub mod foreign;
 pub mod hybrid;
 pub mod kit;
 pub mod mutants;

@@ -31,6 +31,12 @@ pub fn descriptor(name: &str) -> Option<&'static FtlDescriptor> {
 
 /// Build an FTL by name with its options.
 pub fn build(name: &str, env: &FtlEnv, options: &FtlOptions) -> Result<Box<dyn Ftl>, String> {
+    if descriptor(name).is_none() {
+        // A library FTL loaded with `foreign::load` (`--ftl-lib`).
+        if let Some(built) = super::foreign::build(name, env, options) {
+            return built;
+        }
+    }
     let d = descriptor(name).ok_or_else(|| {
         let names: Vec<_> = registry().iter().map(|d| d.name).collect();
         format!("unknown FTL `{name}` (available: {})", names.join(", "))

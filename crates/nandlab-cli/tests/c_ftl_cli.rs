@@ -1,0 +1,270 @@
+//! FTLs written in C (`--ftl-lib`): the example page-mapped FTL passes
+//! stress, crash and perf and mounts after a clean power cycle; the
+//! deliberately broken one is caught; every loading error is exit 2 with
+//! the path and what is wrong. The libraries are compiled from
+//! `examples/c-ftl/` with the system C compiler into a temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Compile `examples/c-ftl/SOURCE` (extra flags) into `DIR/NAME`.
+fn cc(dir: &Path, source: &str, name: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-std=c11", "-I"])
+        .arg(repo().join("include"))
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(repo().join("examples/c-ftl").join(source))
+        .status()
+        .expect("a C compiler (`cc`) runs: install gcc");
+    assert!(status.success(), "cc {source} failed");
+    out
+}
+
+struct Libs {
+    _dir: tempfile::TempDir,
+    cpage: PathBuf,
+    cbroken: PathBuf,
+    /// cpage built as if for ABI version 99.
+    future: PathBuf,
+    /// A shared object that exports nothing of the contract but the version.
+    partial: PathBuf,
+}
+
+fn libs() -> &'static Libs {
+    static LIBS: OnceLock<Libs> = OnceLock::new();
+    LIBS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let cpage = cc(dir.path(), "cpage.c", "libcpage.so", &[]);
+        let cbroken = cc(dir.path(), "cbroken.c", "libcbroken.so", &[]);
+        let future = cc(dir.path(), "cpage.c", "libfuture.so", &["-DCPAGE_ABI_VERSION=99"]);
+        let partial_src = dir.path().join("partial.c");
+        std::fs::write(
+            &partial_src,
+            "#include \"nandlab.h\"\nuint32_t nandlab_ftl_abi_version(void) { return NANDLAB_ABI_VERSION; }\n",
+        )
+        .unwrap();
+        let partial = dir.path().join("libpartial.so");
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-std=c11", "-I"])
+            .arg(repo().join("include"))
+            .arg("-o")
+            .arg(&partial)
+            .arg(&partial_src)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Libs { _dir: dir, cpage, cbroken, future, partial }
+    })
+}
+
+fn nandlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("nandlab runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn the_c_page_ftl_passes_stress_and_mounts_after_a_clean_power_cycle() {
+    let l = libs();
+    let o =
+        nandlab(&["stress", "--preset", "tiny", "--ftl-lib", s(&l.cpage), "--seed", "7", "--remount", "--no-progress"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("FTL lib:cpage"), "{out}");
+    assert!(out.contains(&format!("library {}", l.cpage.display())), "reports name the library: {out}");
+    assert!(out.contains("clean power cycle, fresh FTL mounted"), "{out}");
+    assert!(out.contains("sectors verified"), "{out}");
+    assert!(out.contains("result     PASS"), "{out}");
+    let gc: u64 = out.split("GC         ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!(gc > 0, "the workload makes the FTL collect: {out}");
+}
+
+#[test]
+fn the_broken_c_ftl_is_caught_by_stress() {
+    let l = libs();
+    let o = nandlab(&["stress", "--preset", "tiny", "--ftl-lib", s(&l.cbroken), "--seed", "7", "--no-progress"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("result     FAIL"), "{out}");
+    let read_rules = ["misdirected_read", "erased_read", "stale_read"];
+    assert!(read_rules.iter().any(|r| out.contains(&format!("[Error] {r}"))), "a read returns wrong data: {out}");
+    assert!(out.contains("--ftl-lib"), "the reproducer names the library: {out}");
+}
+
+#[test]
+fn the_c_page_ftl_survives_power_cuts() {
+    let l = libs();
+    let o = nandlab(&[
+        "crash",
+        "--preset",
+        "tiny",
+        "--ftl-lib",
+        s(&l.cpage),
+        "--seed",
+        "4",
+        "--crash-points",
+        "60",
+        "--write_size",
+        "1x",
+        "--threads",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("60 passed, 0 failed"), "{out}");
+    assert!(out.contains("tore a program or erase"), "{out}");
+}
+
+#[test]
+fn the_broken_c_ftl_fails_power_cuts_too() {
+    let l = libs();
+    let o = nandlab(&[
+        "crash",
+        "--preset",
+        "tiny",
+        "--ftl-lib",
+        s(&l.cbroken),
+        "--seed",
+        "4",
+        "--crash-points",
+        "20",
+        "--write_size",
+        "2x",
+        "--threads",
+        "2",
+        "--no-shrink",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("lost_durable_write"), "the page GC dropped is lost: {out}");
+}
+
+#[test]
+fn the_c_page_ftl_runs_timed() {
+    let l = libs();
+    let o = nandlab(&[
+        "perf",
+        "--preset",
+        "tiny-timed",
+        "--ftl-lib",
+        s(&l.cpage),
+        "--seed",
+        "5",
+        "--write_size",
+        "1x",
+        "--no-progress",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("nandlab perf — preset tiny-timed — FTL lib:cpage"), "{out}");
+    assert!(out.contains("result     PASS"), "{out}");
+}
+
+#[test]
+fn a_device_file_names_the_library_relative_to_itself() {
+    let l = libs();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&l.cpage, dir.path().join("libmine.so")).unwrap();
+    let tiny = std::fs::read_to_string(repo().join("presets/tiny.toml")).unwrap();
+    let device = tiny.replace("name = \"page\"\ngc_policy = \"greedy\"", "lib = \"libmine.so\"\ngc_free_blocks = 3");
+    assert_ne!(device, tiny);
+    let file = dir.path().join("dev.toml");
+    std::fs::write(&file, device).unwrap();
+    let o = nandlab(&["stress", "--config", s(&file), "--seed", "1", "--write_size", "1x", "--no-progress"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("FTL lib:cpage"), "{out}");
+    // The library's own option check: a bad value is refused by `create`.
+    let bad = nandlab(&["stress", "--config", s(&file), "--ftl-opt", "gc_free_blocks=0", "--no-progress"]);
+    let (out, err) = text(&bad);
+    assert_eq!(bad.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("[ftl] lib") && err.contains("libmine.so"), "{err}");
+    assert!(err.contains("option `gc_free_blocks`"), "{err}");
+}
+
+/// Every way loading can fail is bad input: exit 2, the path and the reason.
+#[test]
+fn loading_errors_name_the_path_and_what_is_missing() {
+    let l = libs();
+    let run = |lib: &str, extra: &[&str]| {
+        let mut args = vec!["stress", "--preset", "tiny", "--ftl-lib", lib, "--no-progress"];
+        args.extend_from_slice(extra);
+        let o = nandlab(&args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{lib}: {out}\n{err}");
+        assert!(!out.contains("result"), "no work is done: {out}");
+        err
+    };
+    let e = run("/nonexistent/libnothing.so", &[]);
+    assert!(e.contains("--ftl-lib /nonexistent/libnothing.so: no such file"), "{e}");
+    let e = run(s(&l.partial), &[]);
+    assert!(e.contains(s(&l.partial)) && e.contains("does not export `nandlab_ftl_create`"), "{e}");
+    let e = run(s(&l.future), &[]);
+    assert!(e.contains(s(&l.future)), "{e}");
+    assert!(e.contains("ABI version 99") && e.contains("ABI version 1"), "names both versions: {e}");
+    let not_a_library = repo().join("presets/tiny.toml");
+    let e = run(s(&not_a_library), &[]);
+    assert!(e.contains("cannot load the library"), "{e}");
+    let e = run(s(&l.cpage), &["--ftl-opt", "colour=blue"]);
+    assert!(e.contains("nandlab_ftl_create failed") && e.contains("unknown option `colour`"), "{e}");
+    // The correct library with the same arguments loads.
+    let o = nandlab(&["stress", "--preset", "tiny", "--ftl-lib", s(&l.cpage), "--write_size", "1m", "--no-progress"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+/// A segfault in C code under `--isolate` is a finding: the signal, the
+/// function, the request and the flash operation, and the reproducer.
+#[test]
+fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
+    let l = libs();
+    let args = |lib: &Path, extra: &[&'static str]| {
+        let mut a: Vec<String> = ["stress", "--preset", "tiny", "--ftl-lib", s(lib), "--isolate", "--no-progress"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        a.extend(["--seed", "3", "--write_size", "1x"].iter().map(|x| x.to_string()));
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let mut crash = args(&l.cbroken, &["--ftl-opt", "crash_at_request=500"]);
+    crash.extend(["--json".to_string(), s(&report).to_string()]);
+    let o = nandlab(&crash.iter().map(String::as_str).collect::<Vec<_>>());
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("SIGSEGV (signal 11)"), "{out}");
+    assert!(out.contains("[Error] ftl_crash at flash op "), "{out}");
+    assert!(out.contains("(request 500: ") && out.contains("in nandlab_ftl_write"), "{out}");
+    assert!(
+        out.contains("Reproduce with:") && out.contains("--isolate") && out.contains("--ftl-opt crash_at_request=500"),
+        "{out}"
+    );
+    assert!(out.contains("--seed 3"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["result"], "fail");
+    assert_eq!(json["violations"][0]["rule"], "ftl_crash");
+    assert_eq!(json["violations"][0]["function"], "nandlab_ftl_write");
+    assert_eq!(json["violations"][0]["request"]["id"], 500);
+    // The same library and run, the crash not armed: passes through the
+    // child with the child's own report and exit code.
+    let calm = args(&l.cpage, &[]);
+    let o = nandlab(&calm.iter().map(String::as_str).collect::<Vec<_>>());
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS") && !out.contains("ftl_crash"), "{out}");
+}

@@ -1,0 +1,112 @@
+//! Opening an FTL library: `dlopen` through `libloading`, every
+//! `nandlab_ftl_*` symbol looked up at once, and the ABI version checked
+//! before anything else is called.
+
+use super::{CEnv, CFlash, CInfo, COption, CRequest, CStat};
+use std::ffi::{c_char, c_void};
+use std::path::{Path, PathBuf};
+
+/// `NANDLAB_ABI_VERSION`: the version of `include/nandlab.h` this build
+/// implements.
+pub const ABI_VERSION: u32 = 1;
+
+/// The library's functions (see the header for each).
+#[derive(Copy, Clone)]
+pub(super) struct Functions {
+    pub create: unsafe extern "C" fn(*const CEnv, *const COption, usize, *mut c_char, usize) -> *mut c_void,
+    pub destroy: unsafe extern "C" fn(*mut c_void),
+    pub info: unsafe extern "C" fn(*const c_void, *mut CInfo),
+    pub format: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
+    pub mount: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
+    pub read: unsafe extern "C" fn(*mut c_void, *const CFlash, *const CRequest, *mut c_char, usize) -> i32,
+    pub write: unsafe extern "C" fn(*mut c_void, *const CFlash, *const CRequest, *mut u32, *mut c_char, usize) -> i32,
+    pub trim: unsafe extern "C" fn(*mut c_void, *const CFlash, u64, u64, *mut c_char, usize) -> i32,
+    pub flush: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
+    pub emergency_flush: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
+    pub idle: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut u32, *mut c_char, usize) -> i32,
+    pub shutdown: unsafe extern "C" fn(*mut c_void, *const CFlash, *mut c_char, usize) -> i32,
+    pub stats: unsafe extern "C" fn(*const c_void, *mut CStat, usize) -> usize,
+    /// Optional.
+    pub prefetch: Option<unsafe extern "C" fn(*mut c_void, *const CFlash, u64, u32)>,
+}
+
+/// An opened FTL library. It stays loaded as long as an FTL built from it
+/// lives (each [`super::LibraryFtl`] holds it).
+pub struct Library {
+    path: PathBuf,
+    pub(super) functions: Functions,
+    _library: libloading::Library,
+}
+
+impl Library {
+    /// Open the library at `path`. Errors name the path and what is
+    /// missing or wrong.
+    pub fn open(path: &Path) -> Result<Library, String> {
+        let shown = path.display();
+        if !path.exists() {
+            return Err(format!("{shown}: no such file"));
+        }
+        // A bare file name would make dlopen search the system paths.
+        let absolute = if path.is_absolute() || path.components().count() > 1 {
+            path.to_path_buf()
+        } else {
+            Path::new(".").join(path)
+        };
+        // SAFETY: loading a library runs its initialisers; that is what
+        // the user asked for by naming it.
+        let library = unsafe { libloading::Library::new(&absolute) }
+            .map_err(|e| format!("{shown}: cannot load the library: {e}"))?;
+        let version = {
+            // SAFETY: the header declares `uint32_t nandlab_ftl_abi_version(void)`.
+            let f = unsafe { library.get::<unsafe extern "C" fn() -> u32>(b"nandlab_ftl_abi_version\0") }
+                .map_err(|_| missing(path, "nandlab_ftl_abi_version"))?;
+            // SAFETY: as declared.
+            unsafe { f() }
+        };
+        if version != ABI_VERSION {
+            return Err(format!(
+                "{shown}: the library was built for nandlab ABI version {version}, \
+                 but this nandlab implements ABI version {ABI_VERSION} (rebuild it against this include/nandlab.h)"
+            ));
+        }
+        macro_rules! symbol {
+            ($name:literal) => {{
+                // SAFETY: the type is the header's declaration of the symbol
+                // (checked against the header in the drift test).
+                let s = unsafe { library.get(concat!($name, "\0").as_bytes()) }.map_err(|_| missing(path, $name))?;
+                *s
+            }};
+        }
+        let functions = Functions {
+            create: symbol!("nandlab_ftl_create"),
+            destroy: symbol!("nandlab_ftl_destroy"),
+            info: symbol!("nandlab_ftl_info"),
+            format: symbol!("nandlab_ftl_format"),
+            mount: symbol!("nandlab_ftl_mount"),
+            read: symbol!("nandlab_ftl_read"),
+            write: symbol!("nandlab_ftl_write"),
+            trim: symbol!("nandlab_ftl_trim"),
+            flush: symbol!("nandlab_ftl_flush"),
+            emergency_flush: symbol!("nandlab_ftl_emergency_flush"),
+            idle: symbol!("nandlab_ftl_idle"),
+            shutdown: symbol!("nandlab_ftl_shutdown"),
+            stats: symbol!("nandlab_ftl_stats"),
+            // SAFETY: the header's declaration of the optional symbol.
+            prefetch: unsafe { library.get(b"nandlab_ftl_prefetch\0") }.ok().map(|s| *s),
+        };
+        Ok(Library { path: path.to_path_buf(), functions, _library: library })
+    }
+
+    /// The path the library was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn missing(path: &Path, symbol: &str) -> String {
+    format!(
+        "{}: the library does not export `{symbol}` (an FTL library exports every \
+         nandlab_ftl_* function of include/nandlab.h)",
+        path.display()
+    )
+}
