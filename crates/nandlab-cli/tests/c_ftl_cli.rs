@@ -268,3 +268,107 @@ fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("result     PASS") && !out.contains("ftl_crash"), "{out}");
 }
+
+/// cpage (included unchanged) whose `nandlab_ftl_prefetch` first tries to
+/// change the flash through the table: it erases the block and programs a
+/// page the previous hint's data is on, and allocates a buffer. Each call
+/// the adapter refuses (`NANDLAB_E_INVALID_ARGUMENT`) is counted in the
+/// statistic `prefetch_refused`; a call that is not refused makes the next
+/// write fail with its code.
+const PREFETCH_WRITES_C: &str = r#"
+#define nandlab_ftl_prefetch cpage_prefetch
+#define nandlab_ftl_write cpage_write
+#define nandlab_ftl_stats cpage_stats
+#include "cpage.c"
+#undef nandlab_ftl_prefetch
+#undef nandlab_ftl_write
+#undef nandlab_ftl_stats
+
+static uint64_t refused;
+static int32_t allowed_code;
+
+static void note(int32_t rc) {
+    if (rc == NANDLAB_E_INVALID_ARGUMENT) {
+        refused++;
+    } else if (!allowed_code) {
+        allowed_code = rc ? rc : -1;
+    }
+}
+
+void nandlab_ftl_prefetch(void *ftl, const nandlab_flash *fl, uint64_t lba, uint32_t sectors) {
+    cpage *f = ftl;
+    uint64_t lpn = f->hint_lba / f->spp;
+    if (f->hint_sectors && lpn < f->lpns && f->l2p[lpn] != UNMAPPED) {
+        uint32_t ppn = f->l2p[lpn];
+        note(fl->erase(fl->ctx, NANDLAB_CAUSE_HOST, ppn / f->ppb));
+        note(fl->program(fl->ctx, NANDLAB_CAUSE_HOST, ppn, f->tmp, 0, NULL, 0));
+        uint64_t buf = 0;
+        note(fl->buf_alloc(fl->ctx, 1, &buf));
+    }
+    cpage_prefetch(ftl, fl, lba, sectors);
+}
+
+int32_t nandlab_ftl_write(void *ftl, const nandlab_flash *fl, const nandlab_request *req, uint32_t *durability,
+                          char *msg, size_t msg_len) {
+    if (allowed_code) {
+        snprintf(msg, msg_len, "a flash call during nandlab_ftl_prefetch was allowed (code %d)", (int)allowed_code);
+        return NANDLAB_E_NO_SPACE;
+    }
+    return cpage_write(ftl, fl, req, durability, msg, msg_len);
+}
+
+size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) {
+    size_t n = cpage_stats(ftl, stats, capacity);
+    if (n < capacity) {
+        stats[n].key = "prefetch_refused";
+        stats[n].value = (double)refused;
+    }
+    return n + 1;
+}
+"#;
+
+#[test]
+fn flash_calls_that_change_state_are_refused_during_prefetch() {
+    let l = libs();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prefetch_writes.c");
+    std::fs::write(&src, PREFETCH_WRITES_C).unwrap();
+    let lib = dir.path().join("libprefetchwrites.so");
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-std=c11", "-I"])
+        .arg(repo().join("include"))
+        .arg("-I")
+        .arg(repo().join("examples/c-ftl"))
+        .arg("-o")
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .expect("a C compiler (`cc`) runs: install gcc");
+    assert!(status.success(), "cc prefetch_writes.c failed");
+    let args = |l: &Path| -> Vec<String> {
+        ["stress", "--preset", "tiny", "--ftl-lib", s(l), "--seed", "7", "--no-progress"].map(String::from).to_vec()
+    };
+    let run = |l: &Path| {
+        let a = args(l);
+        let o = nandlab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = run(&lib);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS"), "{out}");
+    let refused: u64 = out
+        .split("prefetch_refused ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the statistic is shown: {out}"))
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(refused >= 3, "prefetch was called and its erase, program and buf_alloc were refused: {out}");
+    // The example itself passes the same run.
+    let (code, out, err) = run(&l.cpage);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS") && !out.contains("prefetch_refused"), "{out}");
+}
