@@ -109,6 +109,9 @@ pub struct StressBenchArgs<'a> {
     /// A locally built VST and its FTL shared object.
     pub vst: Option<PathBuf>,
     pub vst_ftl: Option<PathBuf>,
+    /// An FTL library (`--ftl-lib`): measured as `c-page` beside the
+    /// Rust `page` FTL, runs interleaved, with the ratio of their medians.
+    pub ftl_lib: Option<PathBuf>,
     /// Arguments added to every `nandlab stress` run.
     pub extra: Vec<String>,
     /// How `nandlab stress` reads an argument line (the CLI's parser): to
@@ -359,6 +362,9 @@ pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
     if let Err(e) = a.write_size.parse::<nandlab::util::size::SizeSpec>() {
         return Err(format!("--write-size {}: {e}", a.write_size));
     }
+    if let Some(lib) = &a.ftl_lib {
+        return run_beside_lib(a, lib);
+    }
     let entries: Vec<&ZooEntry> = if a.ftls.is_empty() {
         if vst.is_some() {
             ZOO.iter().filter(|e| e.label == "page").collect()
@@ -389,6 +395,106 @@ pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
     let outcome = bench_stress_in(a, vst.as_ref(), &a.nandlab, &entries, &workloads, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     outcome
+}
+
+/// The label of the library FTL's configuration.
+const LIB_LABEL: &str = "c-page";
+
+/// `bench stress --ftl-lib LIB`: each workload on the Rust `page` FTL and
+/// on the library, runs interleaved (page run i, then the library's run
+/// i), the medians of both and the ratio of their host GB/s.
+fn run_beside_lib(a: &StressBenchArgs, lib: &Path) -> Result<Verdict, String> {
+    if a.vst.is_some() || !a.ftls.is_empty() {
+        return Err("--ftl-lib: measured beside the page FTL only (without --vst and --ftl)".to_string());
+    }
+    match std::fs::metadata(lib) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(format!("--ftl-lib {}: not a file (give the FTL's shared object)", lib.display())),
+        Err(e) => return Err(format!("--ftl-lib {}: {e}", lib.display())),
+    }
+    let lib = std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf());
+    let page = ZOO.iter().find(|e| e.label == "page").expect("the zoo has page");
+    let workloads: Vec<(&str, &str, &str)> =
+        STRESS_WORKLOADS.into_iter().filter(|(name, _, _)| a.workload.as_deref().is_none_or(|w| w == *name)).collect();
+    let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let preset = a.preset.as_str();
+    let runs = a.runs;
+    println!(
+        "nandlab bench stress — preset {preset}, {runs} run(s) per workload and configuration, one process per run \
+         (single-threaded)\n{} (--ftl-lib {}) beside page (--ftl page), runs interleaved",
+        LIB_LABEL,
+        lib.display()
+    );
+    let mut failed = false;
+    let mut results: Vec<(&str, f64, f64)> = Vec::new();
+    for (name, description, args) in &workloads {
+        println!("\n{name}: {description}, --write_size {}", a.write_size);
+        let page_args = stress_args(preset, page, args, &a.write_size, &a.extra);
+        let mut lib_args: Vec<String> = ["--preset", preset, "--no-progress", "--ftl-lib"].map(String::from).to_vec();
+        lib_args.push(lib.display().to_string());
+        lib_args.extend(args.split_whitespace().map(String::from));
+        lib_args.extend(["--write_size".to_string(), a.write_size.clone()]);
+        lib_args.extend(a.extra.iter().cloned());
+        let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+        'runs: for i in 0..runs {
+            for (k, (label, sargs)) in [(page.label, &page_args), (LIB_LABEL, &lib_args)].into_iter().enumerate() {
+                let json = dir.join(format!("{name}-{label}-{i}.json"));
+                let mut cmd = Command::new(&a.nandlab);
+                cmd.arg("stress").args(sargs).arg("--json").arg(&json);
+                let Some(report) = report_of(cmd, &json) else {
+                    println!("  {label:6} run {}: failed (no report)", i + 1);
+                    failed = true;
+                    break 'runs;
+                };
+                let f = figures_of(&report);
+                println!(
+                    "  {label:6} run {}: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB{}",
+                    i + 1,
+                    f.gbps,
+                    f.requests_per_s,
+                    f.flash_ops_per_s,
+                    f.waf,
+                    f.wall_s,
+                    f.cpu_s,
+                    f.rss_mib,
+                    if f.errors > 0 { format!("  ({} ERRORS)", f.errors) } else { String::new() }
+                );
+                failed |= f.errors > 0;
+                figures[k].push(f);
+            }
+        }
+        if figures[1].is_empty() {
+            continue;
+        }
+        let mut medians = [0.0; 2];
+        for (k, label) in [page.label, LIB_LABEL].into_iter().enumerate() {
+            let med = |g: fn(&Figures) -> f64| median(figures[k].iter().map(g).collect());
+            medians[k] = med(|f| f.gbps);
+            println!(
+                "  {label:6} median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
+                med(|f| f.gbps),
+                med(|f| f.requests_per_s),
+                med(|f| f.flash_ops_per_s),
+                med(|f| f.waf),
+                med(|f| f.wall_s),
+                med(|f| f.cpu_s),
+                med(|f| f.rss_mib)
+            );
+        }
+        let ratio = medians[1] / medians[0].max(f64::MIN_POSITIVE);
+        println!("  {LIB_LABEL} / page: {ratio:.2}x host GB/s (medians of {} interleaved runs each)", figures[1].len());
+        results.push((*name, medians[0], medians[1]));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if results.len() > 1 {
+        println!("\nSummary (medians; figures from this machine, which may be shared):");
+        println!("  {:9} {:>11} {:>11} {:>9}", "workload", "page GB/s", "c-page GB/s", "ratio");
+        for (w, p, c) in &results {
+            println!("  {:9} {:>11.2} {:>11.2} {:>8.2}x", w, p, c, c / p.max(f64::MIN_POSITIVE));
+        }
+    }
+    Ok(Verdict::of(failed))
 }
 
 fn bench_stress_in(

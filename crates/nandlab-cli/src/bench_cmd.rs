@@ -42,6 +42,11 @@ pub enum BenchCommand {
         /// The VST FTL shared object (default: ftl_greedy/ftl.so beside --vst).
         #[arg(long = "vst-ftl", value_name = "PATH", requires = "vst")]
         vst_ftl: Option<PathBuf>,
+        /// An FTL library (e.g. examples/c-ftl's cpage built as a shared
+        /// object): measured as `c-page` beside the Rust `page` FTL, runs
+        /// interleaved, and the ratio of their median host GB/s printed.
+        #[arg(long = "ftl-lib", value_name = "PATH.so", conflicts_with_all = ["vst", "ftls"])]
+        ftl_lib: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
         #[arg(last = true)]
         extra: Vec<String>,
@@ -116,8 +121,8 @@ pub struct BenchPerfArgs {
 
 pub fn run(cmd: BenchCommand) -> ExitCode {
     let outcome = match cmd {
-        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, extra } => {
-            nandlab().and_then(|nandlab| {
+        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, ftl_lib, extra } => nandlab()
+            .and_then(|nandlab| {
                 stress::run(&stress::StressBenchArgs {
                     nandlab,
                     workload: workload
@@ -130,11 +135,11 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
                     write_size,
                     vst,
                     vst_ftl,
+                    ftl_lib,
                     extra,
                     read_stress_line: &read_stress_line,
                 })
-            })
-        }
+            }),
         BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
         BenchCommand::Perf(a) => nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra)),
         BenchCommand::Crash { points, runs, ftls, preset, extra } => {

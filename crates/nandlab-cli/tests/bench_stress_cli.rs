@@ -198,3 +198,63 @@ fn a_vst_that_did_not_write_the_traces_bytes_fails_the_run_with_exit_1() {
     assert!(!out.contains("nandlab / VST"), "no ratio from a run that did other work: {out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `examples/c-ftl/cpage.c` compiled with the system C compiler into `dir`.
+fn cpage_so(dir: &Path) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = dir.join("libcpage.so");
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-std=c11", "-I"])
+        .arg(repo.join("include"))
+        .arg("-o")
+        .arg(&out)
+        .arg(repo.join("examples/c-ftl/cpage.c"))
+        .status()
+        .expect("a C compiler (`cc`) runs: install gcc");
+    assert!(status.success(), "cc cpage.c failed");
+    out
+}
+
+#[test]
+fn with_an_ftl_lib_the_library_runs_interleaved_beside_page_and_the_ratio_is_printed() {
+    let dir = scratch("ftl-lib");
+    let lib = cpage_so(&dir);
+    let (code, out, err) = nandlab(&[
+        "bench",
+        "stress",
+        "--preset",
+        "tiny",
+        "--runs",
+        "2",
+        "--write-size",
+        "1m",
+        "--ftl-lib",
+        lib.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("vst-rand:") && out.contains("vst-seq:"), "both workloads ran: {out}");
+    // Interleaved: page's run i, then the library's run i.
+    let order: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains(" run ") && l.contains("GB/s"))
+        .map(|l| l.split(':').next().unwrap().split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let one = ["page run 1", "c-page run 1", "page run 2", "c-page run 2"];
+    assert_eq!(order, [one, one].concat(), "{out}");
+    assert_eq!(out.lines().filter(|l| l.trim_start().starts_with("page   median:")).count(), 2, "{out}");
+    assert_eq!(out.lines().filter(|l| l.trim_start().starts_with("c-page median:")).count(), 2, "{out}");
+    let ratios: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with("c-page / page:")).collect();
+    assert_eq!(ratios.len(), 2, "a ratio per workload: {out}");
+    assert!(ratios.iter().all(|r| r.contains("x host GB/s")), "{out}");
+    assert!(out.contains(&format!("--ftl-lib {}", std::fs::canonicalize(&lib).unwrap().display())), "{out}");
+    // Without --ftl-lib no library configuration is printed.
+    let (code, out, err) =
+        nandlab(&["bench", "stress", "--preset", "tiny", "--ftl", "page", "--runs", "1", "--write-size", "256k"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("c-page"), "{out}");
+    // A missing library is an input error before any run.
+    let (code, out, err) = nandlab(&["bench", "stress", "--ftl-lib", dir.join("nope.so").to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--ftl-lib") && out.is_empty(), "{out}{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
