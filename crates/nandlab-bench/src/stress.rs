@@ -140,6 +140,23 @@ struct Figures {
     host_write_bytes: u64,
 }
 
+impl Figures {
+    /// One run's figures as a bench line prints them after its label.
+    fn run_line(&self) -> String {
+        format!(
+            "{:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB{}",
+            self.gbps,
+            self.requests_per_s,
+            self.flash_ops_per_s,
+            self.waf,
+            self.wall_s,
+            self.cpu_s,
+            self.rss_mib,
+            if self.errors > 0 { format!("  ({} ERRORS)", self.errors) } else { String::new() }
+        )
+    }
+}
+
 /// A locally built VST, checked before any run.
 struct Vst {
     exe: PathBuf,
@@ -448,18 +465,7 @@ fn run_beside_lib(a: &StressBenchArgs, lib: &Path) -> Result<Verdict, String> {
                     break 'runs;
                 };
                 let f = figures_of(&report);
-                println!(
-                    "  {label:6} run {}: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB{}",
-                    i + 1,
-                    f.gbps,
-                    f.requests_per_s,
-                    f.flash_ops_per_s,
-                    f.waf,
-                    f.wall_s,
-                    f.cpu_s,
-                    f.rss_mib,
-                    if f.errors > 0 { format!("  ({} ERRORS)", f.errors) } else { String::new() }
-                );
+                println!("  {label:6} run {}: {}", i + 1, f.run_line());
                 failed |= f.errors > 0;
                 figures[k].push(f);
             }
@@ -583,18 +589,7 @@ fn bench_stress_in(
                     break;
                 };
                 let f = figures_of(&report);
-                println!(
-                    "  run {}: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB{}",
-                    i + 1,
-                    f.gbps,
-                    f.requests_per_s,
-                    f.flash_ops_per_s,
-                    f.waf,
-                    f.wall_s,
-                    f.cpu_s,
-                    f.rss_mib,
-                    if f.errors > 0 { format!("  ({} ERRORS)", f.errors) } else { String::new() }
-                );
+                println!("  run {}: {}", i + 1, f.run_line());
                 failed |= f.errors > 0;
                 if let (Some(t), Some(vst)) = (trace, vst) {
                     let Some(m) = measured else {
