@@ -217,6 +217,7 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Err(e) => return input_error(e),
     };
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
+    crate::stress_cmd::note_sequential("crash", &spec);
     if let Err(e) = check_memory(&config, &spec, seed, args) {
         return input_error(e);
     }

@@ -35,15 +35,22 @@ pub fn run(
         Ok(s) => s,
         Err(e) => return input_error(e),
     };
-    if spec.iodepth > 1 {
-        eprintln!("note: stress runs requests one at a time; iodepth={} takes effect in `perf`", spec.iodepth);
-    }
+    note_sequential("stress", &spec);
     let mut workload =
         match SyntheticWorkload::new(&spec, config.logical_bytes(), config.geometry.sector_size_bytes(), seed) {
             Ok(w) => w,
             Err(e) => return input_error(config.locate_error(&e)),
         };
     run_stress(&config, &mut workload, seed, run, json, stop)
+}
+
+/// `stress` and `crash` submit one request at a time: say so when the
+/// workload asks for a queue depth (it takes effect in `perf`), rather than
+/// ignore it silently.
+pub fn note_sequential(command: &str, spec: &nandlab::workload::synthetic::SyntheticSpec) {
+    if spec.iodepth > 1 {
+        eprintln!("note: {command} runs requests one at a time; iodepth={} takes effect in `perf`", spec.iodepth);
+    }
 }
 
 /// Run `workload` on the device and report.

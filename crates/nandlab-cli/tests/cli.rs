@@ -171,10 +171,16 @@ fn audited_bad_input_exits_2_naming_the_cause() {
 }
 
 #[test]
-fn stress_echoes_iodepth_and_says_it_runs_one_request_at_a_time() {
+fn stress_and_crash_echo_iodepth_and_say_they_run_one_request_at_a_time() {
     let (code, _, err) = nandlab(&["stress", "--preset", "tiny", "--write_size", "0.05x", "--iodepth", "8"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("iodepth=8") && err.contains("one at a time"), "{err}");
+    assert!(err.contains("note: stress") && err.contains("iodepth=8") && err.contains("one at a time"), "{err}");
+    let crash = ["crash", "--preset", "tiny", "--write_size", "0.05x", "--crash-points", "2", "--iodepth", "4"];
+    let (code, _, err) = nandlab(&crash);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: crash") && err.contains("iodepth=4") && err.contains("one at a time"), "{err}");
+    let (_, _, err) = nandlab(&crash[..crash.len() - 2]);
+    assert!(!err.contains("one at a time"), "no note without a queue depth: {err}");
 }
 
 #[test]
