@@ -17,6 +17,7 @@
 pub mod arrival;
 pub mod config;
 pub mod flow;
+pub mod nbd;
 pub mod queues;
 
 pub use arrival::Arrival;
