@@ -308,3 +308,150 @@ impl ServeDrive {
         self.write_bytes(end * sb, &vec![0; (offset + length - end * sb) as usize])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::host::nbd::transmission::{self, Incoming};
+
+    fn drive(ftl: &str, bug: Option<&str>, policy: ViolationPolicy) -> ServeDrive {
+        let mut config = Config::preset("tiny").unwrap();
+        config.ftl_name = ftl.to_string();
+        config.ftl_options.clear();
+        if let Some(bug) = bug {
+            config.ftl_options.insert("bug".into(), toml::Value::String(bug.into()));
+        }
+        ServeDrive::new(Session::new(&config, 9, 1, 20).unwrap(), 1 << 20, policy)
+    }
+
+    fn pattern(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) -> Answer {
+        d.execute(&Command::Write { offset_bytes, data: data.to_vec(), fua: false })
+    }
+
+    fn read(d: &mut ServeDrive, offset_bytes: u64, length_bytes: u32) -> Answer {
+        d.execute(&Command::Read { offset_bytes, length_bytes })
+    }
+
+    #[test]
+    fn on_the_page_ftl_every_byte_round_trips_aligned_or_not() {
+        let mut d = drive("page", None, ViolationPolicy::Continue);
+        let a = pattern(64 << 10, 1);
+        assert!(write(&mut d, 1 << 20, &a).result.is_ok());
+        let b = pattern(777, 2);
+        assert!(write(&mut d, (1 << 20) + 1001, &b).result.is_ok());
+        let mut expected = a.clone();
+        expected[1001..1001 + 777].copy_from_slice(&b);
+        assert_eq!(read(&mut d, 1 << 20, 64 << 10).result.unwrap(), expected);
+        assert_eq!(read(&mut d, (1 << 20) + 3, 5).result.unwrap(), &expected[3..8]);
+        assert_eq!(read(&mut d, 0, 4096).result.unwrap(), vec![0; 4096], "never written: zeros");
+        let trim = Command::Trim { offset_bytes: (1 << 20) + 100, length_bytes: 8192, fua: true };
+        assert!(d.execute(&trim).result.is_ok());
+        let after = read(&mut d, 1 << 20, 16384).result.unwrap();
+        assert_eq!(&after[..512], &expected[..512], "a partial sector is not trimmed");
+        assert_eq!(&after[512..8192], &vec![0; 7680][..], "the whole sectors are");
+        assert_eq!(&after[8192..], &expected[8192..16384]);
+        let zeroes =
+            Command::WriteZeroes { offset_bytes: (1 << 20) + 9000, length_bytes: 3000, fua: false, may_trim: false };
+        assert!(d.execute(&zeroes).result.is_ok());
+        assert_eq!(read(&mut d, (1 << 20) + 9000, 3000).result.unwrap(), vec![0; 3000]);
+        assert_eq!(d.session().drive().flash().log().errors(), 0);
+    }
+
+    #[test]
+    fn a_broken_ftl_returns_wrong_bytes_and_the_violation_comes_with_them() {
+        for policy in [ViolationPolicy::Continue, ViolationPolicy::Eio] {
+            let mut d = drive("buggy", Some("alias-two-lbas"), policy);
+            let blocks: Vec<Vec<u8>> = (0..256).map(|i| pattern(4096, i + 10)).collect();
+            for (i, b) in blocks.iter().enumerate() {
+                assert!(write(&mut d, i as u64 * 4096, b).result.is_ok());
+            }
+            let mut wrong = 0;
+            for (i, b) in blocks.iter().enumerate() {
+                let answer = read(&mut d, i as u64 * 4096, 4096);
+                match (&answer.result, policy) {
+                    (Ok(got), ViolationPolicy::Continue) if got != b => {
+                        wrong += 1;
+                        assert!(!answer.violations.is_empty(), "wrong bytes without a violation at block {i}");
+                        let other = blocks.iter().position(|x| x == got);
+                        assert!(other.is_some(), "the wrong bytes are another block's real bytes");
+                    }
+                    (Ok(got), _) => assert!(got == b && answer.violations.is_empty(), "block {i}"),
+                    (Err((e, _)), ViolationPolicy::Eio) => {
+                        wrong += 1;
+                        assert_eq!(*e, errno::EIO);
+                        assert!(!answer.violations.is_empty());
+                    }
+                    (Err(e), _) => panic!("unexpected error {e:?}"),
+                }
+            }
+            assert!(wrong > 0, "{policy:?}: the aliasing bug must show");
+            assert!(d.session().drive().flash().log().errors() >= wrong);
+        }
+    }
+
+    #[test]
+    fn overwriting_keeps_the_bytes_of_live_data_only_plus_the_stale_window() {
+        let mut d = drive("page", None, ViolationPolicy::Continue);
+        for round in 0..8 {
+            for i in 0..64 {
+                assert!(write(&mut d, i * 16384, &pattern(16384, round * 100 + i)).result.is_ok());
+            }
+        }
+        let s = d.bytes().stats();
+        assert_eq!(s.live_bytes, 64 * 16384, "one version of each sector is live");
+        assert!(s.stale_bytes <= 1 << 20, "the stale window is bounded");
+        assert!(s.versions_forgotten > 0);
+        assert_eq!(read(&mut d, 0, 16384).result.unwrap(), pattern(16384, 700));
+    }
+
+    #[test]
+    fn random_client_streams_never_panic_the_protocol_or_the_drive() {
+        let mut d = drive("page", None, ViolationPolicy::Continue);
+        let size = d.size_bytes();
+        let export = crate::run::serve::export("nandlab", size, 512, 4096);
+        // A valid handshake prefix (flags, GO ""), then noise shaped like requests.
+        let mut prefix = 1u32.to_be_bytes().to_vec();
+        prefix.extend_from_slice(&crate::host::nbd::handshake::IHAVEOPT.to_be_bytes());
+        prefix.extend_from_slice(&7u32.to_be_bytes());
+        prefix.extend_from_slice(&6u32.to_be_bytes());
+        prefix.extend_from_slice(&[0; 6]);
+        for seed in 0..300u64 {
+            let mut input = prefix.clone();
+            let noise = pattern(64 + (seed as usize * 37) % 2000, seed);
+            for chunk in noise.chunks(28) {
+                if chunk[0] % 2 == 0 {
+                    input.extend_from_slice(&transmission::REQUEST_MAGIC.to_be_bytes());
+                }
+                input.extend_from_slice(chunk);
+            }
+            let mut conn = std::io::Cursor::new(input);
+            let mut sink = Vec::new();
+            let mut duplex = crate::run::serve::tests_support::Duplex { input: &mut conn, output: &mut sink };
+            if crate::host::nbd::handshake::negotiate(&mut duplex, &export).is_err() {
+                continue;
+            }
+            while let Ok(incoming) = transmission::read_request(&mut conn, size) {
+                match incoming {
+                    Incoming::Command(_, cmd) => {
+                        let _ = d.execute(&cmd);
+                    }
+                    Incoming::Refuse(..) => {}
+                    Incoming::Disconnect => break,
+                }
+            }
+        }
+    }
+}

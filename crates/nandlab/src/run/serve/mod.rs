@@ -396,3 +396,29 @@ fn finish(
     run.set_violations(session.drive().flash().log());
     ServeReport { run, serve: counters }
 }
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use std::io::{Read, Write};
+
+    /// A connection made of a reader and a writer (tests).
+    pub struct Duplex<'a, R: Read, W: Write> {
+        pub input: &'a mut R,
+        pub output: &'a mut W,
+    }
+
+    impl<R: Read, W: Write> Read for Duplex<'_, R, W> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl<R: Read, W: Write> Write for Duplex<'_, R, W> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.output.flush()
+        }
+    }
+}
