@@ -18,7 +18,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
 fio_run() { # fio_run URI RW BS -> IOPS (read+write), MiB/s
   fio --name=b --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth=16 --size=2G \
       --time_based --runtime="$SECS" --ramp_time=1 --randseed=1 --output-format=json 2>/dev/null |
-    python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; r,w=j["read"],j["write"]; print(int(r["iops"]+w["iops"]), round((r["bw"]+w["bw"])/1024,1))'
+    python3 -c 'import json,sys; t=sys.stdin.read(); j=json.loads(t[t.index("{"):])["jobs"][0]; r,w=j["read"],j["write"]; print(int(r["iops"]+w["iops"]), round((r["bw"]+w["bw"])/1024,1))'
 }
 
 serve_start() { # serve_start PRESET -> sets URI, PID
@@ -48,7 +48,7 @@ for rw in "randrw 4k" "write 128k"; do
     kill "$KPID"; wait "$KPID" 2>/dev/null || true
   done
   for s in nandlab nbdkit; do
-    echo "median $s $1 $2: $(awk '{print $(NF-2)}' "$TMP/$s-$1" | median) IOPS, $(awk '{print $(NF-1)}' "$TMP/$s-$1" | median) MiB/s"
+    echo "median $s $1 $2: $(awk "{print \$(NF-3)}" "$TMP/$s-$1" | median) IOPS, $(awk "{print \$(NF-2)}" "$TMP/$s-$1" | median) MiB/s"
   done
 done
 
