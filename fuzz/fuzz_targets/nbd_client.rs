@@ -7,8 +7,6 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nandlab::host::nbd::handshake;
-use nandlab::host::nbd::transmission::{self, Incoming};
 use nandlab::run::serve::executor::{ServeDrive, ViolationPolicy};
 use std::io::{Read, Write};
 use std::cell::RefCell;
@@ -45,19 +43,6 @@ thread_local! {
 fuzz_target!(|data: &[u8]| DRIVE.with_borrow_mut(|drive| serve(drive, data)));
 
 fn serve(drive: &mut ServeDrive, data: &[u8]) {
-    let size = drive.size_bytes();
-    let export = nandlab::run::serve::export("nandlab", size, 512, 4096);
-    let mut conn = Duplex { input: data };
-    if handshake::negotiate(&mut conn, &export).is_err() {
-        return;
-    }
-    while let Ok(incoming) = transmission::read_request(&mut conn, size) {
-        match incoming {
-            Incoming::Command(_, cmd) => {
-                let _ = drive.execute(&cmd);
-            }
-            Incoming::Refuse(..) => {}
-            Incoming::Disconnect => break,
-        }
-    }
+    let export = nandlab::run::serve::export("nandlab", drive.size_bytes(), 512, 4096);
+    nandlab::run::serve::serve_in_line(drive, &mut Duplex { input: data }, &export);
 }

@@ -313,7 +313,7 @@ impl ServeDrive {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::host::nbd::transmission::{self, Incoming};
+    use crate::host::nbd::transmission;
 
     fn drive(ftl: &str, bug: Option<&str>, policy: ViolationPolicy) -> ServeDrive {
         let mut config = Config::preset("tiny").unwrap();
@@ -440,18 +440,7 @@ mod tests {
             let mut conn = std::io::Cursor::new(input);
             let mut sink = Vec::new();
             let mut duplex = crate::run::serve::tests_support::Duplex { input: &mut conn, output: &mut sink };
-            if crate::host::nbd::handshake::negotiate(&mut duplex, &export).is_err() {
-                continue;
-            }
-            while let Ok(incoming) = transmission::read_request(&mut conn, size) {
-                match incoming {
-                    Incoming::Command(_, cmd) => {
-                        let _ = d.execute(&cmd);
-                    }
-                    Incoming::Refuse(..) => {}
-                    Incoming::Disconnect => break,
-                }
-            }
+            crate::run::serve::serve_in_line(&mut d, &mut duplex, &export);
         }
     }
 }

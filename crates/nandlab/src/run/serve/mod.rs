@@ -45,7 +45,8 @@ use crate::flash::Cause;
 use crate::host::nbd::handshake::{tflags, Export};
 use crate::host::nbd::transmission::Command;
 use crate::host::nbd::MAX_PAYLOAD_BYTES;
-use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
+use crate::report::{self, resources, StressReport};
+use crate::run::stress::{session_report, RunOutline, WorkloadEnd};
 use crate::run::{RunError, StopFlag};
 use bytes::ByteStoreStats;
 use connection::Reply;
@@ -254,6 +255,25 @@ pub fn run(
     Ok(finish(config, drive, counters, interrupted, opts.seed, opts.remount_verify, started, cpu_start))
 }
 
+/// Serve one connection's whole byte stream on this thread, replies
+/// discarded: the handshake, then every request until the stream ends or
+/// breaks the protocol (for fuzzing and tests: no sockets, no threads).
+pub fn serve_in_line(drive: &mut ServeDrive, conn: &mut (impl std::io::Read + std::io::Write), export: &Export) {
+    use crate::host::nbd::transmission::{read_request, Incoming};
+    if crate::host::nbd::handshake::negotiate(conn, export).is_err() {
+        return;
+    }
+    while let Ok(incoming) = read_request(conn, export.size_bytes) {
+        match incoming {
+            Incoming::Command(_, cmd) => {
+                let _ = drive.execute(&cmd);
+            }
+            Incoming::Refuse(..) => {}
+            Incoming::Disconnect => return,
+        }
+    }
+}
+
 /// Execute one job and send its reply; whether the server must stop.
 fn execute(drive: &mut ServeDrive, job: Job, counters: &mut ServeCounters, log: &mut dyn FnMut(&str)) -> bool {
     counters.commands += 1;
@@ -343,13 +363,7 @@ fn finish(
 ) -> ServeReport {
     counters.bytes = drive.bytes().stats().clone();
     let session = drive.session_mut();
-    let stats = session.drive().flash().stats().clone();
-    let host_programs = stats.cause(Cause::Host).programs();
-    let all_programs = stats.total().programs();
-    let gc = stats.cause(Cause::Gc);
-    let ftl_stats = session.drive().ftl().stats();
-    let requests = session.requests();
-    let served_wall = started.elapsed().as_secs_f64();
+    let end = WorkloadEnd::take(session, started);
     let stopped_early = session.ftl_failed().then(|| "the FTL returned an error".to_string());
     let remount = (remount_verify && !session.ftl_failed()).then(|| session.remount_and_verify());
     if !remount_verify && !session.ftl_failed() {
@@ -358,42 +372,19 @@ fn finish(
             drive.ftl_error("the flush at exit", e);
         }
     }
-    let host_bytes = session.host().counters().read_bytes + session.host().counters().write_bytes;
-    let waf = report::waf(host_programs, all_programs);
-    let mut run = StressReport {
-        schema_version: report::SCHEMA_VERSION,
+    let outline = RunOutline {
         mode: "serve",
         seed,
-        preset: config.name.clone(),
-        ftl: session.drive().ftl().info().name.to_string(),
         workload: format!("NBD clients ({} connection(s))", counters.connections),
         workload_report: None,
-        raw_bytes: config.geometry.raw_bytes(),
-        logical_bytes: config.logical_bytes(),
-        host: session.host().counters().clone(),
-        flash: FlashSummary::from_stats(&stats),
-        waf,
-        waf_steady: waf,
-        gc: GcSummary { runs: ftl_stats.gc_runs, pages_moved: gc.programs(), blocks_erased: gc.block_erases },
-        ftl_stats,
-        wear: WearSummary::from_counts(session.drive().flash().nand().erase_counts()),
-        oracle_unit_sectors: session.host().oracle().sectors_per_unit(),
-        violation_counts: Default::default(),
-        errors: 0,
-        warnings: 0,
-        violations: Vec::new(),
+        waf_steady: None,
         stopped_early,
         interrupted,
         remount,
-        reproduce: None,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        cpu_seconds: resources::cpu_seconds() - cpu_start,
-        effective_host_gbps: host_bytes as f64 / served_wall / 1e9,
-        requests_per_second: requests as f64 / served_wall,
-        flash_ops_per_second: stats.operations() as f64 / served_wall,
-        peak_rss_bytes: resources::peak_rss_bytes(),
+        started,
+        cpu_start,
     };
-    run.set_violations(session.drive().flash().log());
+    let run = session_report(config, session, end, outline);
     ServeReport { run, serve: counters }
 }
 
