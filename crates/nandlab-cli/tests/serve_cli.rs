@@ -33,10 +33,15 @@ struct Ended {
 impl Server {
     /// Start `nandlab serve ARGS --listen 127.0.0.1:0`; wait for its address.
     fn start(args: &[&str]) -> Server {
+        Server::start_on(args, &["--listen", "127.0.0.1:0"])
+    }
+
+    /// Start `nandlab serve ARGS WHERE`; wait for its address.
+    fn start_on(args: &[&str], listen: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
             .arg("serve")
             .args(args)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(listen)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -49,7 +54,7 @@ impl Server {
             let stderr = Arc::clone(&stderr);
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-                    if let Some(url) = line.split("listening on nbd://").nth(1) {
+                    if let Some(url) = line.split("listening on nbd://").nth(1).or(line.split("listening on ").nth(1)) {
                         let _ = tx.send(url.to_string());
                     }
                     stderr.lock().unwrap().push_str(&(line + "\n"));
@@ -78,7 +83,20 @@ impl Server {
 
     /// SIGINT, as a user's Ctrl-C.
     fn interrupt(&self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.signal(libc::SIGINT);
+    }
+
+    fn signal(&self, signal: i32) {
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Wait (bounded) until the server's stderr contains `text`.
+    fn await_stderr(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.stderr.lock().unwrap().contains(text) {
+            assert!(Instant::now() < deadline, "`{text}` never came: {}", self.stderr.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Wait for the server to exit (killed, and the test failed, after 120 s).
@@ -145,7 +163,7 @@ fn connect(addr: &str) -> TcpStream {
     s
 }
 
-fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
+fn read_n(s: &mut (impl Read + Write), n: usize) -> Vec<u8> {
     let mut b = vec![0; n];
     s.read_exact(&mut b).expect("the server answers");
     b
@@ -155,7 +173,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
 }
 
-fn send_option(s: &mut TcpStream, option: u32, data: &[u8]) {
+fn send_option(s: &mut (impl Read + Write), option: u32, data: &[u8]) {
     let mut m = IHAVEOPT.to_be_bytes().to_vec();
     m.extend_from_slice(&option.to_be_bytes());
     m.extend_from_slice(&(data.len() as u32).to_be_bytes());
@@ -164,7 +182,7 @@ fn send_option(s: &mut TcpStream, option: u32, data: &[u8]) {
 }
 
 /// One option reply: (type, data).
-fn option_reply(s: &mut TcpStream) -> (u32, Vec<u8>) {
+fn option_reply(s: &mut (impl Read + Write)) -> (u32, Vec<u8>) {
     let h = read_n(s, 20);
     assert_eq!(u64::from_be_bytes(h[..8].try_into().unwrap()), 0x0003_e889_0455_65a9, "reply magic");
     let data = read_n(s, u32_at(&h, 16) as usize);
@@ -172,7 +190,7 @@ fn option_reply(s: &mut TcpStream) -> (u32, Vec<u8>) {
 }
 
 /// Greeting, flags, LIST, an unknown option, then GO: the export's size.
-fn handshake(s: &mut TcpStream) -> u64 {
+fn handshake(s: &mut (impl Read + Write)) -> u64 {
     let g = read_n(s, 18);
     assert_eq!(&g[..8], b"NBDMAGIC");
     s.write_all(&3u32.to_be_bytes()).unwrap();
@@ -199,7 +217,7 @@ fn handshake(s: &mut TcpStream) -> u64 {
     }
 }
 
-fn request(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, len: u32, payload: &[u8]) {
+fn request(s: &mut (impl Read + Write), kind: u16, cookie: u64, offset: u64, len: u32, payload: &[u8]) {
     let mut m = 0x2560_9513u32.to_be_bytes().to_vec();
     m.extend_from_slice(&0u16.to_be_bytes());
     m.extend_from_slice(&kind.to_be_bytes());
@@ -211,7 +229,7 @@ fn request(s: &mut TcpStream, kind: u16, cookie: u64, offset: u64, len: u32, pay
 }
 
 /// A simple reply: its error, after checking the cookie; `data_len` bytes of data follow on success.
-fn reply(s: &mut TcpStream, cookie: u64, data_len: usize) -> (u32, Vec<u8>) {
+fn reply(s: &mut (impl Read + Write), cookie: u64, data_len: usize) -> (u32, Vec<u8>) {
     let h = read_n(s, 16);
     assert_eq!(u32_at(&h, 0), 0x6744_6698, "simple reply magic");
     assert_eq!(u64::from_be_bytes(h[8..].try_into().unwrap()), cookie);
@@ -220,7 +238,7 @@ fn reply(s: &mut TcpStream, cookie: u64, data_len: usize) -> (u32, Vec<u8>) {
     (error, data)
 }
 
-fn closed_by_server(s: &mut TcpStream) -> bool {
+fn closed_by_server(s: &mut (impl Read + Write)) -> bool {
     let mut b = [0; 64];
     matches!(s.read(&mut b), Ok(0) | Err(_))
 }
@@ -523,4 +541,53 @@ fn ext4_and_sqlite_on_the_drive_through_nbdfuse_stay_consistent() {
     result.unwrap();
     assert!(ended.stdout.contains("PASS — no violations"), "{}{}", ended.stdout, ended.stderr);
     assert!(ended.stdout.contains("sectors verified"), "{}", ended.stdout);
+}
+
+#[test]
+fn over_a_unix_socket_sigusr1_prints_live_counters_and_on_violation_stop_ends_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("nbd.sock");
+    let server = Server::start_on(
+        &[
+            "--preset",
+            "tiny",
+            "--ftl",
+            "buggy",
+            "--ftl-opt",
+            "bug=alias-two-lbas",
+            "--seed",
+            "6",
+            "--on-violation",
+            "stop",
+        ],
+        &["--unix", socket.to_str().unwrap()],
+    );
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    handshake(&mut s);
+    let blocks: Vec<Vec<u8>> = (0..512).map(|i| pattern(4096, i + 100)).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        request(&mut s, 1, i as u64, i as u64 * 4096, 4096, b);
+        assert_eq!(reply(&mut s, i as u64, 0).0, 0);
+    }
+    server.signal(libc::SIGUSR1);
+    server.await_stderr("stats: 1 open connection(s), 512 commands");
+    // Read back until the violation: EIO, then the server closes.
+    let mut eio = false;
+    for i in 0..512u64 {
+        request(&mut s, 0, 1000 + i, i * 4096, 4096, &[]);
+        match reply(&mut s, 1000 + i, 4096) {
+            (0, data) => assert_eq!(data, blocks[i as usize], "right bytes or EIO, never wrong bytes with eio/stop"),
+            (5, _) => {
+                eio = true;
+                break;
+            }
+            (e, _) => panic!("error {e}"),
+        }
+    }
+    assert!(eio, "the aliasing bug must show");
+    let ended = server.wait();
+    assert_eq!(ended.status.code(), Some(1), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("stopped: a violation (--on-violation stop)"), "{}", ended.stdout);
+    assert!(!socket.exists(), "the socket file is removed at exit");
 }
