@@ -591,3 +591,22 @@ fn over_a_unix_socket_sigusr1_prints_live_counters_and_on_violation_stop_ends_th
     assert!(ended.stdout.contains("stopped: a violation (--on-violation stop)"), "{}", ended.stdout);
     assert!(!socket.exists(), "the socket file is removed at exit");
 }
+
+#[test]
+fn connections_beyond_64_are_closed_at_once_and_the_others_are_served() {
+    let server = Server::start(&["--preset", "tiny", "--seed", "8", "--once"]);
+    let mut open: Vec<TcpStream> = (0..64).map(|_| connect(&server.addr)).collect();
+    for s in &mut open {
+        assert_eq!(&read_n(s, 18)[..8], b"NBDMAGIC");
+    }
+    let mut extra = connect(&server.addr);
+    assert!(closed_by_server(&mut extra), "the 65th connection is closed");
+    let first = &mut open[0];
+    first.write_all(&3u32.to_be_bytes()).unwrap();
+    send_option(first, 3, b"");
+    assert_eq!(option_reply(first).0, 2, "an open connection is still served");
+    drop(open);
+    let ended = server.wait();
+    assert!(ended.status.success(), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stderr.contains("refused: 64 connections are open already"), "{}", ended.stderr);
+}

@@ -63,6 +63,9 @@ use stream::{Listener, Stream};
 /// probe the export, close it, and connect again at once.
 pub const ONCE_GRACE: Duration = Duration::from_secs(1);
 
+/// Connections open at once; more are closed at once (logged).
+pub const MAX_CONNECTIONS: usize = 64;
+
 /// How the server runs.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -317,6 +320,16 @@ fn accept_loop(
         };
         let id = next_id;
         next_id += 1;
+        if streams.lock().expect("streams lock").len() >= MAX_CONNECTIONS {
+            // Each connection may hold a request's payload and its budget:
+            // their number is bounded so clients cannot exhaust memory.
+            stream.shutdown();
+            let refused = Err(format!("refused: {MAX_CONNECTIONS} connections are open already"));
+            if tx.send(Event::Opened(id, peer)).is_err() || tx.send(Event::Closed(id, refused)).is_err() {
+                return;
+            }
+            continue;
+        }
         if let Ok(clone) = stream.try_clone() {
             streams.lock().expect("streams lock").insert(id, clone);
         }
