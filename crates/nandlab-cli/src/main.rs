@@ -1,7 +1,7 @@
 //! `nandlab`: the command-line front end of the nandlab library. This
 //! file holds the subcommands and their dispatch; each command's module
 //! parses its arguments, calls the library and prints (`stress_cmd`,
-//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `lists`). Exit
+//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `serve_cmd`, `lists`). Exit
 //! codes: see `exit`.
 
 mod bench_cmd;
@@ -13,6 +13,7 @@ mod options;
 mod outputs;
 mod perf_cmd;
 mod progress;
+mod serve_cmd;
 mod signals;
 mod stress_cmd;
 mod trace_cmd;
@@ -74,6 +75,14 @@ enum Command {
         #[command(flatten)]
         crash: crash_cmd::CrashArgs,
     },
+    /// Serve the drive as a block device over NBD (fio, qemu, nbdfuse, the
+    /// kernel's nbd client), every read checked; report on exit.
+    Serve {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        serve: serve_cmd::ServeArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
@@ -103,6 +112,7 @@ fn main() -> ExitCode {
             perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
         }
         Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
+        Command::Serve { device, serve } => serve_cmd::run(&device, &serve),
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),

@@ -32,6 +32,8 @@
 //!           write cache) around a Session, timing::FlashTiming observing the flash
 //!  crash:   a base run's Session; each point cuts the Drive's power, recovers,
 //!           checks, and restores the base run
+//!  serve:   a Session fed by NBD clients (host::nbd, run::serve): real bytes
+//!           kept beside the payload ids, every read checked, one drive thread
 //!  every mode ──► report (report::StressReport, report::perf, report::crash)
 //! ```
 //!
@@ -47,8 +49,9 @@
 //!   FTL at every mount) and a [`run::host_side::HostSide`] (oracle, ids,
 //!   counters), and executes each host request across the two. The modes
 //!   are built on it: `stress` (untimed), `perf` (the session inside the
-//!   timed [`run::device`], whose DRAM write cache is there too) and
-//!   `crash` (power cuts, recovery, guarantees).
+//!   timed [`run::device`], whose DRAM write cache is there too),
+//!   `crash` (power cuts, recovery, guarantees) and `serve` (the drive as
+//!   an NBD block device for real programs, [`run::serve`]).
 //! - [`timing`] times what the FTL does without the FTL knowing: resource
 //!   timelines for every channel, die and plane, the flash timing model (an
 //!   observer of every flash operation), and the per-request latency

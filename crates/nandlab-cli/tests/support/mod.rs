@@ -33,3 +33,24 @@ pub fn nandlab_within(args: &[&str], bound: Duration) -> Output {
     }
     child.wait_with_output().expect("output")
 }
+
+/// Whether the external tool `name` is installed. A missing tool skips
+/// the test that needs it, said on stderr, unless `NANDLAB_REQUIRE_TOOLS=1`
+/// (CI, whose `.ci/run` installs them): then the test fails.
+pub fn tool(name: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        if std::env::var("NANDLAB_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("`{name}` is not installed and NANDLAB_REQUIRE_TOOLS=1: install it (see .ci/run)");
+        }
+        eprintln!(
+            "SKIPPED: `{name}` is not installed (.ci/run installs it; NANDLAB_REQUIRE_TOOLS=1 makes this a failure)"
+        );
+    }
+    found
+}

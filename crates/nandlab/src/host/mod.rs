@@ -13,10 +13,13 @@
 //!   (fio's `rate_iops`, evenly spaced or Poisson).
 //! - [`flow`]: a timed run's flows as `--flow` writes them (a synthetic
 //!   job over the run's workload, or a trace), each with its arrival.
+//! - [`nbd`]: the NBD protocol, the host interface of `serve` (real
+//!   clients: the kernel, qemu, libnbd, fio).
 
 pub mod arrival;
 pub mod config;
 pub mod flow;
+pub mod nbd;
 pub mod queues;
 
 pub use arrival::Arrival;

@@ -307,7 +307,7 @@ impl StressReport {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-        let _ = writeln!(s, "nandlab stress — preset {} — FTL {} — seed {}", self.preset, self.ftl, self.seed);
+        let _ = writeln!(s, "nandlab {} — preset {} — FTL {} — seed {}", self.mode, self.preset, self.ftl, self.seed);
         let _ = writeln!(s, "  workload   {}", self.workload);
         let _ =
             writeln!(s, "  device     {:.2} GiB raw, {:.2} GiB logical", gib(self.raw_bytes), gib(self.logical_bytes));

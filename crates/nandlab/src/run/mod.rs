@@ -26,6 +26,7 @@ pub mod device;
 pub mod drive;
 pub mod host_side;
 pub mod perf;
+pub mod serve;
 pub mod stress;
 
 use crate::config::Config;

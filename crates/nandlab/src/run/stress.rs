@@ -9,7 +9,8 @@
 
 use super::{registry_factory, FtlFactory, Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
-use crate::flash::Cause;
+use crate::flash::{Cause, FlashStats};
+use crate::ftl::FtlStats;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::workload::{Workload, WorkloadProgress};
 use std::time::Instant;
@@ -142,52 +143,112 @@ pub fn run_with_factory(
     progress(workload.progress());
 
     // Figures of the workload itself, before the power cycle adds its own traffic.
-    let stats = session.drive().flash().stats().clone();
-    let host_programs = stats.cause(Cause::Host).programs();
-    let all_programs = stats.total().programs();
-    let gc = stats.cause(Cause::Gc);
-    let ftl_stats = session.drive().ftl().stats();
-    let requests = session.requests();
-    let workload_wall = started.elapsed().as_secs_f64();
+    let end = WorkloadEnd::take(&session, started);
+    let waf_steady = samples.steady(end.requests, end.host_programs(), end.all_programs());
 
     let remount =
         (opts.remount_verify && stopped_early.is_none() && !interrupted).then(|| session.remount_and_verify());
 
-    let wall = started.elapsed().as_secs_f64();
-    let host_bytes = session.host().counters().read_bytes + session.host().counters().write_bytes;
-    let mut report = StressReport {
-        schema_version: report::SCHEMA_VERSION,
+    let outline = RunOutline {
         mode: "stress",
         seed: opts.seed,
-        preset: config.name.clone(),
-        ftl: session.drive().ftl().info().name.to_string(),
         workload: workload.describe(),
         workload_report: workload.report(),
+        waf_steady: Some(waf_steady),
+        stopped_early,
+        interrupted,
+        remount,
+        started,
+        cpu_start,
+    };
+    Ok(session_report(config, &session, end, outline))
+}
+
+/// A session's figures at the end of its workload, before an end-of-run
+/// power cycle adds traffic of its own (the modes that report a
+/// [`StressReport`] take them).
+pub(crate) struct WorkloadEnd {
+    pub stats: FlashStats,
+    pub ftl_stats: FtlStats,
+    pub requests: u64,
+    pub workload_wall: f64,
+}
+
+impl WorkloadEnd {
+    pub(crate) fn take(session: &Session, started: Instant) -> WorkloadEnd {
+        WorkloadEnd {
+            stats: session.drive().flash().stats().clone(),
+            ftl_stats: session.drive().ftl().stats(),
+            requests: session.requests(),
+            workload_wall: started.elapsed().as_secs_f64(),
+        }
+    }
+
+    pub(crate) fn host_programs(&self) -> u64 {
+        self.stats.cause(Cause::Host).programs()
+    }
+
+    pub(crate) fn all_programs(&self) -> u64 {
+        self.stats.total().programs()
+    }
+}
+
+/// What a mode says of its run, beside the session's figures.
+pub(crate) struct RunOutline {
+    pub mode: &'static str,
+    pub seed: u64,
+    pub workload: String,
+    pub workload_report: Option<crate::workload::WorkloadReport>,
+    /// `None`: the whole run's WAF.
+    pub waf_steady: Option<f64>,
+    pub stopped_early: Option<String>,
+    pub interrupted: bool,
+    pub remount: Option<report::RemountSummary>,
+    pub started: Instant,
+    pub cpu_start: f64,
+}
+
+/// The report of a run on `session`: its figures at the workload's `end`,
+/// the rest as the session stands now.
+pub(crate) fn session_report(config: &Config, session: &Session, end: WorkloadEnd, o: RunOutline) -> StressReport {
+    let wall = o.started.elapsed().as_secs_f64();
+    let host_bytes = session.host().counters().read_bytes + session.host().counters().write_bytes;
+    let (stats, workload_wall, requests) = (&end.stats, end.workload_wall, end.requests);
+    let gc = stats.cause(Cause::Gc);
+    let waf = report::waf(end.host_programs(), end.all_programs());
+    let mut report = StressReport {
+        schema_version: report::SCHEMA_VERSION,
+        mode: o.mode,
+        seed: o.seed,
+        preset: config.name.clone(),
+        ftl: session.drive().ftl().info().name.to_string(),
+        workload: o.workload,
+        workload_report: o.workload_report,
         raw_bytes: config.geometry.raw_bytes(),
         logical_bytes: config.logical_bytes(),
         host: session.host().counters().clone(),
-        flash: FlashSummary::from_stats(&stats),
-        waf: report::waf(host_programs, all_programs),
-        waf_steady: samples.steady(requests, host_programs, all_programs),
-        gc: GcSummary { runs: ftl_stats.gc_runs, pages_moved: gc.programs(), blocks_erased: gc.block_erases },
-        ftl_stats,
+        flash: FlashSummary::from_stats(stats),
+        waf,
+        waf_steady: o.waf_steady.unwrap_or(waf),
+        gc: GcSummary { runs: end.ftl_stats.gc_runs, pages_moved: gc.programs(), blocks_erased: gc.block_erases },
         wear: WearSummary::from_counts(session.drive().flash().nand().erase_counts()),
         oracle_unit_sectors: session.host().oracle().sectors_per_unit(),
         violation_counts: Default::default(),
         errors: 0,
         warnings: 0,
         violations: Vec::new(),
-        stopped_early,
-        interrupted,
-        remount,
+        stopped_early: o.stopped_early,
+        interrupted: o.interrupted,
+        remount: o.remount,
         reproduce: None,
         wall_seconds: wall,
-        cpu_seconds: resources::cpu_seconds() - cpu_start,
+        cpu_seconds: resources::cpu_seconds() - o.cpu_start,
         effective_host_gbps: host_bytes as f64 / workload_wall / 1e9,
         requests_per_second: requests as f64 / workload_wall,
         flash_ops_per_second: stats.operations() as f64 / workload_wall,
         peak_rss_bytes: resources::peak_rss_bytes(),
+        ftl_stats: end.ftl_stats,
     };
     report.set_violations(session.drive().flash().log());
-    Ok(report)
+    report
 }

@@ -1,0 +1,182 @@
+//! `nandlab serve`: the simulated drive as a block device over NBD.
+//!
+//! Everything the user gave is checked before the socket listens (exit 2
+//! otherwise): the device and FTL, the address (loopback unless
+//! `--allow-remote`), the outputs. Then one line on stderr says where to
+//! connect (`nandlab serve: listening on nbd://127.0.0.1:10809`, parseable:
+//! the address follows `listening on `), the drive serves until SIGINT or
+//! SIGTERM (or, with `--once`, until the last client disconnects), and the
+//! stress-style summary and `--json` report follow. SIGUSR1 prints the live
+//! counters.
+
+use crate::exit::{self, input_error};
+use crate::options::{self, DeviceArgs, WorkloadArgs};
+use crate::signals;
+use clap::Args;
+use nandlab::run::serve::executor::{ServeDrive, ViolationPolicy};
+use nandlab::run::serve::stream::Listener;
+use nandlab::run::serve::{self, ServeOptions};
+use nandlab::run::{registry_factory, Session};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// TCP address to listen on, HOST:PORT (port 0: any free port, printed).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:10809", conflicts_with = "unix")]
+    pub listen: String,
+    /// Listen on a Unix socket at PATH instead of TCP.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Allow --listen on an address that is not loopback (anyone who can
+    /// reach it can read and write the drive: NBD has no authentication here).
+    #[arg(long = "allow-remote")]
+    pub allow_remote: bool,
+    /// The export's name (clients may also ask for the default export, "").
+    #[arg(long = "export-name", default_value = "nandlab")]
+    pub export_name: String,
+    /// Exit when the last client disconnects (and no other connects within a second).
+    #[arg(long)]
+    pub once: bool,
+    /// At exit: clean shutdown, mount a fresh FTL, read every sector back
+    /// (otherwise the FTL is flushed).
+    #[arg(long)]
+    pub remount: bool,
+    /// What a client gets for a request that caused a violation: continue
+    /// (log it, answer with what the FTL returned), eio (log it, answer
+    /// EIO), stop (log it, answer EIO, shut down).
+    #[arg(long = "on-violation", default_value = "continue", value_parser = ViolationPolicy::parse)]
+    pub on_violation: ViolationPolicy,
+    /// Bytes of overwritten data kept for a broken FTL to return (beyond
+    /// them, a stale sector reads as 0xD5 bytes).
+    #[arg(long = "stale-bytes-max", value_name = "SIZE", default_value = "64MiB", value_parser = size_bytes)]
+    pub stale_bytes_max: u64,
+    /// Print the live counters every SECONDS (also on SIGUSR1).
+    #[arg(long = "stats-interval", value_name = "SECONDS", value_parser = seconds)]
+    pub stats_interval: Option<Duration>,
+    /// The minimum block size advertised, bytes: a power of two from 1 to
+    /// the sector size. The drive accepts any byte range (partial sectors
+    /// by read-modify-write); libnbd clients refuse requests below what is
+    /// advertised, so 1 lets byte-granular writers through (fuse2fs over
+    /// nbdfuse updates the superblock a few bytes at a time).
+    #[arg(long = "block-min", value_name = "BYTES", default_value_t = 512)]
+    pub block_min: u32,
+    /// Run seed (drawn and printed when absent).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the JSON report to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Violations kept in full in the report.
+    #[arg(long = "keep-violations", default_value_t = 20)]
+    pub keep_violations: usize,
+}
+
+fn size_bytes(text: &str) -> Result<u64, String> {
+    nandlab::util::size::parse_bytes(text)
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 1e6 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("`{text}` is not a number of seconds above 0")),
+    }
+}
+
+/// Bind the socket the options name; refuses a non-loopback address
+/// without `--allow-remote`.
+fn bind(args: &ServeArgs) -> Result<(Listener, String), String> {
+    if let Some(path) = &args.unix {
+        let l = std::os::unix::net::UnixListener::bind(path)
+            .map_err(|e| format!("--unix {}: cannot listen: {e}", path.display()))?;
+        return Ok((Listener::Unix(l), format!("nbd+unix:///?socket={}", path.display())));
+    }
+    let addrs: Vec<SocketAddr> = args
+        .listen
+        .to_socket_addrs()
+        .map_err(|e| format!("--listen {}: not an address HOST:PORT ({e})", args.listen))?
+        .collect();
+    let addr = *addrs.first().ok_or_else(|| format!("--listen {}: names no address", args.listen))?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        return Err(format!(
+            "--listen {}: {} is not a loopback address; NBD has no authentication, so serving beyond this machine needs --allow-remote",
+            args.listen,
+            addr.ip()
+        ));
+    }
+    let l = TcpListener::bind(addr).map_err(|e| format!("--listen {}: cannot listen: {e}", args.listen))?;
+    let local = l.local_addr().map_err(|e| format!("--listen {}: {e}", args.listen))?;
+    Ok((Listener::Tcp(l), format!("nbd://{local}")))
+}
+
+pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
+    let ([json], stop, config) = match device.start(&WorkloadArgs::default(), &[], [("--json", args.json.as_deref())]) {
+        Ok(started) => started,
+        Err(e) => return input_error(e),
+    };
+    let sector_bytes = config.geometry.sector_size_bytes();
+    if !args.block_min.is_power_of_two() || args.block_min > sector_bytes {
+        return input_error(format!(
+            "--block-min {}: must be a power of two from 1 to the sector size ({sector_bytes} bytes)",
+            args.block_min
+        ));
+    }
+    let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    let factory = registry_factory(&config.ftl_name, &config.ftl_options);
+    let session = match Session::with_factory(&config, factory, seed, 1, args.keep_violations) {
+        Ok(s) => s,
+        Err(e) => return input_error(e),
+    };
+    let drive = ServeDrive::new(session, args.stale_bytes_max, args.on_violation);
+    let (listener, url) = match bind(args) {
+        Ok(bound) => bound,
+        Err(e) => return input_error(e),
+    };
+    let stats_now = Arc::new(AtomicBool::new(false));
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&stats_now)) {
+        eprintln!("warning: cannot handle SIGUSR1 ({e}): live counters only with --stats-interval");
+    }
+    eprintln!(
+        "nandlab serve: preset {}, FTL {}, seed {seed}, {} bytes, export `{}`",
+        config.name,
+        config.ftl_name,
+        drive.size_bytes(),
+        args.export_name
+    );
+    eprintln!("nandlab serve: listening on {url}");
+    let opts = ServeOptions {
+        seed,
+        export_name: args.export_name.clone(),
+        once: args.once,
+        block_min_bytes: args.block_min,
+        remount_verify: args.remount,
+        stop,
+        stats_now: Some(stats_now),
+        stats_interval: args.stats_interval,
+    };
+    let result = serve::run(&config, drive, listener, &opts, &mut |line| eprintln!("nandlab serve: {line}"));
+    if let Some(path) = &args.unix {
+        let _ = std::fs::remove_file(path);
+    }
+    let mut report = match result {
+        Ok(r) => r,
+        Err(e) => return input_error(e),
+    };
+    if report.run.interrupted {
+        signals::announce();
+    }
+    report.run.reproduce = Some(options::reproduce_command(seed));
+    print!("{}", report.summary());
+    crate::stress_cmd::print_findings(&report.run);
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(&report).expect("reports serialize") + "\n";
+        if let Err(e) = out.write(text.as_bytes()) {
+            return input_error(e);
+        }
+    }
+    exit::of_run(report.run.errors > 0, report.run.interrupted)
+}

@@ -1,0 +1,612 @@
+//! `nandlab serve`: the NBD server against a hand-written raw client
+//! (protocol errors, misbehaving clients) and against real clients
+//! (nbdcopy, fio, qemu-io, nbdfuse with ext4 and SQLite), each gated on
+//! its tool being installed (see `support::tool`). Every server is started
+//! with `--once` or interrupted, and waited for with a bound.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A running `nandlab serve`.
+struct Server {
+    child: Child,
+    /// `host:port`.
+    addr: String,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<String>>,
+}
+
+/// What a server printed and how it ended.
+struct Ended {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Server {
+    /// Start `nandlab serve ARGS --listen 127.0.0.1:0`; wait for its address.
+    fn start(args: &[&str]) -> Server {
+        Server::start_on(args, &["--listen", "127.0.0.1:0"])
+    }
+
+    /// Start `nandlab serve ARGS WHERE`; wait for its address.
+    fn start_on(args: &[&str], listen: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+            .arg("serve")
+            .args(args)
+            .args(listen)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("nandlab serve runs");
+        let mut stdout = child.stdout.take().unwrap();
+        let stderr_pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err_reader = {
+            let stderr = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                    if let Some(url) = line.split("listening on nbd://").nth(1).or(line.split("listening on ").nth(1)) {
+                        let _ = tx.send(url.to_string());
+                    }
+                    stderr.lock().unwrap().push_str(&(line + "\n"));
+                }
+                String::new()
+            })
+        };
+        let out_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stdout.read_to_string(&mut s);
+            s
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("nandlab serve did not print its address: {}", stderr.lock().unwrap());
+            }
+        };
+        Server { child, addr, stderr, readers: vec![out_reader, err_reader] }
+    }
+
+    fn url(&self) -> String {
+        format!("nbd://{}", self.addr)
+    }
+
+    /// SIGINT, as a user's Ctrl-C.
+    fn interrupt(&self) {
+        self.signal(libc::SIGINT);
+    }
+
+    fn signal(&self, signal: i32) {
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Wait (bounded) until the server's stderr contains `text`.
+    fn await_stderr(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.stderr.lock().unwrap().contains(text) {
+            assert!(Instant::now() < deadline, "`{text}` never came: {}", self.stderr.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait for the server to exit (killed, and the test failed, after 120 s).
+    fn wait(mut self) -> Ended {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("nandlab serve did not exit: {}", self.stderr.lock().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = self.readers.remove(0).join().unwrap();
+        self.readers.remove(0).join().unwrap();
+        let stderr = self.stderr.lock().unwrap().clone();
+        Ended { status, stdout, stderr }
+    }
+}
+
+/// Run a client tool to completion (bounded); its exit status and output.
+fn client(program: &str, args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{program} {} did not end", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// Deterministic pseudo-random bytes (xorshift).
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+// ----- a raw client -----
+
+const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
+
+fn connect(addr: &str) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s
+}
+
+fn read_n(s: &mut (impl Read + Write), n: usize) -> Vec<u8> {
+    let mut b = vec![0; n];
+    s.read_exact(&mut b).expect("the server answers");
+    b
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn send_option(s: &mut (impl Read + Write), option: u32, data: &[u8]) {
+    let mut m = IHAVEOPT.to_be_bytes().to_vec();
+    m.extend_from_slice(&option.to_be_bytes());
+    m.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    m.extend_from_slice(data);
+    s.write_all(&m).unwrap();
+}
+
+/// One option reply: (type, data).
+fn option_reply(s: &mut (impl Read + Write)) -> (u32, Vec<u8>) {
+    let h = read_n(s, 20);
+    assert_eq!(u64::from_be_bytes(h[..8].try_into().unwrap()), 0x0003_e889_0455_65a9, "reply magic");
+    let data = read_n(s, u32_at(&h, 16) as usize);
+    (u32_at(&h, 12), data)
+}
+
+/// Greeting, flags, LIST, an unknown option, then GO: the export's size.
+fn handshake(s: &mut (impl Read + Write)) -> u64 {
+    let g = read_n(s, 18);
+    assert_eq!(&g[..8], b"NBDMAGIC");
+    s.write_all(&3u32.to_be_bytes()).unwrap();
+    send_option(s, 3, b"");
+    let (kind, data) = option_reply(s);
+    assert_eq!(kind, 2, "NBD_REP_SERVER");
+    assert_eq!(&data[4..], b"nandlab");
+    assert_eq!(option_reply(s).0, 1, "NBD_REP_ACK");
+    send_option(s, 77, b"");
+    assert_eq!(option_reply(s).0, (1 << 31) + 1, "NBD_REP_ERR_UNSUP");
+    let mut go = 0u32.to_be_bytes().to_vec();
+    go.extend_from_slice(&1u16.to_be_bytes());
+    go.extend_from_slice(&3u16.to_be_bytes());
+    send_option(s, 7, &go);
+    let mut size = 0;
+    loop {
+        let (kind, data) = option_reply(s);
+        match kind {
+            3 if data[..2] == [0, 0] => size = u64::from_be_bytes(data[2..10].try_into().unwrap()),
+            3 => assert_eq!(u32_at(&data, 2), 512, "minimum block size"),
+            1 => return size,
+            other => panic!("unexpected option reply {other:#x}"),
+        }
+    }
+}
+
+fn request(s: &mut (impl Read + Write), kind: u16, cookie: u64, offset: u64, len: u32, payload: &[u8]) {
+    let mut m = 0x2560_9513u32.to_be_bytes().to_vec();
+    m.extend_from_slice(&0u16.to_be_bytes());
+    m.extend_from_slice(&kind.to_be_bytes());
+    m.extend_from_slice(&cookie.to_be_bytes());
+    m.extend_from_slice(&offset.to_be_bytes());
+    m.extend_from_slice(&len.to_be_bytes());
+    m.extend_from_slice(payload);
+    s.write_all(&m).unwrap();
+}
+
+/// A simple reply: its error, after checking the cookie; `data_len` bytes of data follow on success.
+fn reply(s: &mut (impl Read + Write), cookie: u64, data_len: usize) -> (u32, Vec<u8>) {
+    let h = read_n(s, 16);
+    assert_eq!(u32_at(&h, 0), 0x6744_6698, "simple reply magic");
+    assert_eq!(u64::from_be_bytes(h[8..].try_into().unwrap()), cookie);
+    let error = u32_at(&h, 4);
+    let data = if error == 0 { read_n(s, data_len) } else { Vec::new() };
+    (error, data)
+}
+
+fn closed_by_server(s: &mut (impl Read + Write)) -> bool {
+    let mut b = [0; 64];
+    matches!(s.read(&mut b), Ok(0) | Err(_))
+}
+
+#[test]
+fn a_raw_client_gets_protocol_errors_and_misbehaving_clients_are_dropped_without_harm() {
+    let server = Server::start(&["--preset", "tiny", "--ftl", "page", "--seed", "5", "--once", "--json", "-"]);
+    let mut a = connect(&server.addr);
+    let size = handshake(&mut a);
+    assert_eq!(size, 57_042_432);
+    let data = pattern(8192, 1);
+    request(&mut a, 1, 1, 8192, 8192, &data);
+    assert_eq!(reply(&mut a, 1, 0).0, 0);
+    request(&mut a, 0, 2, 8192, 8192, &[]);
+    assert_eq!(reply(&mut a, 2, 8192), (0, data.clone()), "the bytes written read back");
+    // Unaligned: 100 bytes inside a sector (read-modify-write in the server).
+    request(&mut a, 1, 3, 8292, 100, &[0xAB; 100]);
+    assert_eq!(reply(&mut a, 3, 0).0, 0);
+    let mut expected = data.clone();
+    expected[100..200].fill(0xAB);
+    request(&mut a, 0, 4, 8192, 8192, &[]);
+    assert_eq!(reply(&mut a, 4, 8192).1, expected);
+    // Past the end, too large, unknown: errors, and the connection goes on.
+    request(&mut a, 0, 5, size, 512, &[]);
+    assert_eq!(reply(&mut a, 5, 0).0, 22, "read past the end: NBD_EINVAL");
+    request(&mut a, 1, 6, size - 512, 1024, &[7; 1024]);
+    assert_eq!(reply(&mut a, 6, 0).0, 28, "write past the end: NBD_ENOSPC");
+    request(&mut a, 0, 7, 0, (1 << 25) + 1, &[]);
+    assert_eq!(reply(&mut a, 7, 0).0, 22, "read over the maximum payload: NBD_EINVAL");
+    request(&mut a, 42, 8, 0, 0, &[]);
+    assert_eq!(reply(&mut a, 8, 0).0, 22, "unknown command: NBD_EINVAL");
+    // Trim, then the sectors read as zeros; flush.
+    request(&mut a, 4, 9, 8192, 4096, &[]);
+    assert_eq!(reply(&mut a, 9, 0).0, 0);
+    request(&mut a, 3, 10, 0, 0, &[]);
+    assert_eq!(reply(&mut a, 10, 0).0, 0);
+    request(&mut a, 0, 11, 8192, 8192, &[]);
+    let after_trim = reply(&mut a, 11, 8192).1;
+    assert_eq!(&after_trim[..4096], &[0; 4096][..]);
+    assert_eq!(&after_trim[4096..], &expected[4096..]);
+
+    // Misbehaving clients, each on its own connection.
+    let mut bad_magic = connect(&server.addr);
+    handshake(&mut bad_magic);
+    bad_magic.write_all(&[0x55; 28]).unwrap();
+    assert!(closed_by_server(&mut bad_magic), "a bad request magic ends the connection");
+    let mut huge = connect(&server.addr);
+    handshake(&mut huge);
+    request(&mut huge, 1, 1, 0, 1 << 30, &[]);
+    assert!(closed_by_server(&mut huge), "a 1 GiB write payload ends the connection");
+    let mut vanishing = connect(&server.addr);
+    handshake(&mut vanishing);
+    request(&mut vanishing, 1, 1, 0, 4096, &[1; 100]);
+    drop(vanishing);
+    let mut garbage = connect(&server.addr);
+    read_n(&mut garbage, 18);
+    garbage.write_all(&[0xFF; 64]).unwrap();
+    assert!(closed_by_server(&mut garbage), "unknown client flags end the handshake");
+
+    // The first client lost nothing.
+    request(&mut a, 0, 12, 8192, 8192, &[]);
+    assert_eq!(reply(&mut a, 12, 8192).1, after_trim);
+    request(&mut a, 2, 13, 0, 0, &[]);
+    assert!(closed_by_server(&mut a), "NBD_CMD_DISC closes the connection");
+
+    let ended = server.wait();
+    assert!(ended.status.success(), "exit {:?}: {}{}", ended.status, ended.stdout, ended.stderr);
+    assert_eq!(ended.stderr.matches("dropped").count(), 4, "each misbehaving client logged once: {}", ended.stderr);
+    assert!(ended.stderr.contains("vanished in the middle of a request"), "{}", ended.stderr);
+    let json_start = ended.stdout.find("{\n").expect("the JSON report");
+    let report: serde_json::Value = serde_json::from_str(&ended.stdout[json_start..]).expect("JSON");
+    assert_eq!(report["mode"], "serve");
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["serve"]["connections"], 5);
+    assert_eq!(report["serve"]["connection_errors"], 4);
+    assert_eq!(report["serve"]["commands_refused"], 0, "refusals are answered by the connection");
+}
+
+#[test]
+fn bad_options_exit_2_before_listening() {
+    let run = |args: &[&str]| {
+        support::nandlab_within(&[&["serve", "--preset", "tiny"][..], args].concat(), Duration::from_secs(60))
+    };
+    for (args, says) in [
+        (&["--listen", "8.8.8.8:10809"][..], "--allow-remote"),
+        (&["--listen", "nowhere"][..], "--listen nowhere"),
+        (&["--on-violation", "panic"][..], "continue, eio or stop"),
+        (&["--block-min", "3"][..], "--block-min 3"),
+        (&["--stats-interval", "0"][..], "seconds"),
+        (&["--ftl", "nosuch"][..], "nosuch"),
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("listening on"), "{args:?} listened: {stderr}");
+    }
+}
+
+#[test]
+fn nbdcopy_round_trips_a_file_byte_for_byte_and_the_remount_verifies_it() {
+    if !support::tool("nbdcopy") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
+    let data = pattern(32 << 20, 3);
+    std::fs::write(&input, &data).unwrap();
+    let server = Server::start(&["--preset", "tiny", "--ftl", "page", "--seed", "1", "--remount"]);
+    let (ok, text) = client("nbdcopy", &[input.to_str().unwrap(), &server.url()]);
+    assert!(ok, "nbdcopy in: {text}");
+    let (ok, text) = client("nbdcopy", &[&server.url(), output.to_str().unwrap()]);
+    assert!(ok, "nbdcopy out: {text}");
+    server.interrupt();
+    let ended = server.wait();
+    let back = std::fs::read(&output).unwrap();
+    assert_eq!(back.len(), 57_042_432);
+    assert!(back[..data.len()] == data[..], "the bytes read back differ from those written");
+    assert!(back[data.len()..].iter().all(|&b| b == 0), "never-written sectors read as zeros");
+    assert_eq!(ended.status.code(), Some(130), "interrupted, no violation: {}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
+    assert!(ended.stdout.contains("111411 sectors verified"), "{}", ended.stdout);
+}
+
+/// fio's `nbd` engine, random writes over twice the drive with crc32c
+/// verification: the output and whether fio succeeded.
+fn fio_verify(url: &str) -> (bool, String) {
+    client(
+        "fio",
+        &[
+            "--name=serve",
+            "--ioengine=nbd",
+            &format!("--uri={url}"),
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=16",
+            "--size=54M",
+            "--io_size=108M",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--randseed=7",
+            // No verify state file in the working directory.
+            "--verify_state_save=0",
+        ],
+    )
+}
+
+#[test]
+fn fio_verifies_every_block_on_the_page_ftl() {
+    if !support::tool("fio") {
+        return;
+    }
+    let server = Server::start(&["--preset", "tiny", "--ftl", "page", "--seed", "2", "--once"]);
+    let (ok, text) = fio_verify(&server.url());
+    let ended = server.wait();
+    assert!(ok && !text.contains("verify:"), "fio: {text}");
+    assert!(ended.status.success(), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
+}
+
+#[test]
+fn with_a_broken_ftl_fio_reads_wrong_bytes_and_nandlab_reports_the_violation() {
+    if !support::tool("fio") {
+        return;
+    }
+    let server = Server::start(&[
+        "--preset",
+        "tiny",
+        "--ftl",
+        "buggy",
+        "--ftl-opt",
+        "bug=alias-two-lbas",
+        "--seed",
+        "2",
+        "--once",
+    ]);
+    let (ok, text) = fio_verify(&server.url());
+    let ended = server.wait();
+    assert!(!ok && text.contains("verify: bad header"), "fio must see the misdirected bytes: {text}");
+    assert_eq!(ended.status.code(), Some(1), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stderr.contains("violation (connection"), "logged when it happens: {}", ended.stderr);
+    assert!(ended.stdout.contains("misdirected_read"), "{}", ended.stdout);
+}
+
+#[test]
+fn qemu_io_writes_and_reads_back_patterns_aligned_or_not() {
+    if !support::tool("qemu-io") {
+        return;
+    }
+    let server = Server::start(&["--preset", "tiny", "--ftl", "page", "--seed", "3", "--once"]);
+    let (ok, text) = client(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &server.url(),
+            "-c",
+            "write -P 0xa5 0 1M",
+            "-c",
+            "write -P 0x3c 4096 8192",
+            "-c",
+            "read -P 0xa5 0 4096",
+            "-c",
+            "read -P 0x3c 4096 8192",
+            "-c",
+            "read -P 0xa5 12288 1036288",
+            "-c",
+            "write -z 65536 65536",
+            "-c",
+            "read -P 0 65536 65536",
+            "-c",
+            "flush",
+        ],
+    );
+    let ended = server.wait();
+    assert!(ok && !text.contains("Pattern verification failed"), "qemu-io: {text}");
+    assert!(ended.status.success(), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
+}
+
+/// Whether FUSE mounts work here (a container may lack /dev/fuse).
+fn fuse_usable() -> bool {
+    if !Path::new("/dev/fuse").exists() {
+        if std::env::var("NANDLAB_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("/dev/fuse is missing and NANDLAB_REQUIRE_TOOLS=1");
+        }
+        eprintln!("SKIPPED: /dev/fuse is missing: no FUSE mounts here");
+        return false;
+    }
+    true
+}
+
+/// Unmount a FUSE mount point (bounded).
+fn unmount(dir: &Path) {
+    let _ = client("fusermount3", &["-u", dir.to_str().unwrap()]);
+}
+
+#[test]
+fn ext4_and_sqlite_on_the_drive_through_nbdfuse_stay_consistent() {
+    for t in ["nbdfuse", "mkfs.ext4", "e2fsck", "fuse2fs", "fusermount3", "sqlite3"] {
+        if !support::tool(t) {
+            return;
+        }
+    }
+    if !fuse_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mnt, fs, tree) = (dir.path().join("mnt"), dir.path().join("fs"), dir.path().join("tree"));
+    for d in [&mnt, &fs, &tree.join("a/b")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for (i, name) in ["a/one", "a/b/two", "three"].iter().enumerate() {
+        std::fs::write(tree.join(name), pattern(100_000 + i * 7777, i as u64 + 1)).unwrap();
+    }
+    // Byte-granular superblock updates of fuse2fs pass with --block-min 1.
+    let server = Server::start(&["--preset", "tiny", "--ftl", "page", "--seed", "4", "--block-min", "1", "--remount"]);
+    let disk = mnt.join("disk");
+    let mut nbdfuse = Command::new("nbdfuse").arg(&disk).arg(server.url()).spawn().expect("nbdfuse runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !disk.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let disk_s = disk.to_str().unwrap();
+    let steps = || -> Result<(), String> {
+        let run = |p: &str, a: &[&str]| match client(p, a) {
+            (true, _) => Ok(()),
+            (false, text) => Err(format!("{p} {}: {text}", a.join(" "))),
+        };
+        run("mkfs.ext4", &["-q", "-F", "-d", tree.to_str().unwrap(), disk_s])?;
+        run("e2fsck", &["-f", "-n", disk_s])?;
+        run("fuse2fs", &[disk_s, fs.to_str().unwrap(), "-o", "fakeroot"])?;
+        let db = fs.join("test.db");
+        let mut sql = String::from("PRAGMA journal_mode=WAL; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);\n");
+        for i in 0..2000 {
+            sql.push_str(&format!("INSERT INTO t(v) VALUES(randomblob({}));\n", 100 + i % 900));
+        }
+        sql.push_str("DELETE FROM t WHERE k % 3 = 0; PRAGMA wal_checkpoint(FULL);\n");
+        std::fs::write(dir.path().join("load.sql"), sql).unwrap();
+        run("sh", &["-c", &format!("sqlite3 {} < {}", db.display(), dir.path().join("load.sql").display())])?;
+        let (ok, text) = client("sqlite3", &[db.to_str().unwrap(), "PRAGMA integrity_check; SELECT count(*) FROM t;"]);
+        if !ok || !text.starts_with("ok\n1334") {
+            return Err(format!("sqlite: {text}"));
+        }
+        for name in ["a/one", "a/b/two", "three"] {
+            if std::fs::read(fs.join(name)).ok() != std::fs::read(tree.join(name)).ok() {
+                return Err(format!("{name} differs after the round trip"));
+            }
+        }
+        unmount(&fs);
+        run("e2fsck", &["-f", "-n", disk_s])
+    };
+    let result = steps();
+    unmount(&fs);
+    unmount(&mnt);
+    let _ = nbdfuse.wait();
+    server.interrupt();
+    let ended = server.wait();
+    result.unwrap();
+    assert!(ended.stdout.contains("PASS — no violations"), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("sectors verified"), "{}", ended.stdout);
+}
+
+#[test]
+fn over_a_unix_socket_sigusr1_prints_live_counters_and_on_violation_stop_ends_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("nbd.sock");
+    let server = Server::start_on(
+        &[
+            "--preset",
+            "tiny",
+            "--ftl",
+            "buggy",
+            "--ftl-opt",
+            "bug=alias-two-lbas",
+            "--seed",
+            "6",
+            "--on-violation",
+            "stop",
+        ],
+        &["--unix", socket.to_str().unwrap()],
+    );
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    handshake(&mut s);
+    let blocks: Vec<Vec<u8>> = (0..512).map(|i| pattern(4096, i + 100)).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        request(&mut s, 1, i as u64, i as u64 * 4096, 4096, b);
+        assert_eq!(reply(&mut s, i as u64, 0).0, 0);
+    }
+    server.signal(libc::SIGUSR1);
+    server.await_stderr("stats: 1 open connection(s), 512 commands");
+    // Read back until the violation: EIO, then the server closes.
+    let mut eio = false;
+    for i in 0..512u64 {
+        request(&mut s, 0, 1000 + i, i * 4096, 4096, &[]);
+        match reply(&mut s, 1000 + i, 4096) {
+            (0, data) => assert_eq!(data, blocks[i as usize], "right bytes or EIO, never wrong bytes with eio/stop"),
+            (5, _) => {
+                eio = true;
+                break;
+            }
+            (e, _) => panic!("error {e}"),
+        }
+    }
+    assert!(eio, "the aliasing bug must show");
+    let ended = server.wait();
+    assert_eq!(ended.status.code(), Some(1), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stdout.contains("stopped: a violation (--on-violation stop)"), "{}", ended.stdout);
+    assert!(!socket.exists(), "the socket file is removed at exit");
+}
+
+#[test]
+fn connections_beyond_64_are_closed_at_once_and_the_others_are_served() {
+    let server = Server::start(&["--preset", "tiny", "--seed", "8", "--once"]);
+    let mut open: Vec<TcpStream> = (0..64).map(|_| connect(&server.addr)).collect();
+    for s in &mut open {
+        assert_eq!(&read_n(s, 18)[..8], b"NBDMAGIC");
+    }
+    let mut extra = connect(&server.addr);
+    assert!(closed_by_server(&mut extra), "the 65th connection is closed");
+    let first = &mut open[0];
+    first.write_all(&3u32.to_be_bytes()).unwrap();
+    send_option(first, 3, b"");
+    assert_eq!(option_reply(first).0, 2, "an open connection is still served");
+    drop(open);
+    let ended = server.wait();
+    assert!(ended.status.success(), "{}{}", ended.stdout, ended.stderr);
+    assert!(ended.stderr.contains("refused: 64 connections are open already"), "{}", ended.stderr);
+}

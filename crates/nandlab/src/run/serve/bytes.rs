@@ -1,0 +1,241 @@
+//! The real bytes of `serve`, kept beside the payload identities the FTL
+//! moves.
+//!
+//! The FTL and the NAND handle host data as stamps (LBA and write id, see
+//! [`crate::nand::payload`]); the byte store maps each write id to the
+//! bytes the client sent with it. A read turns whatever runs the FTL put
+//! in the buffer back into bytes: data of write `w` for LBA `l` is the
+//! sector `l` of `w`'s bytes, zeros are zeros, erased flash is `0xFF`.
+//! So a stale, misdirected or lost sector reaches the client as the bytes
+//! the FTL really returned, and the oracle flags it in the same read.
+//!
+//! **Memory.** A version (the bytes of one write) is *live* while the
+//! oracle still expects some of its sectors; it costs its size. A write
+//! of zeros costs nothing (it is recorded as zeros). When the last of its
+//! sectors is overwritten or trimmed, a version becomes *stale*: a correct
+//! FTL never returns it again, a broken one may. Stale versions are kept,
+//! oldest first out, up to `stale_bytes_max` bytes, so an FTL bug shows the
+//! client the old bytes it would really see; a stale version dropped from
+//! that window reads as [`FORGOTTEN_BYTE`] (the oracle has already
+//! reported the read as stale whatever its bytes). Live data therefore
+//! costs its size once, plus the stale window, plus up to one partly
+//! overwritten write's old sectors per write still partly live.
+//!
+//! Content no host ever wrote gets a fixed pattern: an FTL metadata page
+//! read as data is [`METADATA_BYTE`], unreadable (torn, corrupt) flash is
+//! [`GARBAGE_BYTE`], a buffer sector the FTL never filled is
+//! [`UNFILLED_BYTE`].
+
+use crate::nand::payload::{Run, RunKind, WriteId};
+use crate::oracle::{Oracle, SectorVersion};
+use std::collections::{HashMap, VecDeque};
+
+/// A stale version no longer kept, as the client sees it.
+pub const FORGOTTEN_BYTE: u8 = 0xD5;
+/// An FTL metadata page returned as host data.
+pub const METADATA_BYTE: u8 = 0x4D;
+/// Unreadable flash (a torn program, a corrupted page).
+pub const GARBAGE_BYTE: u8 = 0xBD;
+/// A buffer sector the FTL left unfilled.
+pub const UNFILLED_BYTE: u8 = 0xEE;
+
+/// The bytes of one host write.
+struct Version {
+    lba: u64,
+    sectors: u32,
+    /// Sectors the oracle still expects from this write.
+    live_sectors: u32,
+    /// `None`: all zeros.
+    data: Option<Box<[u8]>>,
+}
+
+impl Version {
+    fn cost_bytes(&self) -> u64 {
+        self.data.as_ref().map_or(0, |d| d.len() as u64)
+    }
+}
+
+/// Counters of the byte store (reported).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ByteStoreStats {
+    /// Bytes of versions the oracle still expects.
+    pub live_bytes: u64,
+    /// Bytes of stale versions kept for a broken FTL to return.
+    pub stale_bytes: u64,
+    /// Stale versions dropped from the window.
+    pub versions_forgotten: u64,
+}
+
+/// See the module docs.
+pub struct ByteStore {
+    sector_bytes: usize,
+    versions: HashMap<WriteId, Version>,
+    stale: VecDeque<WriteId>,
+    stale_bytes_max: u64,
+    stats: ByteStoreStats,
+}
+
+impl ByteStore {
+    pub fn new(sector_bytes: u32, stale_bytes_max: u64) -> ByteStore {
+        ByteStore {
+            sector_bytes: sector_bytes as usize,
+            versions: HashMap::new(),
+            stale: VecDeque::new(),
+            stale_bytes_max,
+            stats: ByteStoreStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &ByteStoreStats {
+        &self.stats
+    }
+
+    /// Keep the bytes of write `write` of `data` at `lba` (whole sectors),
+    /// before the FTL sees it: a broken FTL may return it at once.
+    pub fn insert(&mut self, write: WriteId, lba: u64, data: &[u8]) {
+        debug_assert_eq!(data.len() % self.sector_bytes, 0);
+        let sectors = (data.len() / self.sector_bytes) as u32;
+        let data = data.iter().any(|&b| b != 0).then(|| data.into());
+        let v = Version { lba, sectors, live_sectors: sectors, data };
+        self.stats.live_bytes += v.cost_bytes();
+        self.versions.insert(write, v);
+    }
+
+    /// The FTL failed write `write`: nothing expects it, but it may have
+    /// reached the flash.
+    pub fn abandon(&mut self, write: WriteId) {
+        if let Some(v) = self.versions.get_mut(&write) {
+            v.live_sectors = 0;
+            self.make_stale(write);
+        }
+    }
+
+    /// Sectors `lba .. lba+sectors` are about to take a new version (a
+    /// write other than `except`, or a trim): the versions the oracle
+    /// expects there now lose them.
+    pub fn supersede(&mut self, oracle: &Oracle, lba: u64, sectors: u64, except: WriteId) {
+        let mut s = lba;
+        while s < lba + sectors {
+            let SectorVersion::Written(w) = oracle.version(s) else {
+                s += 1;
+                continue;
+            };
+            // The run of sectors this version still covers in the range.
+            let mut n = 1;
+            while s + n < lba + sectors && oracle.version(s + n) == SectorVersion::Written(w) {
+                n += 1;
+            }
+            if w != except {
+                if let Some(v) = self.versions.get_mut(&w) {
+                    v.live_sectors = v.live_sectors.saturating_sub(n as u32);
+                    if v.live_sectors == 0 {
+                        self.make_stale(w);
+                    }
+                }
+            }
+            s += n;
+        }
+    }
+
+    fn make_stale(&mut self, write: WriteId) {
+        let cost = self.versions[&write].cost_bytes();
+        self.stats.live_bytes -= cost;
+        if cost == 0 {
+            self.versions.remove(&write);
+            return;
+        }
+        self.stats.stale_bytes += cost;
+        self.stale.push_back(write);
+        while self.stats.stale_bytes > self.stale_bytes_max {
+            let Some(old) = self.stale.pop_front() else { break };
+            if let Some(v) = self.versions.remove(&old) {
+                self.stats.stale_bytes -= v.cost_bytes();
+                self.stats.versions_forgotten += 1;
+            }
+        }
+    }
+
+    /// Write the bytes of `runs` (a read buffer's content) into `out`.
+    pub fn fill(&self, runs: &[Run], out: &mut [u8]) {
+        let mut at = 0;
+        for run in runs {
+            let len = run.len as usize * self.sector_bytes;
+            let Some(dst) = out.get_mut(at..at + len) else { return };
+            match run.kind {
+                RunKind::Data => self.fill_data(run, dst),
+                RunKind::Zero => dst.fill(0),
+                RunKind::Erased => dst.fill(0xFF),
+                RunKind::Metadata => dst.fill(METADATA_BYTE),
+                RunKind::Unfilled => dst.fill(UNFILLED_BYTE),
+                RunKind::Garbage => dst.fill(GARBAGE_BYTE),
+            }
+            at += len;
+        }
+    }
+
+    fn fill_data(&self, run: &Run, dst: &mut [u8]) {
+        let Some(v) = self.versions.get(&run.write) else { return dst.fill(FORGOTTEN_BYTE) };
+        let first = u64::from(run.lba);
+        // A stamp of this write always lies inside it; anything else is
+        // not bytes this store can name.
+        if first < v.lba || first + u64::from(run.len) > v.lba + u64::from(v.sectors) {
+            return dst.fill(FORGOTTEN_BYTE);
+        }
+        match &v.data {
+            None => dst.fill(0),
+            Some(data) => {
+                let from = (first - v.lba) as usize * self.sector_bytes;
+                dst.copy_from_slice(&data[from..from + dst.len()]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_return_the_bytes_of_the_version_the_runs_name() {
+        let mut oracle = Oracle::new(64, 1);
+        let mut store = ByteStore::new(4, 1 << 20);
+        store.insert(1, 8, b"aaaabbbbcccc");
+        oracle.record_write(8, 3, 1);
+        store.supersede(&oracle, 9, 1, 2);
+        store.insert(2, 9, b"BBBB");
+        oracle.record_write(9, 1, 2);
+        let mut out = [0u8; 16];
+        store.fill(
+            &[Run::data(8, 1, 1), Run::data(9, 2, 1), Run::data(10, 1, 1), Run::filler(RunKind::Erased, 1)],
+            &mut out,
+        );
+        assert_eq!(&out, b"aaaaBBBBcccc\xff\xff\xff\xff");
+        // The stale sector of write 1 is still there for a broken FTL to return.
+        store.fill(&[Run::data(9, 1, 1)], &mut out[..4]);
+        assert_eq!(&out[..4], b"bbbb");
+        assert_eq!(store.stats().live_bytes, 16);
+    }
+
+    #[test]
+    fn stale_versions_beyond_the_window_are_forgotten_and_zeros_cost_nothing() {
+        let mut oracle = Oracle::new(64, 1);
+        let mut store = ByteStore::new(4, 8);
+        for w in 1..=4u32 {
+            store.supersede(&oracle, 0, 2, w);
+            store.insert(w, 0, &[w as u8; 8]);
+            oracle.record_write(0, 2, w);
+        }
+        // Versions 1..=3 are stale; the window keeps only the newest (8 bytes).
+        assert_eq!(store.stats().stale_bytes, 8);
+        assert_eq!(store.stats().versions_forgotten, 2);
+        let mut out = [0u8; 4];
+        store.fill(&[Run::data(0, 1, 1)], &mut out);
+        assert_eq!(out, [FORGOTTEN_BYTE; 4]);
+        store.fill(&[Run::data(1, 3, 1)], &mut out);
+        assert_eq!(out, [3; 4]);
+        store.supersede(&oracle, 0, 2, 5);
+        store.insert(5, 0, &[0; 8]);
+        oracle.record_write(0, 2, 5);
+        assert_eq!(store.stats().live_bytes, 0, "a write of zeros is stored as zeros");
+    }
+}

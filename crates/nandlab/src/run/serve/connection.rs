@@ -1,0 +1,183 @@
+//! One client connection: the handshake, then a reader that parses
+//! requests and hands them to the drive, and a writer that sends replies
+//! in the order the drive completes them.
+//!
+//! The reader holds a budget of bytes in flight (payloads received and
+//! read data not yet sent, [`IN_FLIGHT_BYTES_MAX`]); a client that sends
+//! requests faster than it reads replies stops being read until replies
+//! drain, so it cannot make the server hold unbounded memory. A protocol
+//! error ends only this connection: it is logged once and the requests
+//! already received are still answered if the client is there to read
+//! them.
+
+use super::stream::Stream;
+use super::{Event, Job};
+use crate::host::nbd::handshake::{self, Export, Negotiated};
+use crate::host::nbd::transmission::{self, Command, Incoming};
+use crate::host::nbd::{structured, ProtocolError};
+use std::io::{BufReader, BufWriter, Write};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Bytes of payload and read data one connection may have in flight.
+pub const IN_FLIGHT_BYTES_MAX: u64 = 64 << 20;
+
+/// How long a client may take over the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A reply on its way to the writer.
+pub struct Reply {
+    pub cookie: u64,
+    /// Where a read's data starts (its structured chunk names it).
+    pub offset_bytes: u64,
+    /// The read's data, or the error value and a message.
+    pub result: Result<Vec<u8>, (u32, String)>,
+    /// Bytes of the budget this reply returns when sent.
+    pub budget_bytes: u64,
+}
+
+/// Bytes in flight on one connection.
+#[derive(Default)]
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    /// Wait until `bytes` more fit (always, when nothing is in flight).
+    fn acquire(&self, bytes: u64) {
+        let mut used = self.used.lock().expect("budget lock");
+        while *used > 0 && *used + bytes > IN_FLIGHT_BYTES_MAX {
+            used = self.freed.wait(used).expect("budget lock");
+        }
+        *used += bytes;
+    }
+
+    fn release(&self, bytes: u64) {
+        *self.used.lock().expect("budget lock") -= bytes;
+        self.freed.notify_all();
+    }
+}
+
+/// Serve connection `id` on `stream` until it ends; the drive gets its
+/// commands through `drive`. How it ended: `Ok(None)` as the protocol
+/// says, `Ok(Some(note))` in the handshake as the client chose (an abort,
+/// an unknown export), `Err` after a protocol or socket error.
+pub fn serve(id: u64, stream: Stream, export: &Export, drive: &Sender<Event>) -> Result<Option<String>, String> {
+    let ended = serve_stream(id, &stream, export, drive);
+    // Closed for every clone (the server keeps one to close at shutdown):
+    // a client that sent NBD_CMD_DISC waits for the close.
+    stream.shutdown();
+    ended
+}
+
+fn serve_stream(id: u64, stream: &Stream, export: &Export, drive: &Sender<Event>) -> Result<Option<String>, String> {
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let mut handshake_stream = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => return Err(format!("cannot use the socket: {e}")),
+    };
+    let negotiated = match handshake::negotiate(&mut handshake_stream, export) {
+        Ok(n) => n,
+        Err(ProtocolError::Ended(why)) => return Ok(Some(why)),
+        Err(e) => return Err(format!("handshake: {e}")),
+    };
+    let _ = stream.set_read_timeout(None);
+    let budget = Arc::new(Budget::default());
+    let (reply_tx, reply_rx) = channel::<Reply>();
+    let writer = {
+        let (stream, budget) = (stream.try_clone(), Arc::clone(&budget));
+        let Ok(stream) = stream else { return Err("cannot use the socket".into()) };
+        std::thread::spawn(move || write_replies(stream, reply_rx, negotiated, &budget))
+    };
+    let ended = read_requests(id, stream, export.size_bytes, drive, &reply_tx, &budget);
+    drop(reply_tx);
+    let write_error = writer.join().unwrap_or_else(|_| Some("the reply writer panicked".into()));
+    match ended.or(write_error) {
+        None => Ok(None),
+        Some(e) => Err(e),
+    }
+}
+
+/// Read requests until the client disconnects or breaks the protocol.
+fn read_requests(
+    id: u64,
+    stream: &Stream,
+    size_bytes: u64,
+    drive: &Sender<Event>,
+    replies: &Sender<Reply>,
+    budget: &Budget,
+) -> Option<String> {
+    let Ok(read_half) = stream.try_clone() else { return Some("cannot use the socket".into()) };
+    let mut reader = BufReader::with_capacity(256 << 10, read_half);
+    loop {
+        match transmission::read_request(&mut reader, size_bytes) {
+            Ok(Incoming::Disconnect) => return None,
+            Ok(Incoming::Refuse(req, error, why)) => {
+                budget.acquire(0);
+                let reply = Reply { cookie: req.cookie, offset_bytes: 0, result: Err((error, why)), budget_bytes: 0 };
+                if replies.send(reply).is_err() {
+                    return Some("the reply writer stopped".into());
+                }
+            }
+            Ok(Incoming::Command(cookie, cmd)) => {
+                let bytes = match &cmd {
+                    Command::Write { data, .. } => data.len() as u64,
+                    Command::Read { length_bytes, .. } => u64::from(*length_bytes),
+                    _ => 0,
+                };
+                budget.acquire(bytes);
+                let job = Job { connection: id, cookie, command: cmd, reply: replies.clone(), budget_bytes: bytes };
+                if drive.send(Event::Job(job)).is_err() {
+                    return Some("the server is shutting down".into());
+                }
+            }
+            Err(ProtocolError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Some("the client vanished in the middle of a request".into())
+            }
+            Err(e) => return Some(e.to_string()),
+        }
+    }
+}
+
+/// Send replies as they come; structured ones if the client asked.
+fn write_replies(stream: Stream, replies: Receiver<Reply>, negotiated: Negotiated, budget: &Budget) -> Option<String> {
+    let mut out = BufWriter::with_capacity(256 << 10, stream);
+    let mut failed = None;
+    while let Ok(first) = replies.recv() {
+        let mut next = Some(first);
+        // Batch what is ready into one flush.
+        while let Some(reply) = next {
+            if failed.is_none() {
+                if let Err(e) = write_reply(&mut out, &reply, negotiated) {
+                    failed = Some(format!("sending a reply: {e}"));
+                }
+            }
+            budget.release(reply.budget_bytes);
+            next = replies.try_recv().ok();
+        }
+        if failed.is_none() {
+            if let Err(e) = out.flush() {
+                failed = Some(format!("sending a reply: {e}"));
+            }
+        }
+    }
+    failed
+}
+
+fn write_reply(out: &mut impl Write, reply: &Reply, negotiated: Negotiated) -> std::io::Result<()> {
+    match (&reply.result, negotiated.structured_replies) {
+        (Ok(data), false) => {
+            out.write_all(&transmission::simple_reply(reply.cookie, 0))?;
+            out.write_all(data)
+        }
+        (Err((error, _)), false) => out.write_all(&transmission::simple_reply(reply.cookie, *error)),
+        (Ok(data), true) if data.is_empty() => out.write_all(&structured::none_chunk(reply.cookie)),
+        (Ok(data), true) => {
+            out.write_all(&structured::offset_data_header(reply.cookie, reply.offset_bytes, data.len() as u32))?;
+            out.write_all(data)
+        }
+        (Err((error, why)), true) => out.write_all(&structured::error_chunk(reply.cookie, *error, why)),
+    }
+}

@@ -1,0 +1,428 @@
+//! `serve`: the simulated drive as a block device over NBD, so real
+//! programs (fio, file systems, databases) run on it while every NAND rule
+//! and every read stays checked.
+//!
+//! The parts, along the data path:
+//! - [`stream`]: where clients connect (TCP, loopback by default, or a
+//!   Unix socket);
+//! - [`connection`]: per client, the handshake ([`crate::host::nbd`]),
+//!   a reader thread that parses requests and a writer that sends replies;
+//! - this module's loop: the *drive thread*, which owns the session and
+//!   executes the commands of every connection one at a time, in the
+//!   order they arrive on one channel;
+//! - [`executor`]: a command on the [`Session`] — host requests to the
+//!   FTL, the oracle checking every read, the bytes from [`bytes`].
+//!
+//! **Why one drive thread.** The simulated drive is one state machine
+//! (FTL, flash, oracle): executing commands one at a time in arrival
+//! order makes a run's checking a function of the request sequence, so a
+//! finding can be replayed; serving requests in parallel would buy
+//! throughput the FTL under test does not have anyway. Connections only
+//! parse and send in parallel.
+//!
+//! **Flush across connections.** A command's reply is sent after the
+//! drive thread executed it, and a flush executes after every command
+//! that was replied to before it was received, on any connection; the
+//! FTL's flush makes everything it acknowledged durable. So a flush on
+//! one connection covers writes completed on all connections, which is
+//! what `NBD_FLAG_CAN_MULTI_CONN` promises, and it is advertised.
+//!
+//! **Shutdown.** On a stop request (SIGINT/SIGTERM in the CLI), with
+//! `once` when the last client disconnects, or when the violation policy
+//! says stop: no new connections, open ones are closed (commands not yet
+//! executed are dropped; their clients see the connection close), then a
+//! flush of the FTL, or with `remount_verify` a clean power cycle (FTL
+//! shutdown, a fresh instance mounted from flash) and every sector read
+//! back and checked; then the report.
+
+pub mod bytes;
+pub mod connection;
+pub mod executor;
+pub mod stream;
+
+use crate::config::Config;
+use crate::flash::Cause;
+use crate::host::nbd::handshake::{tflags, Export};
+use crate::host::nbd::transmission::Command;
+use crate::host::nbd::MAX_PAYLOAD_BYTES;
+use crate::report::{self, resources, StressReport};
+use crate::run::stress::{session_report, RunOutline, WorkloadEnd};
+use crate::run::{RunError, StopFlag};
+use bytes::ByteStoreStats;
+use connection::Reply;
+use executor::ServeDrive;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use stream::{Listener, Stream};
+
+/// With `once`, how long the server waits for another client after the
+/// last one left: clients such as fio's `nbd` engine open a connection to
+/// probe the export, close it, and connect again at once.
+pub const ONCE_GRACE: Duration = Duration::from_secs(1);
+
+/// Connections open at once; more are closed at once (logged).
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub seed: u64,
+    /// The export's name (the empty name selects it too).
+    pub export_name: String,
+    /// The minimum block size advertised (`NBD_INFO_BLOCK_SIZE`), bytes.
+    pub block_min_bytes: u32,
+    /// Exit when the last client disconnects (and no other connects
+    /// within [`ONCE_GRACE`]).
+    pub once: bool,
+    /// At exit: a clean power cycle (FTL shutdown, a fresh instance
+    /// mounted from flash) and every sector read back and checked;
+    /// otherwise a flush.
+    pub remount_verify: bool,
+    /// Stop when set (SIGINT/SIGTERM).
+    pub stop: StopFlag,
+    /// Print the live counters when set (SIGUSR1); cleared when printed.
+    pub stats_now: Option<Arc<AtomicBool>>,
+    /// Print the live counters this often.
+    pub stats_interval: Option<Duration>,
+}
+
+/// A message to the drive thread.
+pub enum Event {
+    Job(Job),
+    Opened(u64, String),
+    /// Connection closed: `Ok(None)` as the protocol says, `Ok(Some)` with
+    /// a note, `Err` after a protocol or socket error.
+    Closed(u64, Result<Option<String>, String>),
+}
+
+/// A command from a connection, and where its reply goes.
+pub struct Job {
+    pub connection: u64,
+    pub cookie: u64,
+    pub command: Command,
+    pub reply: Sender<Reply>,
+    pub budget_bytes: u64,
+}
+
+/// What `serve` counts beside the drive's report.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ServeCounters {
+    pub connections: u64,
+    /// Connections ended by a protocol or socket error.
+    pub connection_errors: u64,
+    pub commands: u64,
+    /// Commands refused before the drive (range, size, unknown).
+    pub commands_refused: u64,
+    /// Commands answered with an error because of a violation or a failed FTL.
+    pub commands_failed: u64,
+    pub bytes: ByteStoreStats,
+    /// Why the server stopped.
+    pub stopped_by: String,
+}
+
+/// The report of a `serve` run: the stress report's fields and serve's own.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ServeReport {
+    #[serde(flatten)]
+    pub run: StressReport,
+    pub serve: ServeCounters,
+}
+
+impl ServeReport {
+    /// The stress-style summary and serve's lines.
+    pub fn summary(&self) -> String {
+        let s = &self.serve;
+        let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+        format!(
+            "{}  nbd        {} connection(s) ({} ended by an error), {} commands ({} refused, {} failed), stopped: {}\n  bytes      {:.1} MiB live, {:.1} MiB stale kept, {} stale version(s) forgotten\n",
+            self.run.summary(),
+            s.connections,
+            s.connection_errors,
+            s.commands,
+            s.commands_refused,
+            s.commands_failed,
+            s.stopped_by,
+            mib(s.bytes.live_bytes),
+            mib(s.bytes.stale_bytes),
+            s.bytes.versions_forgotten
+        )
+    }
+}
+
+/// The export a drive of `size_bytes` offers: blocks of at least
+/// `block_min_bytes`, preferably pages of `page_bytes`.
+pub fn export(name: &str, size_bytes: u64, block_min_bytes: u32, page_bytes: u32) -> Export {
+    Export {
+        name: name.to_string(),
+        description: "nandlab: a simulated SSD, every read checked".to_string(),
+        size_bytes,
+        transmission_flags: tflags::HAS_FLAGS
+            | tflags::SEND_FLUSH
+            | tflags::SEND_FUA
+            | tflags::SEND_TRIM
+            | tflags::SEND_WRITE_ZEROES
+            | tflags::SEND_DF
+            | tflags::CAN_MULTI_CONN,
+        block_min_bytes,
+        block_preferred_bytes: page_bytes.max(block_min_bytes).max(512),
+        block_max_bytes: MAX_PAYLOAD_BYTES,
+    }
+}
+
+/// Accept clients on `listener` and serve `drive` until a stop; then the
+/// clean shutdown, the check of every sector and the report. Log lines
+/// (connections, violations, live counters) go to `log`.
+pub fn run(
+    config: &Config,
+    mut drive: ServeDrive,
+    listener: Listener,
+    opts: &ServeOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<ServeReport, RunError> {
+    let started = Instant::now();
+    let cpu_start = resources::cpu_seconds();
+    let export = export(&opts.export_name, drive.size_bytes(), opts.block_min_bytes, config.geometry.page_size_bytes());
+    listener.set_nonblocking().map_err(|e| RunError::Input(format!("listening socket: {e}")))?;
+    let (tx, rx) = channel::<Event>();
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let streams: Arc<Mutex<HashMap<u64, Stream>>> = Arc::default();
+    let acceptor = {
+        let (shutdown, streams, tx) = (Arc::clone(&shutdown), Arc::clone(&streams), tx.clone());
+        std::thread::spawn(move || accept_loop(&listener, &export, &shutdown, &streams, &tx))
+    };
+    drop(tx);
+    let mut counters = ServeCounters::default();
+    let mut open = 0u64;
+    let mut interrupted = false;
+    let mut next_stats = opts.stats_interval.map(|d| Instant::now() + d);
+    // With `once`: when the last client left, if no other came since.
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        if open == 0 && idle_since.is_some_and(|t| t.elapsed() >= ONCE_GRACE) {
+            counters.stopped_by = "the last client disconnected (--once)".into();
+            break;
+        }
+        if opts.stop.is_set() {
+            interrupted = true;
+            counters.stopped_by = "interrupted".into();
+            break;
+        }
+        let asked = opts.stats_now.as_ref().is_some_and(|f| f.swap(false, Ordering::Relaxed));
+        let due = next_stats.is_some_and(|t| Instant::now() >= t);
+        if asked || due {
+            log(&live_line(&drive, &counters, open));
+            next_stats = opts.stats_interval.map(|d| Instant::now() + d);
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Job(job)) => {
+                if execute(&mut drive, job, &mut counters, log) {
+                    counters.stopped_by = "a violation (--on-violation stop)".into();
+                    break;
+                }
+            }
+            Ok(Event::Opened(id, peer)) => {
+                open += 1;
+                idle_since = None;
+                counters.connections += 1;
+                log(&format!("connection {id} from {peer}"));
+            }
+            Ok(Event::Closed(id, how)) => {
+                open -= 1;
+                match how {
+                    Ok(None) => log(&format!("connection {id} closed")),
+                    Ok(Some(note)) => log(&format!("connection {id} closed: {note}")),
+                    Err(e) => {
+                        counters.connection_errors += 1;
+                        log(&format!("connection {id} dropped: {e}"));
+                    }
+                }
+                if opts.once && open == 0 {
+                    idle_since = Some(Instant::now());
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                counters.stopped_by = "the listener failed".into();
+                break;
+            }
+        }
+    }
+    shutdown.store(true, Ordering::Relaxed);
+    let _ = acceptor.join();
+    for stream in streams.lock().expect("streams lock").values() {
+        stream.shutdown();
+    }
+    Ok(finish(config, drive, counters, interrupted, opts.seed, opts.remount_verify, started, cpu_start))
+}
+
+/// Serve one connection's whole byte stream on this thread, replies
+/// discarded: the handshake, then every request until the stream ends or
+/// breaks the protocol (for fuzzing and tests: no sockets, no threads).
+pub fn serve_in_line(drive: &mut ServeDrive, conn: &mut (impl std::io::Read + std::io::Write), export: &Export) {
+    use crate::host::nbd::transmission::{read_request, Incoming};
+    if crate::host::nbd::handshake::negotiate(conn, export).is_err() {
+        return;
+    }
+    while let Ok(incoming) = read_request(conn, export.size_bytes) {
+        match incoming {
+            Incoming::Command(_, cmd) => {
+                let _ = drive.execute(&cmd);
+            }
+            Incoming::Refuse(..) => {}
+            Incoming::Disconnect => return,
+        }
+    }
+}
+
+/// Execute one job and send its reply; whether the server must stop.
+fn execute(drive: &mut ServeDrive, job: Job, counters: &mut ServeCounters, log: &mut dyn FnMut(&str)) -> bool {
+    counters.commands += 1;
+    let answer = drive.execute(&job.command);
+    for v in &answer.violations {
+        log(&format!("violation (connection {}, cookie {:#x}): {v}", job.connection, job.cookie));
+    }
+    if answer.result.is_err() {
+        counters.commands_failed += 1;
+    }
+    let offset_bytes = match job.command {
+        Command::Read { offset_bytes, .. } => offset_bytes,
+        _ => 0,
+    };
+    // A client gone before its reply is no error of the drive's.
+    let _ = job.reply.send(Reply {
+        cookie: job.cookie,
+        offset_bytes,
+        result: answer.result,
+        budget_bytes: job.budget_bytes,
+    });
+    answer.stop
+}
+
+/// Accept clients until `shutdown`; each gets a thread.
+fn accept_loop(
+    listener: &Listener,
+    export: &Export,
+    shutdown: &AtomicBool,
+    streams: &Arc<Mutex<HashMap<u64, Stream>>>,
+    tx: &Sender<Event>,
+) {
+    let mut next_id = 1;
+    while !shutdown.load(Ordering::Relaxed) {
+        let (stream, peer) = match listener.accept() {
+            Ok(Some(accepted)) => accepted,
+            Ok(None) | Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let id = next_id;
+        next_id += 1;
+        if streams.lock().expect("streams lock").len() >= MAX_CONNECTIONS {
+            // Each connection may hold a request's payload and its budget:
+            // their number is bounded so clients cannot exhaust memory.
+            stream.shutdown();
+            let refused = Err(format!("refused: {MAX_CONNECTIONS} connections are open already"));
+            if tx.send(Event::Opened(id, peer)).is_err() || tx.send(Event::Closed(id, refused)).is_err() {
+                return;
+            }
+            continue;
+        }
+        if let Ok(clone) = stream.try_clone() {
+            streams.lock().expect("streams lock").insert(id, clone);
+        }
+        if tx.send(Event::Opened(id, peer)).is_err() {
+            return;
+        }
+        let (export, tx, streams) = (export.clone(), tx.clone(), Arc::clone(streams));
+        let _ = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
+            let how = connection::serve(id, stream, &export, &tx);
+            streams.lock().expect("streams lock").remove(&id);
+            let _ = tx.send(Event::Closed(id, how));
+        });
+    }
+}
+
+/// The live counters, one line.
+fn live_line(drive: &ServeDrive, counters: &ServeCounters, open: u64) -> String {
+    let session = drive.session();
+    let h = session.host().counters();
+    let stats = session.drive().flash().stats();
+    let waf = report::waf(stats.cause(Cause::Host).programs(), stats.total().programs());
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    format!(
+        "stats: {open} open connection(s), {} commands; host wrote {:.1} MiB, read {:.1} MiB; WAF {waf:.3}; {} error violation(s); bytes {:.1} MiB live, {:.1} MiB stale",
+        counters.commands,
+        mib(h.write_bytes),
+        mib(h.read_bytes),
+        session.drive().flash().log().errors(),
+        mib(drive.bytes().stats().live_bytes),
+        mib(drive.bytes().stats().stale_bytes)
+    )
+}
+
+/// The clean shutdown, the check of every sector, and the report.
+fn finish(
+    config: &Config,
+    mut drive: ServeDrive,
+    mut counters: ServeCounters,
+    interrupted: bool,
+    seed: u64,
+    remount_verify: bool,
+    started: Instant,
+    cpu_start: f64,
+) -> ServeReport {
+    counters.bytes = drive.bytes().stats().clone();
+    let session = drive.session_mut();
+    let end = WorkloadEnd::take(session, started);
+    let stopped_early = session.ftl_failed().then(|| "the FTL returned an error".to_string());
+    let remount = (remount_verify && !session.ftl_failed()).then(|| session.remount_and_verify());
+    if !remount_verify && !session.ftl_failed() {
+        let drive = session.drive_mut();
+        if let Err(e) = drive.flush() {
+            drive.ftl_error("the flush at exit", e);
+        }
+    }
+    let outline = RunOutline {
+        mode: "serve",
+        seed,
+        workload: format!("NBD clients ({} connection(s))", counters.connections),
+        workload_report: None,
+        waf_steady: None,
+        stopped_early,
+        interrupted,
+        remount,
+        started,
+        cpu_start,
+    };
+    let run = session_report(config, session, end, outline);
+    ServeReport { run, serve: counters }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use std::io::{Read, Write};
+
+    /// A connection made of a reader and a writer (tests).
+    pub struct Duplex<'a, R: Read, W: Write> {
+        pub input: &'a mut R,
+        pub output: &'a mut W,
+    }
+
+    impl<R: Read, W: Write> Read for Duplex<'_, R, W> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl<R: Read, W: Write> Write for Duplex<'_, R, W> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.output.flush()
+        }
+    }
+}
