@@ -1,7 +1,7 @@
 //! `nandlab`: the command-line front end of the nandlab library. This
 //! file holds the subcommands and their dispatch; each command's module
 //! parses its arguments, calls the library and prints (`stress_cmd`,
-//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `lists`). Exit
+//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `report_cmd`, `lists`). Exit
 //! codes: see `exit`.
 
 mod bench_cmd;
@@ -13,6 +13,7 @@ mod options;
 mod outputs;
 mod perf_cmd;
 mod progress;
+mod report_cmd;
 mod signals;
 mod stress_cmd;
 mod trace_cmd;
@@ -74,6 +75,13 @@ enum Command {
         #[command(flatten)]
         crash: crash_cmd::CrashArgs,
     },
+    /// Draw saved JSON reports as one self-contained HTML page of tables and
+    /// charts: `nandlab report A.json [B.json ...] -o report.html` (several
+    /// reports of one mode on the same axes).
+    Report {
+        #[command(flatten)]
+        args: report_cmd::ReportArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
@@ -103,6 +111,7 @@ fn main() -> ExitCode {
             perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
         }
         Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
+        Command::Report { args } => report_cmd::run(&args),
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),
