@@ -62,25 +62,36 @@ impl Axes {
 
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// Values beyond this magnitude are not drawn (no figure of a report
+/// comes near it; plotters' tick search would take forever over such a
+/// range).
+const LARGEST_DRAWN: f64 = 1e15;
+
 /// `value` for a linear axis, its decimal logarithm for a log axis (None
 /// when it cannot be drawn).
 fn scaled(value: f64, log: bool) -> Option<f64> {
-    match (value.is_finite(), log) {
-        (false, _) => None,
-        (true, false) => Some(value),
-        (true, true) if value > 0.0 => Some(value.log10()),
-        _ => None,
+    if !value.is_finite() || value.abs() > LARGEST_DRAWN {
+        return None;
+    }
+    match log {
+        false => Some(value),
+        true if value > 0.0 => Some(value.log10()),
+        true => None,
     }
 }
 
-/// The range covering `values`, padded when empty or a single value.
+/// The range covering `values`, padded by 4 %, and widened when narrower
+/// than a millionth of its magnitude (a constant series, or values
+/// differing in their last digits: a visible axis either way).
 fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Option<(f64, f64)> {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let drawable = values.filter(|v| v.is_finite() && v.abs() <= LARGEST_DRAWN);
+    let (lo, hi) = drawable.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if !lo.is_finite() || !hi.is_finite() {
         return None;
     }
     let lo = if from_zero { lo.min(0.0) } else { lo };
-    let pad = if hi > lo { (hi - lo) * 0.04 } else { lo.abs().max(1.0) * 0.5 };
+    let narrowest = (lo.abs().max(hi.abs()) * 1e-6).max(1e-9);
+    let pad = if hi - lo >= narrowest { (hi - lo) * 0.04 } else { narrowest };
     Some((if from_zero && lo >= 0.0 { lo } else { lo - pad }, hi + pad))
 }
 
@@ -425,6 +436,26 @@ mod tests {
         .unwrap();
         assert!(heat.contains(">90%<") || heat.contains("90%"), "{heat}");
         assert!(heat.matches("<rect").count() >= 4 + 1);
+    }
+
+    #[test]
+    fn extreme_values_draw_or_are_left_out_without_a_panic() {
+        let axes = Axes::linear("x", "y");
+        let log = Axes { x_log: true, y_log: true, ..axes.clone() };
+        for pts in [
+            vec![(-f64::MAX, f64::MAX), (f64::MAX, -f64::MAX)],
+            vec![(1e-300, 2e-300), (2e-300, 1e-300)],
+            vec![(0.0, 1e-320), (5e-324, 0.0)],
+            vec![(1e300, 1.0), (1e300 * (1.0 + 1e-15), 1.0)],
+        ] {
+            for a in [&axes, &log] {
+                let _ = lines(&[line("a", &pts)], a);
+                let _ = scatter(&[line("a", &pts)], a);
+            }
+            let _ = grouped_bars(&["a".into()], &[line("a", &pts)], &axes);
+            let _ = stacked_bars(&["a".into(), "b".into()], &[line("a", &pts)], &axes);
+        }
+        let _ = heat_map(&["r".into()], &vec!["c".to_string(); 5000], &[vec![f64::MAX; 5000]], "wide");
     }
 
     #[test]

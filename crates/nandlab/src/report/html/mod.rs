@@ -283,7 +283,7 @@ impl Page {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"generator\" content=\"nandlab {}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n\
-             <body>\n{}<p class=\"absent\">{} charts. Drawn by nandlab {} from its JSON report(s).</p>\n</body>\n</html>\n",
+             <body>\n{}<p class=\"absent\">Charts: {}. Drawn by nandlab {} from its JSON report(s).</p>\n</body>\n</html>\n",
             env!("CARGO_PKG_VERSION"),
             escape(&self.title),
             self.body,
