@@ -144,73 +144,11 @@ fn check_in_browser(chromium: &Path, html: &str, dir: &Path) -> Result<Seen, Str
     Ok(Seen { charts })
 }
 
+mod support;
+
 fn nandlab(args: &[&str]) -> i32 {
     let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
     out.status.code().unwrap_or(-1)
-}
-
-/// The HTML page of a small run of each kind.
-fn pages(dir: &Path) -> Vec<(&'static str, String)> {
-    let html = |kind: &str| dir.join(format!("{kind}.html"));
-    let p = |kind: &str| html(kind).display().to_string();
-    let stress = [
-        "stress",
-        "--preset",
-        "tiny",
-        "--ftl",
-        "page",
-        "--seed",
-        "3",
-        "--no-progress",
-        "--rw",
-        "randwrite",
-        "--bs",
-        "4k",
-        "--io_size",
-        "80m",
-        "--html",
-        &p("stress"),
-    ];
-    assert_eq!(nandlab(&stress), 0);
-    let perf = [
-        "perf",
-        "--preset",
-        "tiny-timed",
-        "--seed",
-        "3",
-        "--no-progress",
-        "--rw",
-        "randrw",
-        "--bs",
-        "4k",
-        "--iodepth",
-        "8",
-        "--requests",
-        "6000",
-        "--html",
-        &p("perf"),
-    ];
-    assert_eq!(nandlab(&perf), 0);
-    let crash = [
-        "crash",
-        "--preset",
-        "tiny",
-        "--ftl",
-        "buggy",
-        "--ftl-opt",
-        "bug=out-of-order",
-        "--seed",
-        "4",
-        "--quiet",
-        "--crash-points",
-        "12",
-        "--threads",
-        "1",
-        "--html",
-        &p("crash"),
-    ];
-    assert_eq!(nandlab(&crash), 1, "the buggy FTL fails");
-    ["stress", "perf", "crash"].map(|k| (k, std::fs::read_to_string(html(k)).unwrap())).to_vec()
 }
 
 #[test]
@@ -218,7 +156,8 @@ fn every_report_kind_loads_without_errors_and_every_chart_draws() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    for (kind, html) in pages(dir.path()) {
+    for (kind, _, page) in support::report_runs(dir.path()) {
+        let html = std::fs::read_to_string(&page).unwrap();
         let seen = check_in_browser(&chromium, &html, dir.path()).unwrap_or_else(|e| panic!("{kind} page: {e}"));
         let least = match kind {
             "stress" => 6,
@@ -226,7 +165,6 @@ fn every_report_kind_loads_without_errors_and_every_chart_draws() {
             _ => 2,
         };
         assert!(seen.charts.len() >= least, "{kind}: {:?}", seen.charts);
-        let page = dir.path().join(format!("{kind}.html"));
         let shot = shots.join(format!("html-{kind}.png"));
         let _ = std::fs::remove_file(&shot);
         run_chromium(&chromium, &page, &["--window-size=1400,1800", &format!("--screenshot={}", shot.display())]);

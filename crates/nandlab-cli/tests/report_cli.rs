@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod support;
+
 fn nandlab(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
     (
@@ -126,62 +128,20 @@ fn a_broken_or_foreign_or_mixed_input_is_refused_naming_the_file() {
 #[test]
 fn perf_and_crash_pages_have_their_own_charts() {
     let dir = tempfile::tempdir().unwrap();
-    let perf = dir.path().join("perf.html");
-    let perf_json = dir.path().join("perf.json");
-    let (code, out, err) = nandlab(&[
-        "perf",
-        "--preset",
-        "tiny-timed",
-        "--seed",
-        "3",
-        "--no-progress",
-        "--rw",
-        "randrw",
-        "--bs",
-        "4k",
-        "--iodepth",
-        "8",
-        "--requests",
-        "4000",
-        "--html",
-        s(&perf),
-        "--json",
-        s(&perf_json),
-    ]);
-    assert_eq!(code, 0, "{out}{err}");
-    let page = std::fs::read_to_string(&perf).unwrap();
+    let runs = support::report_runs(dir.path());
+    let page = std::fs::read_to_string(&runs[1].2).unwrap();
     for title in
         ["IOPS", "p99 latency", "Latency CDF: all", "Latency CDF: read", "Mean latency by component", "Busy share"]
     {
         assert!(page.contains(title), "{title}");
     }
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&perf_json).unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&runs[1].1).unwrap()).unwrap();
     let cdf = report["perf"]["latency_cdf"]["all"].as_array().unwrap();
     assert!(!cdf.is_empty() && cdf.len() <= 512);
     assert_eq!(cdf.last().unwrap()["fraction"], 1.0);
     assert!(report.get("series").is_none(), "perf reports keep their own time series only");
 
-    let crash = dir.path().join("crash.html");
-    let (code, out, err) = nandlab(&[
-        "crash",
-        "--preset",
-        "tiny",
-        "--ftl",
-        "buggy",
-        "--ftl-opt",
-        "bug=out-of-order",
-        "--seed",
-        "4",
-        "--quiet",
-        "--crash-points",
-        "12",
-        "--threads",
-        "1",
-        "--html",
-        s(&crash),
-    ]);
-    assert_eq!(code, 1, "a finding: {out}{err}");
-    let page = std::fs::read_to_string(&crash).unwrap();
+    let page = std::fs::read_to_string(&runs[2].2).unwrap();
     for title in ["Crash points tested", "Failed points by rule", "Shrunk finding", "Reproduce with:", "--crash-at"] {
         assert!(page.contains(title), "{title}");
     }

@@ -169,12 +169,17 @@ fn frame<'a, 'b>(
     Some(chart)
 }
 
-/// The legend, when there is more than one series.
+/// The legend, when there is more than one series, at the upper left.
 fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, series: usize) -> Option<()> {
+    legend_at(chart, series, SeriesLabelPosition::UpperLeft)
+}
+
+/// The legend, when there is more than one series, at `position`.
+fn legend_at<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, series: usize, position: SeriesLabelPosition) -> Option<()> {
     if series > 1 {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(position)
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(180, 180, 180))
             .label_font(("sans-serif", 15))
@@ -317,14 +322,8 @@ pub fn stacked_bars(bars: &[String], parts: &[Series], axes: &Axes) -> Option<St
                 .label(p.name.as_str())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font(("sans-serif", 15))
-            .draw()
-            .ok()
+        // Upper right: the bars start at the left. (One part needs a legend too.)
+        legend_at(&mut chart, parts.len() + 1, SeriesLabelPosition::UpperRight)
     })
 }
 
