@@ -90,6 +90,10 @@ pub struct CrashArgs {
     /// Write the JSON report to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page of tables and
+    /// charts to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
     /// Oracle version grain in sectors, a power of two up to 65536
     /// (default: the workload's alignment).
     #[arg(long = "oracle-unit", value_parser = options::oracle_unit)]
@@ -170,6 +174,7 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
     let skip_value = [
         "--seed",
         "--json",
+        "--html",
         "--crash-points",
         "--crash-every",
         "--crash-span",
@@ -203,7 +208,8 @@ fn reproducer(seed: u64, shrunk: &Shrunk) -> String {
 }
 
 pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) -> ExitCode {
-    let ([json], stop, config) = match device.start(workload_args, &[], [("--json", args.json.as_deref())]) {
+    let outputs = [("--json", args.json.as_deref()), ("--html", args.html.as_deref())];
+    let ([json, html], stop, config) = match device.start(workload_args, &[], outputs) {
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
@@ -231,7 +237,7 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
     if let Some(sh) = &mut report.shrunk {
         sh.command = Some(reproducer(seed, sh));
     }
-    finish(&report, args, json)
+    finish(&report, args, json, html)
 }
 
 /// The campaign's memory against `--max-memory` or the machine: one drive
@@ -267,7 +273,12 @@ fn check_memory(
     options::check_memory(&memory, args.max_memory)
 }
 
-fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::Output>) -> ExitCode {
+fn finish(
+    report: &CrashReport,
+    args: &CrashArgs,
+    json: Option<crate::outputs::Output>,
+    html: Option<crate::outputs::Output>,
+) -> ExitCode {
     print!("{}", report.summary());
     if !args.quiet {
         let failed: Vec<_> = report.points.iter().filter(|p| !p.passed).collect();
@@ -291,11 +302,8 @@ fn finish(report: &CrashReport, args: &CrashArgs, json: Option<crate::outputs::O
     if let Some(cmd) = report.shrunk.as_ref().and_then(|s| s.command.as_ref()) {
         println!("\nReproduce the shrunk finding with:\n  {cmd}");
     }
-    if let Some(out) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
-        if let Err(e) = out.write(text.as_bytes()) {
-            return input_error(e);
-        }
+    if let Err(e) = crate::stress_cmd::write_json_and_html(report, json, html, "") {
+        return input_error(e);
     }
     exit::of_run(report.has_findings(), report.interrupted)
 }

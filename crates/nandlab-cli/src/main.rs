@@ -1,7 +1,7 @@
 //! `nandlab`: the command-line front end of the nandlab library. This
 //! file holds the subcommands and their dispatch; each command's module
 //! parses its arguments, calls the library and prints (`stress_cmd`,
-//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `serve_cmd`, `lists`). Exit
+//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `serve_cmd`, `report_cmd`, `lists`). Exit
 //! codes: see `exit`.
 
 mod bench_cmd;
@@ -13,6 +13,7 @@ mod options;
 mod outputs;
 mod perf_cmd;
 mod progress;
+mod report_cmd;
 mod serve_cmd;
 mod signals;
 mod stress_cmd;
@@ -83,6 +84,13 @@ enum Command {
         #[command(flatten)]
         serve: serve_cmd::ServeArgs,
     },
+    /// Draw saved JSON reports as one self-contained HTML page of tables and
+    /// charts: `nandlab report A.json [B.json ...] -o report.html` (several
+    /// reports of one mode on the same axes).
+    Report {
+        #[command(flatten)]
+        args: report_cmd::ReportArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
@@ -113,6 +121,7 @@ fn main() -> ExitCode {
         }
         Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
         Command::Serve { device, serve } => serve_cmd::run(&device, &serve),
+        Command::Report { args } => report_cmd::run(&args),
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),

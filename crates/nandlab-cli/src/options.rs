@@ -297,6 +297,11 @@ pub struct RunArgs {
     /// Write the JSON report to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page of tables and
+    /// charts to FILE (`-` for standard output); the same page as
+    /// `nandlab report` draws from the JSON.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
     /// Stop after this many error violations (0: never stop).
     #[arg(long = "max-errors", default_value_t = 1)]
     pub max_errors: u64,
@@ -355,11 +360,11 @@ pub fn reproduce_command(seed: u64) -> String {
     let mut out = vec!["nandlab".to_string()];
     let mut args = std::env::args().skip(1).peekable();
     while let Some(a) = args.next() {
-        if a == "--seed" || a == "--json" {
+        if a == "--seed" || a == "--json" || a == "--html" {
             args.next();
             continue;
         }
-        if a.starts_with("--seed=") || a.starts_with("--json=") {
+        if a.starts_with("--seed=") || a.starts_with("--json=") || a.starts_with("--html=") {
             continue;
         }
         out.push(quote(&a));

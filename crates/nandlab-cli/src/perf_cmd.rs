@@ -173,9 +173,10 @@ pub fn perf_command(
 ) -> ExitCode {
     let traces =
         trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow::trace_path(f)).map(Path::new));
-    let outputs = [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref())];
+    let outputs =
+        [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref()), ("--html", run.html.as_deref())];
     let traces: Vec<&Path> = traces.collect();
-    let ([json, csv], stop, mut config) = match device.start(workload_args, &traces, outputs) {
+    let ([json, csv, html], stop, mut config) = match device.start(workload_args, &traces, outputs) {
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
@@ -264,7 +265,7 @@ pub fn perf_command(
         crate::signals::announce();
     }
     report.run.reproduce = Some(reproduce);
-    finish(&report, json, csv)
+    finish(&report, json, csv, html)
 }
 
 fn write_file(out: Output, mut text: String) -> Result<(), ExitCode> {
@@ -274,15 +275,14 @@ fn write_file(out: Output, mut text: String) -> Result<(), ExitCode> {
     out.write(text.as_bytes()).map_err(input_error)
 }
 
-fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>) -> ExitCode {
+fn finish(report: &PerfReport, json: Option<Output>, csv: Option<Output>, html: Option<Output>) -> ExitCode {
     print!("{}", report.summary());
     let r = &report.run;
     crate::stress_cmd::print_findings(r);
-    if let Some(out) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
-        if let Err(code) = write_file(out, text) {
-            return code;
-        }
+    // On standard output the JSON ends with an empty line, as it was printed
+    // before outputs were written through `Output`.
+    if let Err(e) = crate::stress_cmd::write_json_and_html(report, json, html, "\n") {
+        return input_error(e);
     }
     if let Some(out) = csv {
         if let Err(code) = write_file(out, to_csv(&report.perf.timeseries)) {

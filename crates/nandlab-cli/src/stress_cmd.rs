@@ -18,7 +18,8 @@ pub fn run(
     run: &RunArgs,
 ) -> ExitCode {
     let traces: Vec<&std::path::Path> = trace.trace.as_deref().into_iter().collect();
-    let ([json], stop, config) = match device.start(workload_args, &traces, [("--json", run.json.as_deref())]) {
+    let outputs = [("--json", run.json.as_deref()), ("--html", run.html.as_deref())];
+    let ([json, html], stop, config) = match device.start(workload_args, &traces, outputs) {
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
@@ -28,7 +29,7 @@ pub fn run(
         trace_cmd::OracleUnit { given: run.oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes(), &unit) {
         Err(e) => return input_error(e),
-        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, json, stop),
+        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, [json, html], stop),
         Ok(None) => {}
     }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
@@ -41,7 +42,7 @@ pub fn run(
             Ok(w) => w,
             Err(e) => return input_error(config.locate_error(&e)),
         };
-    run_stress(&config, &mut workload, seed, run, json, stop)
+    run_stress(&config, &mut workload, seed, run, [json, html], stop)
 }
 
 /// `stress` and `crash` submit one request at a time: say so when the
@@ -59,7 +60,7 @@ fn run_stress(
     workload: &mut dyn nandlab::workload::Workload,
     seed: u64,
     run: &RunArgs,
-    json: Option<outputs::Output>,
+    json_html: [Option<outputs::Output>; 2],
     stop: nandlab::run::StopFlag,
 ) -> ExitCode {
     let reproduce = options::reproduce_command(seed);
@@ -109,23 +110,42 @@ fn run_stress(
         }
     }
     let trace_line = report.workload_report.as_ref().map(trace_cmd::summary_line);
-    finish_report(&report, json, trace_line.as_deref())
+    finish_report(&report, json_html, trace_line.as_deref())
 }
 
-/// Print the summary and violations, write JSON, and choose the exit code.
-fn finish_report(report: &StressReport, json: Option<outputs::Output>, extra: Option<&str>) -> ExitCode {
+/// Print the summary and violations, write JSON and HTML, and choose the exit code.
+fn finish_report(report: &StressReport, [json, html]: [Option<outputs::Output>; 2], extra: Option<&str>) -> ExitCode {
     print!("{}", report.summary());
     if let Some(line) = extra {
         println!("{line}");
     }
     print_findings(report);
-    if let Some(out) = json {
-        let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
-        if let Err(e) = out.write(text.as_bytes()) {
-            return input_error(e);
-        }
+    if let Err(e) = write_json_and_html(report, json, html, "") {
+        return input_error(e);
     }
     exit::of_run(report.errors > 0, report.interrupted)
+}
+
+/// Write `report` as JSON (`--json`, followed by `json_stdout_tail` when it
+/// goes to standard output) and as HTML (`--html`), whichever were given.
+pub fn write_json_and_html(
+    report: &impl serde::Serialize,
+    json: Option<outputs::Output>,
+    html: Option<outputs::Output>,
+    json_stdout_tail: &str,
+) -> Result<(), String> {
+    if json.is_none() && html.is_none() {
+        return Ok(());
+    }
+    let text = serde_json::to_string_pretty(report).expect("reports serialize") + "\n";
+    if let Some(out) = json {
+        let tail = if out.is_stdout() { json_stdout_tail } else { "" };
+        out.write((text.clone() + tail).as_bytes())?;
+    }
+    if let Some(out) = html {
+        crate::report_cmd::write_html(out, &text)?;
+    }
+    Ok(())
 }
 
 /// The violations kept, and the command that reproduces the run if it

@@ -54,3 +54,82 @@ pub fn tool(name: &str) -> bool {
     }
     found
 }
+
+/// A small run of each report kind writing `KIND.json` and `KIND.html`
+/// into `dir` (stress on the page FTL, perf on tiny-timed, crash on the
+/// buggy FTL, whose every point fails): (kind, JSON path, HTML path).
+pub fn report_runs(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, std::path::PathBuf)> {
+    let runs: [(&str, &[&str], i32); 3] = [
+        (
+            "stress",
+            &[
+                "stress",
+                "--preset",
+                "tiny",
+                "--ftl",
+                "page",
+                "--seed",
+                "3",
+                "--no-progress",
+                "--rw",
+                "randwrite",
+                "--bs",
+                "4k",
+                "--io_size",
+                "80m",
+            ],
+            0,
+        ),
+        (
+            "perf",
+            &[
+                "perf",
+                "--preset",
+                "tiny-timed",
+                "--seed",
+                "3",
+                "--no-progress",
+                "--rw",
+                "randrw",
+                "--bs",
+                "4k",
+                "--iodepth",
+                "8",
+                "--requests",
+                "6000",
+            ],
+            0,
+        ),
+        (
+            "crash",
+            &[
+                "crash",
+                "--preset",
+                "tiny",
+                "--ftl",
+                "buggy",
+                "--ftl-opt",
+                "bug=out-of-order",
+                "--seed",
+                "4",
+                "--quiet",
+                "--crash-points",
+                "12",
+                "--threads",
+                "1",
+            ],
+            1,
+        ),
+    ];
+    runs.iter()
+        .map(|(kind, args, expected)| {
+            let json = dir.join(format!("{kind}.json"));
+            let html = dir.join(format!("{kind}.html"));
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(["--json", json.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+            let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(&all).output().expect("runs");
+            assert_eq!(out.status.code(), Some(*expected), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
+            (*kind, json, html)
+        })
+        .collect()
+}

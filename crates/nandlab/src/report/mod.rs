@@ -10,6 +10,7 @@
 //! ([`SCHEMA_VERSION`]).
 
 pub mod crash;
+pub mod html;
 pub mod latency;
 pub mod perf;
 pub mod resources;
@@ -176,6 +177,27 @@ fn show(v: &serde_json::Value) -> String {
     }
 }
 
+/// Cumulative counters after `requests` host requests of a `stress` run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StressSample {
+    pub requests: u64,
+    pub host_write_bytes: u64,
+    /// Pages programmed for host writes.
+    pub host_pages_programmed: u64,
+    /// Pages programmed for any cause (host, GC, metadata, wear leveling).
+    pub pages_programmed: u64,
+    /// Pages moved by garbage collection.
+    pub gc_pages_moved: u64,
+    pub blocks_erased: u64,
+    /// The FTL's free blocks at that point (when it counts them).
+    pub free_blocks: Option<u64>,
+}
+
+impl StressSample {
+    /// Samples kept at most: enough for a smooth line, small in the JSON.
+    pub const MAX_SAMPLES: usize = 256;
+}
+
 /// Result of the clean power cycle at the end of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RemountSummary {
@@ -245,6 +267,13 @@ pub struct StressReport {
     pub remount: Option<RemountSummary>,
     /// The command that reproduces this run (set by the CLI).
     pub reproduce: Option<String>,
+    /// Cumulative counters sampled along a `stress` run (at most
+    /// [`StressSample::MAX_SAMPLES`], thinned as the run grows; the last
+    /// one is the end of the run): what the HTML report plots WAF, free
+    /// blocks and GC against host bytes written with. Absent from the JSON
+    /// when empty (perf reports have their own time series).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<StressSample>,
     // --- wall-clock and memory fields (the only ones a seed does not fix) ---
     pub wall_seconds: f64,
     pub cpu_seconds: f64,

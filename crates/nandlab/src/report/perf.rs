@@ -5,7 +5,7 @@
 //! channel and die and of the host link, controller CPU and DRAM, garbage
 //! collection in the foreground and background, and the time series.
 
-use super::latency::{LatencyRecorder, LatencyStats};
+use super::latency::{CdfPoint, LatencyRecorder, LatencyStats};
 use super::timeseries::IntervalRow;
 use super::StressReport;
 use crate::host::HostConfig;
@@ -220,6 +220,9 @@ pub struct PerfSection {
     pub write_mbps: f64,
     /// Latency per operation type (`read`, `write`, `trim`, `flush`) and `all`.
     pub latency: BTreeMap<&'static str, LatencyStats>,
+    /// The latency CDF per operation type and `all` (at most
+    /// [`crate::report::latency::MAX_CDF_POINTS`] points each).
+    pub latency_cdf: BTreeMap<&'static str, Vec<CdfPoint>>,
     pub breakdown: BreakdownSummary,
     pub utilisation: Utilisation,
     pub gc: PerfGc,

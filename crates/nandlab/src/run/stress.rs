@@ -11,7 +11,7 @@ use super::{registry_factory, FtlFactory, Lookahead, RunError, Session, StopFlag
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats};
 use crate::ftl::FtlStats;
-use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
+use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, StressSample, WearSummary};
 use crate::workload::{Workload, WorkloadProgress};
 use std::time::Instant;
 
@@ -47,30 +47,30 @@ impl Default for StressOptions {
     }
 }
 
-/// Program counters sampled during the run, thinned as it grows, so the
+/// Counters sampled during the run, thinned as it grows, so the
 /// steady-state WAF over the last quarter is known without knowing the
-/// workload's length in advance.
+/// workload's length in advance; the samples are also the report's
+/// `series` (what the HTML report plots WAF and free blocks with).
 struct WafSamples {
-    samples: Vec<(u64, u64, u64)>, // (requests, host programs, all programs)
+    samples: Vec<StressSample>,
     every: u64,
 }
 
 impl WafSamples {
-    const CAPACITY: usize = 256;
+    const CAPACITY: usize = StressSample::MAX_SAMPLES;
 
     fn new() -> Self {
-        WafSamples { samples: vec![(0, 0, 0)], every: 1024 }
+        WafSamples { samples: vec![StressSample::default()], every: 1024 }
     }
 
     fn maybe_record(&mut self, requests: u64, session: &Session) {
         if requests % self.every != 0 {
             return;
         }
-        let s = session.drive().flash().stats();
-        self.samples.push((requests, s.cause(Cause::Host).programs(), s.total().programs()));
+        self.samples.push(sample(requests, session));
         if self.samples.len() >= Self::CAPACITY {
             // Keep every other sample and sample half as often.
-            let kept: Vec<_> = self.samples.iter().copied().step_by(2).collect();
+            let kept: Vec<_> = self.samples.iter().step_by(2).cloned().collect();
             self.samples = kept;
             self.every *= 2;
         }
@@ -79,8 +79,36 @@ impl WafSamples {
     /// WAF between the sample nearest 3/4 of the run and the end.
     fn steady(&self, requests: u64, host_end: u64, all_end: u64) -> f64 {
         let cut = requests - requests / 4;
-        let (_, h0, a0) = self.samples.iter().rev().find(|(r, _, _)| *r <= cut).copied().unwrap_or((0, 0, 0));
+        let (h0, a0) = self
+            .samples
+            .iter()
+            .rev()
+            .find(|s| s.requests <= cut)
+            .map_or((0, 0), |s| (s.host_pages_programmed, s.pages_programmed));
         report::waf(host_end - h0, all_end - a0)
+    }
+
+    /// The samples with the end of the run (`last`) appended.
+    fn series(mut self, last: StressSample) -> Vec<StressSample> {
+        if self.samples.last().map(|s| s.requests) != Some(last.requests) {
+            self.samples.push(last);
+        }
+        self.samples
+    }
+}
+
+/// The cumulative counters of the run after `requests` requests.
+fn sample(requests: u64, session: &Session) -> StressSample {
+    let s = session.drive().flash().stats();
+    let gc = s.cause(Cause::Gc);
+    StressSample {
+        requests,
+        host_write_bytes: session.host().counters().write_bytes,
+        host_pages_programmed: s.cause(Cause::Host).programs(),
+        pages_programmed: s.total().programs(),
+        gc_pages_moved: gc.programs(),
+        blocks_erased: s.total().block_erases,
+        free_blocks: session.drive().ftl().stats().free_blocks,
     }
 }
 
@@ -145,6 +173,7 @@ pub fn run_with_factory(
     // Figures of the workload itself, before the power cycle adds its own traffic.
     let end = WorkloadEnd::take(&session, started);
     let waf_steady = samples.steady(end.requests, end.host_programs(), end.all_programs());
+    let series = samples.series(sample(end.requests, &session));
 
     let remount =
         (opts.remount_verify && stopped_early.is_none() && !interrupted).then(|| session.remount_and_verify());
@@ -155,6 +184,7 @@ pub fn run_with_factory(
         workload: workload.describe(),
         workload_report: workload.report(),
         waf_steady: Some(waf_steady),
+        series,
         stopped_early,
         interrupted,
         remount,
@@ -201,6 +231,8 @@ pub(crate) struct RunOutline {
     pub workload_report: Option<crate::workload::WorkloadReport>,
     /// `None`: the whole run's WAF.
     pub waf_steady: Option<f64>,
+    /// Samples along the run (empty: the mode takes none).
+    pub series: Vec<StressSample>,
     pub stopped_early: Option<String>,
     pub interrupted: bool,
     pub remount: Option<report::RemountSummary>,
@@ -241,6 +273,7 @@ pub(crate) fn session_report(config: &Config, session: &Session, end: WorkloadEn
         interrupted: o.interrupted,
         remount: o.remount,
         reproduce: None,
+        series: o.series,
         wall_seconds: wall,
         cpu_seconds: resources::cpu_seconds() - o.cpu_start,
         effective_host_gbps: host_bytes as f64 / workload_wall / 1e9,

@@ -615,12 +615,15 @@ fn build_report(
         total.merge(r);
     }
     let mut latency = std::collections::BTreeMap::new();
+    let mut latency_cdf = std::collections::BTreeMap::new();
     for (i, r) in sim.by_op.iter().enumerate() {
         if r.count() > 0 {
             latency.insert(OP_NAMES[i], r.stats(seconds));
+            latency_cdf.insert(OP_NAMES[i], r.cdf());
         }
     }
     latency.insert("all", total.stats(seconds));
+    latency_cdf.insert("all", total.cdf());
     let breakdown = BreakdownSummary::new(total.breakdown(), total.count(), &sim.by_op, &OP_NAMES);
 
     let busy = device.host_busy();
@@ -682,6 +685,7 @@ fn build_report(
         read_mbps: host.read_bytes as f64 / 1e6 / seconds,
         write_mbps: host.write_bytes as f64 / 1e6 / seconds,
         latency,
+        latency_cdf,
         breakdown,
         utilisation,
         gc: PerfGc {
@@ -738,6 +742,7 @@ fn build_report(
         interrupted,
         remount: None,
         reproduce: None,
+        series: Vec::new(),
         wall_seconds: wall,
         cpu_seconds: resources::cpu_seconds() - cpu_start,
         effective_host_gbps: host_bytes as f64 / timed_wall.max(1e-9) / 1e9,

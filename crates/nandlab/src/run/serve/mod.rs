@@ -391,6 +391,7 @@ fn finish(
         workload: format!("NBD clients ({} connection(s))", counters.connections),
         workload_report: None,
         waf_steady: None,
+        series: Vec::new(),
         stopped_early,
         interrupted,
         remount,
