@@ -665,6 +665,14 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) 
     return n;
 }
 
+/* The board's linker script defines size_of_firmware_image, an absolute
+ * symbol whose address is the firmware image's size in bytes; an FTL puts
+ * its format mark in block 0 after the image. nandlab keeps no image in
+ * flash; the layer says 32 KiB (16 pages of BYTES_PER_FW_PAGE). */
+#define STRINGIFY(x) #x
+#define SET_SYMBOL(name, value) __asm__(".globl " #name "\n.set " #name ", " STRINGIFY(value))
+SET_SYMBOL(size_of_firmware_image, JASMINE_FIRMWARE_IMAGE_BYTES);
+
 /* ---- Board functions with nothing to do in nandlab ---------------------- */
 
 void delay(UINT32 const count) { (void)count; }

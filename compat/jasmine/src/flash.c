@@ -89,9 +89,10 @@ UINT32 jasmine_getreg(UINT32 addr) {
     } else if (addr == SATA_RBUF_PTR) {
         value = L->rbuf_ptr;
     } else if (addr == WR_STAT || addr == MON_CHABANKIDLE) {
-        /* No command is ever in flight: the write port is free and every
-         * bank idle. */
-        value = addr == WR_STAT ? 0 : 0xFFFFFFFF;
+        /* No command is ever in flight: the write port is free (WR_STAT
+         * bit 0 clear), the waiting room empty and every bank idle
+         * (MON_CHABANKIDLE zero). */
+        value = 0;
     } else if (addr == MU_RESULT) {
         value = 0;
     } else {
@@ -343,20 +344,29 @@ void jasmine_flash_command(uint32_t rbank) {
     jasmine_progress();
 }
 
-/* The installer's scan list (no initial bad blocks) in page
- * SCAN_LIST_PAGE_OFFSET of vblock 0 of every bank, as metadata. */
+/* Block 0 of every bank as the board's installer leaves it, programmed
+ * in order from page 0: the scan list (no initial bad blocks) in page
+ * SCAN_LIST_PAGE_OFFSET, then pages up to the stamp page and the firmware
+ * image (FW_PAGE_OFFSET on, size_of_firmware_image bytes: board.c), as
+ * metadata. An FTL writes its format mark after the image. */
 void jasmine_write_scan_lists(void) {
     static unsigned char page_bytes[BYTES_PER_PAGE];
-    memset(page_bytes, 0xFF, sizeof page_bytes);
-    scan_list_t *list = (scan_list_t *)page_bytes;
-    list->num_entries = 0;
     uint8_t oob = KIND_META;
+    uint32_t pages = FW_PAGE_OFFSET + (JASMINE_FIRMWARE_IMAGE_BYTES + BYTES_PER_FW_PAGE - 1) / BYTES_PER_FW_PAGE;
+    if (pages > PAGES_PER_VBLK) pages = PAGES_PER_VBLK;
     for (uint32_t bank = 0; bank < NUM_BANKS; bank++) {
-        uint64_t page = nl_page(bank, SCAN_LIST_PAGE_OFFSET);
-        jasmine_check_flash(L->flash->program_meta(L->flash->ctx, NANDLAB_CAUSE_FORMAT, page, page_bytes,
-                                                   sizeof page_bytes, &oob, 1),
-                            "writing the installer's scan list");
-        L->page_kind[page] = KIND_META;
+        for (uint32_t p = 0; p < pages; p++) {
+            memset(page_bytes, 0, sizeof page_bytes);
+            if (p == SCAN_LIST_PAGE_OFFSET) {
+                memset(page_bytes, 0xFF, sizeof page_bytes);
+                ((scan_list_t *)page_bytes)->num_entries = 0;
+            }
+            uint64_t page = nl_page(bank, p);
+            jasmine_check_flash(L->flash->program_meta(L->flash->ctx, NANDLAB_CAUSE_FORMAT, page, page_bytes,
+                                                       sizeof page_bytes, &oob, 1),
+                                "writing block 0 as the installer does");
+            L->page_kind[page] = KIND_META;
+        }
     }
 }
 

@@ -19,6 +19,9 @@
  * message as the FTL's failure. */
 #define JASMINE_E_LAYER 900
 
+/* The firmware image's size the layer reports (size_of_firmware_image). */
+#define JASMINE_FIRMWARE_IMAGE_BYTES 0x8000
+
 #define DRAM_SECTORS (DRAM_SIZE / BYTES_PER_SECTOR)
 #define NL_PAGES ((uint64_t)NUM_BANKS * VBLKS_PER_BANK * PAGES_PER_VBLK)
 

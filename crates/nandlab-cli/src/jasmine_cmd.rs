@@ -57,7 +57,7 @@ const LAYER: &[(&str, &str)] = &[
 /// Compiler flags: optimised, C with GNU extensions (the firmware uses
 /// them), position-independent for a shared library, `-fcommon` for
 /// tentative definitions in headers as the board's old toolchain allowed.
-pub const CFLAGS: &[&str] = &["-O2", "-std=gnu11", "-fPIC", "-fcommon", "-fno-strict-aliasing"];
+pub const CFLAGS: &[&str] = &["-O2", "-std=gnu11", "-fPIC", "-fcommon", "-fno-strict-aliasing", "-w"];
 /// Linker flags (see the module docs).
 pub const LDFLAGS: &[&str] = &["-shared", "-Wl,-z,defs", "-Wl,-z,now", "-Wl,-z,relro"];
 
