@@ -60,7 +60,19 @@ static void checkpoint(UINT32 bank) {
     g_ckpt_blk[bank] = blk;
 }
 
-static void open_block(UINT32 bank);
+/* Erase the first free block and make it the bank's active block. */
+static void take_free_block(UINT32 bank) {
+    for (UINT32 b = FIRST_DATA_BLK; b < VBLKS_PER_BANK; b++) {
+        if (g_state[bank][b] == BLK_FREE) {
+            g_state[bank][b] = BLK_ACTIVE;
+            g_free[bank]--;
+            nand_block_erase(bank, b);
+            g_active[bank] = b;
+            g_next_page[bank] = 0;
+            return;
+        }
+    }
+}
 
 /* Greedy collection: move the valid pages of the fullest-of-garbage block
  * to the last free block, checkpoint, erase the victim. */
@@ -77,16 +89,7 @@ static void collect(UINT32 bank) {
         while (1)
             ;
     }
-    for (UINT32 b = FIRST_DATA_BLK; b < VBLKS_PER_BANK; b++) {
-        if (g_state[bank][b] == BLK_FREE) {
-            g_state[bank][b] = BLK_ACTIVE;
-            g_free[bank]--;
-            nand_block_erase(bank, b);
-            g_active[bank] = b;
-            g_next_page[bank] = 0;
-            break;
-        }
-    }
+    take_free_block(bank);
     for (UINT32 p = 0; p < PAGES_PER_BLK; p++) {
         UINT32 row = victim * PAGES_PER_BLK + p;
         UINT32 lpn = read_dram_32(P2L_ENTRY(bank, row));
@@ -112,16 +115,7 @@ static void open_block(UINT32 bank) {
         if (g_next_page[bank] < PAGES_PER_BLK) return;
         g_state[bank][g_active[bank]] = BLK_DATA;
     }
-    for (UINT32 b = FIRST_DATA_BLK; b < VBLKS_PER_BANK; b++) {
-        if (g_state[bank][b] == BLK_FREE) {
-            g_state[bank][b] = BLK_ACTIVE;
-            g_free[bank]--;
-            nand_block_erase(bank, b);
-            g_active[bank] = b;
-            g_next_page[bank] = 0;
-            return;
-        }
-    }
+    take_free_block(bank);
 }
 
 static UINT32 new_row(UINT32 bank) {
