@@ -359,8 +359,7 @@ static void host_fill_write_buffers(const nandlab_request *req) {
         unsigned long addr = WR_BUF_PTR(L->wbuf_ptr) + (unsigned long)offset * BYTES_PER_SECTOR;
         uint32_t sector = jasmine_dram_sector(addr);
         jasmine_shadow_check(sector, count, "a SATA write buffer");
-        jasmine_check_flash(L->flash->buf_copy(L->flash->ctx, L->shadow, sector, req->buf, done, count),
-                            "copying host data into a write buffer");
+        jasmine_shadow_in(sector, req->buf, done, count, "copying host data into a write buffer");
         memset(&L->tags[sector], TAG_HOST, count);
         done += count;
         offset = 0;
@@ -369,28 +368,52 @@ static void host_fill_write_buffers(const nandlab_request *req) {
 }
 
 static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
-    for (size_t i = 0; i < n; i++)
+    /* Eight bytes at a time (a read of never-written sectors checks whole
+     * buffers of 0xFF). */
+    uint64_t word = 0x0101010101010101ull * v, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        if (w != word) return 0;
+    }
+    for (; i < n; i++)
         if (p[i] != v) return 0;
     return 1;
 }
 
-/* Give one DRAM sector to the host at request sector `i`. */
-static void host_take_sector(uint32_t sector, uint32_t i) {
-    const nandlab_flash *f = L->flash;
-    if (L->tags[sector] == TAG_HOST) {
-        jasmine_check_flash(f->buf_copy(f->ctx, L->host_buf, i, L->shadow, sector, 1), "a read buffer to the host");
-        return;
-    }
+/* What DRAM sector `sector` gives the host: a host sector, erased or zero
+ * bytes; anything else stops the run. */
+enum taken { TAKEN_HOST, TAKEN_ERASED, TAKEN_ZERO };
+
+static enum taken take_kind(uint32_t sector, uint32_t i) {
+    if (L->tags[sector] == TAG_HOST) return TAKEN_HOST;
     const unsigned char *bytes = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
-    if (all_bytes(bytes, BYTES_PER_SECTOR, 0xFF)) {
-        jasmine_check_flash(f->buf_copy(f->ctx, L->host_buf, i, L->erased, 0, 1), "an erased sector to the host");
-    } else if (all_bytes(bytes, BYTES_PER_SECTOR, 0x00)) {
-        jasmine_check_flash(f->buf_zero(f->ctx, L->host_buf, i, 1), "a zero sector to the host");
-    } else {
-        jasmine_fatal(JASMINE_E_LAYER,
-                      "the host read of sector %llu got DRAM 0x%08lx, which holds bytes the firmware wrote, not a "
-                      "host sector (neither all 0x00 nor all 0xFF)",
-                      (unsigned long long)(L->host_lba + i), DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
+    if (all_bytes(bytes, BYTES_PER_SECTOR, 0xFF)) return TAKEN_ERASED;
+    if (all_bytes(bytes, BYTES_PER_SECTOR, 0x00)) return TAKEN_ZERO;
+    jasmine_fatal(JASMINE_E_LAYER,
+                  "the host read of sector %llu got DRAM 0x%08lx, which holds bytes the firmware wrote, not a "
+                  "host sector (neither all 0x00 nor all 0xFF)",
+                  (unsigned long long)(L->host_lba + i), DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
+    return TAKEN_ZERO;
+}
+
+/* Give `count` (at most a page) DRAM sectors from `sector` on to the host
+ * at request sector `i`, a run of sectors of one kind per buffer call. */
+static void host_take_sectors(uint32_t sector, uint32_t i, uint32_t count) {
+    const nandlab_flash *f = L->flash;
+    uint32_t k = 0;
+    while (k < count) {
+        enum taken kind = take_kind(sector + k, i + k);
+        uint32_t run = 1;
+        while (k + run < count && take_kind(sector + k + run, i + k + run) == kind) run++;
+        if (kind == TAKEN_HOST)
+            jasmine_shadow_out(L->host_buf, i + k, sector + k, run, "a read buffer to the host");
+        else if (kind == TAKEN_ERASED)
+            jasmine_check_flash(f->buf_copy(f->ctx, L->host_buf, i + k, L->erased, 0, run),
+                                "an erased sector to the host");
+        else
+            jasmine_check_flash(f->buf_zero(f->ctx, L->host_buf, i + k, run), "a zero sector to the host");
+        k += run;
     }
 }
 
@@ -409,7 +432,7 @@ void jasmine_host_take_read_buffers(uint32_t limit) {
         uint32_t count = MIN(SECTORS_PER_PAGE - offset, L->host_sectors - L->host_done);
         uint32_t sector = jasmine_dram_sector(RD_BUF_PTR(L->rbuf_ptr) + (unsigned long)offset * BYTES_PER_SECTOR);
         jasmine_shadow_check(sector, count, "a SATA read buffer");
-        for (uint32_t k = 0; k < count; k++) host_take_sector(sector + k, L->host_done + k);
+        host_take_sectors(sector, L->host_done, count);
         L->host_done += count;
         L->rbuf_ptr = (L->rbuf_ptr + 1) % NUM_RD_BUFFERS;
     }
@@ -520,7 +543,10 @@ static void power_on(struct jasmine_instance *inst) {
     if (L->shadow_sectors < SECTORS_PER_PAGE)
         jasmine_fatal(NANDLAB_E_DRAM, "nandlab's DRAM budget (%llu bytes) is too small for the board's buffers",
                       (unsigned long long)f->dram_budget_bytes(f->ctx));
-    jasmine_check_flash(f->buf_alloc(f->ctx, L->shadow_sectors, &L->shadow), "allocating the DRAM shadow");
+    L->shadow_chunks = (L->shadow_sectors + SHADOW_CHUNK - 1) / SHADOW_CHUNK;
+    for (uint32_t c = 0; c < L->shadow_chunks; c++)
+        jasmine_check_flash(f->buf_alloc(f->ctx, MIN(SHADOW_CHUNK, L->shadow_sectors - c * SHADOW_CHUNK), &L->shadow[c]),
+                            "allocating the DRAM shadow");
     jasmine_check_flash(f->buf_alloc(f->ctx, SECTORS_PER_PAGE, &L->staging), "allocating the staging page");
     jasmine_check_flash(f->buf_alloc(f->ctx, SECTORS_PER_PAGE, &L->erased), "allocating the erased page");
 }

@@ -186,8 +186,17 @@ static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsi
     if (kind == KIND_HOST && jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0) {
         uint32_t sector = jasmine_dram_sector(addr);
         jasmine_shadow_check(sector, n, "a flash read of host data");
-        int32_t code = f->read(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, col, n, L->shadow, sector, NULL, 0);
-        if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+        uint8_t cause = cause_of(option, NANDLAB_CAUSE_GC);
+        int32_t code;
+        if (sector % SHADOW_CHUNK + n <= SHADOW_CHUNK) {
+            code = f->read(f->ctx, cause, page, col, n, L->shadow[sector / SHADOW_CHUNK], sector % SHADOW_CHUNK, NULL, 0);
+            if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+        } else {
+            /* Across two shadow chunks: through the staging page. */
+            code = f->read(f->ctx, cause, page, col, n, L->staging, col, NULL, 0);
+            if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+            jasmine_shadow_in(sector, L->staging, col, n, "a flash read of host data");
+        }
         memset(&L->tags[sector], TAG_HOST, n);
     } else if (kind == KIND_HOST) {
         jasmine_fatal(JASMINE_E_LAYER,
@@ -219,8 +228,11 @@ static int classify_bytes(uint32_t sector) {
     const unsigned char *p = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
     unsigned char first = p[0];
     if (first != 0xFF && first != 0x00) return BYTES_OTHER;
-    for (int i = 1; i < BYTES_PER_SECTOR; i++)
-        if (p[i] != first) return BYTES_OTHER;
+    uint64_t word = 0x0101010101010101ull * first, w;
+    for (int i = 0; i < BYTES_PER_SECTOR; i += 8) { /* BYTES_PER_SECTOR is 512 */
+        memcpy(&w, p + i, 8);
+        if (w != word) return BYTES_OTHER;
+    }
     return first == 0xFF ? BYTES_ERASED : BYTES_ZERO;
 }
 
@@ -257,13 +269,17 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
     } else if (host > 0) {
         oob = KIND_HOST;
         jasmine_shadow_check(sector, n, "a flash program of host data");
-        if (col == 0 && n == SECTORS_PER_PAGE && host == n) {
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->shadow, sector, &oob, 1);
+        if (col == 0 && n == SECTORS_PER_PAGE && host == n && sector % SHADOW_CHUNK == 0) {
+            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->shadow[sector / SHADOW_CHUNK], 0,
+                              &oob, 1);
+        } else if (col == 0 && n == SECTORS_PER_PAGE && host == n) {
+            jasmine_shadow_out(L->staging, 0, sector, n, "staging");
+            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
         } else {
             jasmine_check_flash(f->buf_copy(f->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE), "staging");
             for (uint32_t k = 0; k < n; k++) {
                 if (L->tags[sector + k] == TAG_HOST)
-                    jasmine_check_flash(f->buf_copy(f->ctx, L->staging, col + k, L->shadow, sector + k, 1), "staging");
+                    jasmine_shadow_out(L->staging, col + k, sector + k, 1, "staging");
                 else if (classify_bytes(sector + k) == BYTES_ZERO)
                     jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, 1), "staging");
             }

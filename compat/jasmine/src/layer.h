@@ -23,6 +23,8 @@
 #define JASMINE_FIRMWARE_IMAGE_BYTES 0x8000
 
 #define DRAM_SECTORS (DRAM_SIZE / BYTES_PER_SECTOR)
+#define SHADOW_CHUNK SECTORS_PER_PAGE
+#define SHADOW_CHUNKS_MAX ((DRAM_SECTORS + SHADOW_CHUNK - 1) / SHADOW_CHUNK)
 #define NL_PAGES ((uint64_t)NUM_BANKS * VBLKS_PER_BANK * PAGES_PER_VBLK)
 
 /* What a DRAM sector holds (one byte per sector). */
@@ -55,7 +57,13 @@ struct jasmine_layer {
     const char *entry; /* the firmware entry point running ("ftl_write") */
 
     /* Device DRAM in nandlab: host identities of DRAM sectors. */
-    uint64_t shadow, staging, erased;
+    /* The shadow is one nandlab buffer per DRAM page (SHADOW_CHUNK
+     * sectors, the last one shorter): a buffer's sector ranges are found
+     * by walking its runs, so one buffer for all of DRAM made every copy
+     * cost the number of runs of the whole DRAM. */
+    uint64_t shadow[SHADOW_CHUNKS_MAX];
+    uint32_t shadow_chunks;
+    uint64_t staging, erased;
     uint32_t shadow_sectors;
     uint8_t tags[DRAM_SECTORS];
     uint8_t *page_kind; /* NL_PAGES entries */
@@ -119,5 +127,11 @@ int jasmine_in_sram(unsigned long addr, unsigned long bytes);
 void jasmine_tag_bytes(unsigned long addr, unsigned long bytes);
 uint32_t jasmine_dram_sector(unsigned long addr);
 void jasmine_shadow_check(uint32_t sector, uint32_t count, const char *what);
+/* Host identities moved between the shadow (DRAM sectors) and a nandlab
+ * buffer, split at the shadow's chunks; `jasmine_shadow_move` has
+ * memmove semantics. */
+void jasmine_shadow_in(uint32_t sector, uint64_t src, uint32_t src_at, uint32_t n, const char *what);
+void jasmine_shadow_out(uint64_t dst, uint32_t dst_at, uint32_t sector, uint32_t n, const char *what);
+void jasmine_shadow_move(uint32_t ds, uint32_t ss, uint32_t n, const char *what);
 
 #endif /* JASMINE_LAYER_H */

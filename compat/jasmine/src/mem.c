@@ -34,6 +34,49 @@ void jasmine_shadow_check(uint32_t sector, uint32_t count, const char *what) {
 }
 
 /* The DRAM sectors overlapping addr .. addr+bytes now hold firmware bytes. */
+void jasmine_shadow_in(uint32_t sector, uint64_t src, uint32_t src_at, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    while (n > 0) {
+        uint32_t in_chunk = sector % SHADOW_CHUNK, count = MIN(n, SHADOW_CHUNK - in_chunk);
+        jasmine_check_flash(f->buf_copy(f->ctx, L->shadow[sector / SHADOW_CHUNK], in_chunk, src, src_at, count), what);
+        sector += count, src_at += count, n -= count;
+    }
+}
+
+void jasmine_shadow_out(uint64_t dst, uint32_t dst_at, uint32_t sector, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    while (n > 0) {
+        uint32_t in_chunk = sector % SHADOW_CHUNK, count = MIN(n, SHADOW_CHUNK - in_chunk);
+        jasmine_check_flash(f->buf_copy(f->ctx, dst, dst_at, L->shadow[sector / SHADOW_CHUNK], in_chunk, count), what);
+        sector += count, dst_at += count, n -= count;
+    }
+}
+
+/* Pieces that lie within one chunk on both sides; copied front to back
+ * when the destination is below the source, else back to front, so an
+ * overlap moves as memmove does (within one piece buf_copy does). */
+void jasmine_shadow_move(uint32_t ds, uint32_t ss, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    int forward = ds <= ss;
+    uint32_t done = 0;
+    while (done < n) {
+        uint32_t left = n - done, d, s, count;
+        if (forward) {
+            d = ds + done, s = ss + done;
+            count = MIN(left, MIN(SHADOW_CHUNK - d % SHADOW_CHUNK, SHADOW_CHUNK - s % SHADOW_CHUNK));
+        } else {
+            uint32_t d_end = ds + left, s_end = ss + left; /* exclusive ends of what is left */
+            uint32_t d_room = (d_end - 1) % SHADOW_CHUNK + 1, s_room = (s_end - 1) % SHADOW_CHUNK + 1;
+            count = MIN(left, MIN(d_room, s_room));
+            d = d_end - count, s = s_end - count;
+        }
+        jasmine_check_flash(f->buf_copy(f->ctx, L->shadow[d / SHADOW_CHUNK], d % SHADOW_CHUNK,
+                                        L->shadow[s / SHADOW_CHUNK], s % SHADOW_CHUNK, count),
+                            what);
+        done += count;
+    }
+}
+
 void jasmine_tag_bytes(unsigned long addr, unsigned long bytes) {
     if (bytes == 0) return;
     unsigned long lo = addr < DRAM_BASE ? DRAM_BASE : addr;
@@ -105,7 +148,7 @@ void _mem_copy(void *const dst, const void *const src, UINT32 const bytes) {
         uint32_t run = 1;
         while (k + run < whole && L->tags[ss + k + run] == TAG_HOST) run++;
         jasmine_shadow_check(ds + k, run, "mem_copy of host sectors");
-        jasmine_check_flash(f->buf_copy(f->ctx, L->shadow, ds + k, L->shadow, ss + k, run), "mem_copy of host sectors");
+        jasmine_shadow_move(ds + k, ss + k, run, "mem_copy of host sectors");
         memset(&L->tags[ds + k], TAG_HOST, run);
         k += run;
     }
