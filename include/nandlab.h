@@ -28,7 +28,8 @@
  * - Nothing survives a power cycle but flash: nandlab destroys the FTL and
  *   creates a fresh one that mounts. An FTL keeps no global state.
  * - One FTL instance is called from one thread at a time; different
- *   instances may run on different threads at once (crash campaigns).
+ *   instances may run on different threads at once (crash campaigns),
+ *   unless the library exports nandlab_ftl_single_instance (below).
  */
 #ifndef NANDLAB_H
 #define NANDLAB_H
@@ -305,6 +306,13 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity);
  * but the hints and the queries (is_factory_bad, dram_budget_bytes,
  * now_ns, die_busy_until_ns) fails with NANDLAB_E_INVALID_ARGUMENT. */
 void nandlab_ftl_prefetch(void *ftl, const nandlab_flash *flash, uint64_t lba, uint32_t sectors);
+
+/* Optional: return nonzero when the library's instances share state that
+ * exists once per process (e.g. memory at fixed addresses, as the Jasmine
+ * layer's board), so that no two of them may be called at the same time.
+ * nandlab then calls all instances from one thread (a crash campaign runs
+ * on one thread). Several instances may still exist at once. */
+uint32_t nandlab_ftl_single_instance(void);
 
 #ifdef __cplusplus
 }

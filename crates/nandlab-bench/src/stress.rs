@@ -112,6 +112,9 @@ pub struct StressBenchArgs<'a> {
     /// An FTL library (`--ftl-lib`): measured as `c-page` beside the
     /// Rust `page` FTL, runs interleaved, with the ratio of their medians.
     pub ftl_lib: Option<PathBuf>,
+    /// A Jasmine firmware directory (`--jasmine`): measured as the
+    /// `jasmine` configuration ([`jasmine_entry`]) instead of the zoo's.
+    pub jasmine: Option<PathBuf>,
     /// Arguments added to every `nandlab stress` run.
     pub extra: Vec<String>,
     /// How `nandlab stress` reads an argument line (the CLI's parser): to
@@ -382,7 +385,10 @@ pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
     if let Some(lib) = &a.ftl_lib {
         return run_beside_lib(a, lib);
     }
-    let entries: Vec<&ZooEntry> = if a.ftls.is_empty() {
+    let jasmine = a.jasmine.as_deref().map(|d| check_jasmine(&a.nandlab, d)).transpose()?;
+    let entries: Vec<&ZooEntry> = if let Some(entry) = jasmine {
+        vec![entry]
+    } else if a.ftls.is_empty() {
         if vst.is_some() {
             ZOO.iter().filter(|e| e.label == "page").collect()
         } else {
@@ -412,6 +418,50 @@ pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
     let outcome = bench_stress_in(a, vst.as_ref(), &a.nandlab, &entries, &workloads, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     outcome
+}
+
+/// The rules `--jasmine` runs relax: the ones OpenSSD's `ftl_greedy`
+/// breaks by design or by its known bugs (docs/jasmine.md): reads of
+/// never-written sectors return whatever the DRAM buffer held, and map
+/// blocks skip page 0 (finding 1). Everything else stays an error.
+pub const JASMINE_RULES: [&str; 4] = ["--rule", "unwritten_not_zero=allow", "--rule", "program_out_of_order=warn"];
+
+/// `--jasmine DIR`: a directory with the firmware's `ftl.c` that builds
+/// against the layer (`nandlab jasmine build`, whose errors are returned),
+/// as the `jasmine` configuration, VST's greedy FTL its counterpart.
+fn check_jasmine(exe: &Path, dir: &Path) -> Result<&'static ZooEntry, String> {
+    let shown = dir.display();
+    if !dir.is_dir() {
+        return Err(format!("--jasmine {shown}: not a directory (give a Jasmine firmware directory, with its ftl.c)"));
+    }
+    if !dir.join("ftl.c").is_file() {
+        return Err(format!("--jasmine {shown}: no ftl.c in it (give a Jasmine firmware directory, with its ftl.c)"));
+    }
+    let dir = dir.canonicalize().map_err(|e| format!("--jasmine {shown}: {e}"))?;
+    let so = std::env::temp_dir().join(format!("nandlab-bench-jasmine-{}.so", std::process::id()));
+    let out = Command::new(exe)
+        .args(["jasmine", "build"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&so)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let _ = std::fs::remove_file(&so);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first: Vec<&str> = err.lines().take(5).collect();
+        return Err(format!("--jasmine {shown}: the firmware does not build:\n{}", first.join("\n")));
+    }
+    // One configuration per bench process: leaked to live as the zoo's.
+    let ftl: &'static str = Box::leak(format!("jasmine:{}", dir.display()).into_boxed_str());
+    Ok(Box::leak(Box::new(ZooEntry {
+        label: "jasmine",
+        ftl,
+        args: &JASMINE_RULES,
+        counterpart: "VST's greedy FTL (its 64-bit port of ftl_greedy, published bugs fixed)",
+        why: "the firmware runs unmodified through the Jasmine layer: OpenSSD's ftl_greedy is the source VST ported; \
+              the rules its known bugs break are relaxed (unwritten_not_zero=allow, program_out_of_order=warn)",
+    })))
 }
 
 /// The label of the library FTL's configuration.

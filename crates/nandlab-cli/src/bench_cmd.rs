@@ -47,6 +47,13 @@ pub enum BenchCommand {
         /// interleaved, and the ratio of their median host GB/s printed.
         #[arg(long = "ftl-lib", value_name = "PATH.so", conflicts_with_all = ["vst", "ftls"])]
         ftl_lib: Option<PathBuf>,
+        /// A Jasmine OpenSSD firmware directory (its ftl.c; e.g.
+        /// OpenSSD-1.1.0/ftl_greedy): run through the Jasmine layer as the
+        /// `jasmine` configuration (with --vst: beside VST's greedy FTL),
+        /// with the rules ftl_greedy's known bugs break relaxed
+        /// (unwritten_not_zero=allow, program_out_of_order=warn).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["ftls", "ftl_lib"])]
+        jasmine: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
         #[arg(last = true)]
         extra: Vec<String>,
@@ -121,8 +128,8 @@ pub struct BenchPerfArgs {
 
 pub fn run(cmd: BenchCommand) -> ExitCode {
     let outcome = match cmd {
-        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, ftl_lib, extra } => nandlab()
-            .and_then(|nandlab| {
+        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, ftl_lib, jasmine, extra } => {
+            nandlab().and_then(|nandlab| {
                 stress::run(&stress::StressBenchArgs {
                     nandlab,
                     workload: workload
@@ -136,10 +143,12 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
                     vst,
                     vst_ftl,
                     ftl_lib,
+                    jasmine,
                     extra,
                     read_stress_line: &read_stress_line,
                 })
-            }),
+            })
+        }
         BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
         BenchCommand::Perf(a) => nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra)),
         BenchCommand::Crash { points, runs, ftls, preset, extra } => {

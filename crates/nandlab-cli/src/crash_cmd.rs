@@ -218,10 +218,16 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Err(e) => return input_error(e),
     };
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
-    let opts = match args.options(seed, config.logical_bytes()) {
+    let mut opts = match args.options(seed, config.logical_bytes()) {
         Ok(o) => CrashOptions { stop, ..o },
         Err(e) => return input_error(e),
     };
+    if nandlab::ftl::foreign::single_instance(&config.ftl_name) && opts.threads != 1 {
+        // A Jasmine firmware's globals and board memory exist once per
+        // process: its instances cannot run side by side.
+        eprintln!("note: FTL {} runs one instance per process: the campaign runs on one thread", config.ftl_name);
+        opts.threads = 1;
+    }
     eprintln!("nandlab crash: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     crate::stress_cmd::note_sequential("crash", &spec);
     if let Err(e) = check_memory(&config, &spec, seed, args) {

@@ -1,13 +1,15 @@
 //! `nandlab`: the command-line front end of the nandlab library. This
 //! file holds the subcommands and their dispatch; each command's module
 //! parses its arguments, calls the library and prints (`stress_cmd`,
-//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `serve_cmd`, `report_cmd`, `lists`). Exit
+//! `perf_cmd`, `crash_cmd`, `trace_cmd`, `bench_cmd`, `serve_cmd`, `report_cmd`,
+//! `jasmine_cmd`, `lists`). Exit
 //! codes: see `exit`.
 
 mod bench_cmd;
 mod crash_cmd;
 mod exit;
 mod isolate;
+mod jasmine_cmd;
 mod lists;
 mod options;
 mod outputs;
@@ -97,6 +99,11 @@ enum Command {
     Ftls,
     /// List the rules nandlab checks.
     Rules,
+    /// Jasmine OpenSSD firmware: `nandlab jasmine build DIR -o ftl.so`.
+    Jasmine {
+        #[command(subcommand)]
+        which: jasmine_cmd::JasmineCommand,
+    },
     /// Benchmarks: `nandlab bench stress|trace|perf|crash`.
     Bench {
         #[command(subcommand)]
@@ -125,6 +132,7 @@ fn main() -> ExitCode {
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),
+        Command::Jasmine { which } => jasmine_cmd::run(which),
         Command::Bench { which } => bench_cmd::run(which),
     }
 }

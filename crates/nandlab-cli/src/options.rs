@@ -17,7 +17,9 @@ pub struct DeviceArgs {
     /// A device configuration file (TOML).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The FTL (see `nandlab ftls`); default: the configuration's.
+    /// The FTL (see `nandlab ftls`), or `jasmine:DIR`: a Jasmine OpenSSD
+    /// firmware tree, built against nandlab's Jasmine layer for this device
+    /// (cached; see `nandlab jasmine build`); default: the configuration's.
     #[arg(long)]
     pub ftl: Option<String>,
     /// An FTL written in C: a shared library built against include/nandlab.h
@@ -91,7 +93,16 @@ impl DeviceArgs {
                 return Err("give a device: --preset NAME (see `nandlab presets`) or --config FILE.toml".into())
             }
         };
-        if let Some(name) = &self.ftl {
+        let jasmine_dir = self.ftl.as_deref().and_then(|n| n.strip_prefix("jasmine:"));
+        if let Some(dir) = jasmine_dir {
+            // A Jasmine firmware tree, built for this device (cached) and
+            // loaded as a library FTL.
+            config.ftl_options.clear();
+            config.clear_overrides("ftl");
+            let dir = std::path::Path::new(dir);
+            config.ftl_lib =
+                Some(crate::jasmine_cmd::cached_build(dir, &config).map_err(|e| format!("--ftl jasmine:{e}"))?);
+        } else if let Some(name) = &self.ftl {
             if *name != config.ftl_name {
                 if !config.ftl_options.is_empty() {
                     eprintln!(
@@ -103,7 +114,7 @@ impl DeviceArgs {
                 config.ftl_name = name.clone();
             }
         }
-        if self.ftl.is_some() {
+        if self.ftl.is_some() && jasmine_dir.is_none() {
             config.clear_overrides("ftl");
             config.ftl_lib = None;
         }
@@ -142,8 +153,13 @@ impl DeviceArgs {
             config.rules.parse_assignment(r).map_err(|e| format!("--rule {e}"))?;
         }
         if let Some(lib) = config.ftl_lib.clone() {
-            let how =
-                if self.ftl_lib.is_some() { "--ftl-lib".to_string() } else { format!("{}: [ftl] lib", config.name) };
+            let how = if jasmine_dir.is_some() {
+                "--ftl jasmine:".to_string()
+            } else if self.ftl_lib.is_some() {
+                "--ftl-lib".to_string()
+            } else {
+                format!("{}: [ftl] lib", config.name)
+            };
             config.ftl_name = nandlab::ftl::foreign::load_for(&config, &lib).map_err(|e| format!("{how} {e}"))?;
             eprintln!("note: FTL {} from {}", config.ftl_name, lib.display());
         }

@@ -258,3 +258,66 @@ fn with_an_ftl_lib_the_library_runs_interleaved_beside_page_and_the_ratio_is_pri
     assert!(err.contains("--ftl-lib") && out.is_empty(), "{out}{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `nandlab bench stress` with `XDG_CACHE_HOME` in `cache` (the Jasmine
+/// layer's build cache), not the user's.
+fn nandlab_cached(cache: &Path, args: &[&str]) -> (i32, String, String) {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).env("XDG_CACHE_HOME", cache).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn with_jasmine_the_firmware_runs_through_the_layer_as_the_jasmine_configuration() {
+    let dir = scratch("jasmine");
+    let fw = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/jasmine/ftl_minimal");
+    let fw = std::fs::canonicalize(fw).unwrap();
+    let (code, out, err) = nandlab_cached(
+        &dir,
+        &[
+            "bench",
+            "stress",
+            "--jasmine",
+            fw.to_str().unwrap(),
+            "--workload",
+            "vst-seq",
+            "--runs",
+            "1",
+            "--write-size",
+            "1m",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let header = format!(
+        "== jasmine (--ftl jasmine:{} --rule unwritten_not_zero=allow --rule program_out_of_order=warn)",
+        fw.display()
+    );
+    assert!(out.contains(&header), "{out}");
+    assert!(out.contains("vst-seq / jasmine:"), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("median:")), "{out}");
+    assert!(!out.contains("vst-rand"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_bad_jasmine_dir_exits_2_naming_the_option_and_the_reason_before_any_run() {
+    let dir = scratch("jasmine-bad");
+    let missing = dir.join("nope");
+    let no_ftl = dir.join("empty");
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&no_ftl).unwrap();
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("ftl.c"), "this is not C;\n").unwrap();
+    for (d, reason) in [(&missing, "not a directory"), (&no_ftl, "no ftl.c"), (&broken, "does not build")] {
+        let (code, out, err) =
+            nandlab_cached(&dir, &["bench", "stress", "--jasmine", d.to_str().unwrap(), "--write-size", "1m"]);
+        assert_eq!(code, 2, "{}: {out}{err}", d.display());
+        assert!(err.contains(&format!("--jasmine {}", d.display())) && err.contains(reason), "{err}");
+        assert!(out.is_empty(), "no run: {out}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -35,6 +35,11 @@ pub(super) struct Functions {
 pub struct Library {
     path: PathBuf,
     pub(super) functions: Functions,
+    /// The library exports `nandlab_ftl_single_instance` returning
+    /// nonzero: its instances share process-wide state (a Jasmine
+    /// firmware's globals and board memory), so only one of them may run
+    /// at a time and never two on different threads.
+    single_instance: bool,
     _library: libloading::Library,
 }
 
@@ -94,7 +99,18 @@ impl Library {
             // SAFETY: the header's declaration of the optional symbol.
             prefetch: unsafe { library.get(b"nandlab_ftl_prefetch\0") }.ok().map(|s| *s),
         };
-        Ok(Library { path: path.to_path_buf(), functions, _library: library })
+        let single_instance = {
+            // SAFETY: the header's declaration of the optional symbol.
+            let f = unsafe { library.get::<unsafe extern "C" fn() -> u32>(b"nandlab_ftl_single_instance\0") }.ok();
+            // SAFETY: as declared.
+            f.is_some_and(|f| unsafe { f() } != 0)
+        };
+        Ok(Library { path: path.to_path_buf(), functions, single_instance, _library: library })
+    }
+
+    /// Whether only one instance may exist at a time (see the field).
+    pub fn single_instance(&self) -> bool {
+        self.single_instance
     }
 
     /// The path the library was loaded from.

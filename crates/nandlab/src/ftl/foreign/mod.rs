@@ -238,6 +238,14 @@ pub fn library_path(name: &str) -> Option<std::path::PathBuf> {
     loaded.iter().find(|(n, _)| n == name).map(|(_, l)| l.path().to_path_buf())
 }
 
+/// Whether the loaded library named `name` declares one instance per
+/// process (`nandlab_ftl_single_instance`): runs that build several
+/// instances at once on threads (crash campaigns) must use one thread.
+pub fn single_instance(name: &str) -> bool {
+    let loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    loaded.iter().any(|(n, l)| n == name && l.single_instance())
+}
+
 /// [`load`] the library at `path` for a device (its geometry, capacity,
 /// DRAM and FTL options; the test instance's seed is 0).
 pub fn load_for(config: &crate::config::Config, path: &Path) -> Result<String, String> {

@@ -1,0 +1,520 @@
+/*
+ * flash.c — the flash controller of nandlab's Jasmine: the register file
+ * behind SETREG/GETREG, the flash commands a write to FCP_ISSUE runs on
+ * nandlab's flash, and the board's flash wrappers (nand_page_*,
+ * nand_block_erase, flash_*), written from their documented behaviour.
+ *
+ * Addressing: bank b, row r (= vblock * PAGES_PER_VBLK + page) is nandlab
+ * page b * PAGES_PER_BANK + r; block b * VBLKS_PER_BANK + vblock.
+ *
+ * Payloads: a program decides from the tags of the DRAM sectors it takes
+ * (mem.c) whether the page carries host data (every sector a host sector
+ * or all-0xFF bytes: programmed from the DRAM shadow buffer, identities
+ * kept) or metadata (every sector firmware bytes: programmed as bytes).
+ * Anything else is reported. The page's first OOB byte records which
+ * (KIND_HOST / KIND_META), so a read knows what the page holds; the layer
+ * caches that in page_kind and forgets it at power-on.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "layer.h"
+
+#define REG_IN(addr, base, bytes) ((addr) >= (base) && (addr) < (base) + (bytes))
+
+static uint32_t *reg_slot(uint32_t addr) {
+    if (addr % 4) return NULL;
+    if (REG_IN(addr, FREG_BASE, FREG_BYTES)) return &L->freg[(addr - FREG_BASE) / 4];
+    if (REG_IN(addr, MREG_BASE, MREG_BYTES)) return &L->mreg[(addr - MREG_BASE) / 4];
+    if (REG_IN(addr, BS_BASE, BSREG_BYTES)) return &L->bsreg[(addr - BS_BASE) / 4];
+    return NULL;
+}
+
+#define FREG(a) L->freg[((a) - FREG_BASE) / 4]
+#define MREG(a) L->mreg[((a) - MREG_BASE) / 4]
+
+const char *jasmine_register_name(uint32_t addr) {
+    static const struct {
+        uint32_t addr;
+        const char *name;
+    } names[] = {
+        {SATA_WBUF_PTR, "SATA_WBUF_PTR"}, {SATA_RBUF_PTR, "SATA_RBUF_PTR"},   {WR_STAT, "WR_STAT"},
+        {BM_WRITE_LIMIT, "BM_WRITE_LIMIT"}, {BM_READ_LIMIT, "BM_READ_LIMIT"}, {MON_CHABANKIDLE, "MON_CHABANKIDLE"},
+        {MU_RESULT, "MU_RESULT"},         {INTR_BSP, "INTR_BSP"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].addr == addr) return names[i].name;
+    if (addr >= BSP_INTR_BASE && addr < BSP_INTR_BASE + NUM_BANKS_MAX) return "BSP_INTR(bank)";
+    if (addr >= BSP_FSM_BASE && addr < BSP_FSM_BASE + NUM_BANKS_MAX) return "BSP_FSM(bank)";
+    if (addr >= BSP_BASE && addr < BSP_BASE + SIZE_OF_BSP * NUM_BANKS_MAX) return "a bank status port register";
+    return "a register";
+}
+
+void jasmine_flash_reset_state(void) {
+    /* Write buffers the host may fill, the read limit. */
+    MREG(BM_WRITE_LIMIT) = 0;
+    MREG(BM_READ_LIMIT) = 0;
+}
+
+/* ---- SETREG / GETREG ---------------------------------------------------- */
+
+void jasmine_setreg(UINT32 addr, UINT32 val) {
+    jasmine_progress();
+    uint32_t *slot = reg_slot(addr);
+    if (!slot) {
+        /* Peripheral set-up registers (SDRAM, interrupt controller, GPIO,
+         * UART, timers): accepted and forgotten. */
+        return;
+    }
+    *slot = val;
+    if (addr == FCP_ISSUE) {
+        jasmine_flash_command(FREG(FCP_BANK));
+    } else if (addr == BM_STACK_RESET) {
+        if (val & 0x02) {
+            MREG(BM_READ_LIMIT) = MREG(BM_STACK_RDSET);
+            jasmine_host_take_read_buffers(MREG(BM_STACK_RDSET));
+        }
+        if (val & 0x01) MREG(BM_WRITE_LIMIT) = MREG(BM_STACK_WRSET);
+    } else if (addr == INTR_BSP) {
+        /* Writing the bank interrupt summary clears it. */
+        *slot = 0;
+    }
+}
+
+UINT32 jasmine_getreg(UINT32 addr) {
+    uint32_t value;
+    if (addr == SATA_WBUF_PTR) {
+        value = L->wbuf_ptr;
+    } else if (addr == SATA_RBUF_PTR) {
+        value = L->rbuf_ptr;
+    } else if (addr == WR_STAT || addr == MON_CHABANKIDLE) {
+        /* No command is ever in flight: the write port is free (WR_STAT
+         * bit 0 clear), the waiting room empty and every bank idle
+         * (MON_CHABANKIDLE zero). */
+        value = 0;
+    } else if (addr == MU_RESULT) {
+        value = 0;
+    } else {
+        uint32_t *slot = reg_slot(addr);
+        value = slot ? *slot : 0;
+    }
+    jasmine_poll(addr, value, __builtin_return_address(0));
+    return value;
+}
+
+UINT8 jasmine_bsp_intr(UINT32 rbank) {
+    UINT8 v = rbank < NUM_BANKS_MAX ? L->bsp_intr[rbank] : 0;
+    jasmine_poll(BSP_INTR_BASE + rbank, v, __builtin_return_address(0));
+    return v;
+}
+
+UINT8 jasmine_bsp_fsm(UINT32 rbank) {
+    jasmine_poll(BSP_FSM_BASE + rbank, BANK_IDLE, __builtin_return_address(0));
+    return BANK_IDLE;
+}
+
+void jasmine_clr_bsp_intr(UINT32 rbank, UINT32 flags) {
+    jasmine_progress();
+    if (rbank < NUM_BANKS_MAX) L->bsp_intr[rbank] &= (UINT8)~flags;
+}
+
+/* ---- Pages and their kinds --------------------------------------------- */
+
+static uint64_t nl_page(uint32_t rbank, uint32_t row) {
+    if (rbank >= NUM_BANKS)
+        jasmine_fatal(JASMINE_E_LAYER, "flash command on bank %u; the board has %u banks", rbank,
+                      (unsigned)NUM_BANKS);
+    if (row >= PAGES_PER_BANK)
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "flash command on bank %u row %u (vblock %u page %u); a bank has %u vblocks of %u pages", rbank,
+                      row, row / PAGES_PER_VBLK, row % PAGES_PER_VBLK, (unsigned)VBLKS_PER_BANK,
+                      (unsigned)PAGES_PER_VBLK);
+    return (uint64_t)rbank * PAGES_PER_BANK + row;
+}
+
+static uint8_t page_kind(uint64_t page) {
+    uint8_t kind = L->page_kind[page];
+    if (kind == KIND_UNKNOWN) {
+        uint8_t oob = 0xFF;
+        jasmine_check_flash(L->flash->read_oob(L->flash->ctx, NANDLAB_CAUSE_METADATA, page, &oob, 1),
+                            "reading a page's OOB");
+        kind = oob == KIND_HOST || oob == KIND_META ? oob : KIND_ERASED;
+        L->page_kind[page] = kind;
+    }
+    return kind;
+}
+
+static uint8_t cause_of(uint32_t option, uint8_t fallback) {
+    return (option & (FO_B_SATA_R | FO_B_SATA_W)) ? NANDLAB_CAUSE_HOST : fallback;
+}
+
+/* A flash error that is not a power loss: the bank raises its interrupt
+ * flags, as the board's ECC and status check would. */
+static int flash_failed(int32_t code, uint32_t rbank, const char *what) {
+    if (code == NANDLAB_E_UNCORRECTABLE) {
+        L->bsp_intr[rbank] |= FIRQ_DATA_CORRUPT;
+        return 1;
+    }
+    if (code == NANDLAB_E_PROGRAM_FAILED || code == NANDLAB_E_ERASE_FAILED || code == NANDLAB_E_BAD_BLOCK) {
+        L->bsp_intr[rbank] |= FIRQ_BADBLK_L;
+        return 1;
+    }
+    jasmine_check_flash(code, what);
+    return 0;
+}
+
+/* ---- Commands ------------------------------------------------------------ */
+
+static void check_dma(unsigned long addr, unsigned long bytes, const char *what) {
+    if (!jasmine_in_dram(addr, bytes) && !jasmine_in_sram(addr, bytes))
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "%s: DMA address 0x%08lx (+%lu bytes) is outside the board's DRAM and SRAM", what, addr, bytes);
+}
+
+/* Read sectors col .. col+n of a page into memory at dma + col*512. */
+static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsigned long dma, uint32_t option) {
+    uint64_t page = nl_page(rbank, row);
+    if (col + n > SECTORS_PER_PAGE)
+        jasmine_fatal(JASMINE_E_LAYER, "read of sectors %u..%u of a %u-sector page", col, col + n,
+                      (unsigned)SECTORS_PER_PAGE);
+    unsigned long addr = dma + (unsigned long)col * BYTES_PER_SECTOR;
+    unsigned long bytes = (unsigned long)n * BYTES_PER_SECTOR;
+    check_dma(addr, bytes, "flash read");
+    uint8_t kind = page_kind(page);
+    const nandlab_flash *f = L->flash;
+    if (kind == KIND_HOST && jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0) {
+        uint32_t sector = jasmine_dram_sector(addr);
+        jasmine_shadow_check(sector, n, "a flash read of host data");
+        uint8_t cause = cause_of(option, NANDLAB_CAUSE_GC);
+        int32_t code;
+        if (sector % SHADOW_CHUNK + n <= SHADOW_CHUNK) {
+            code = f->read(f->ctx, cause, page, col, n, L->shadow[sector / SHADOW_CHUNK], sector % SHADOW_CHUNK, NULL, 0);
+            if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+        } else {
+            /* Across two shadow chunks: through the staging page. */
+            code = f->read(f->ctx, cause, page, col, n, L->staging, col, NULL, 0);
+            if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+            jasmine_shadow_in(sector, L->staging, col, n, "a flash read of host data");
+        }
+        memset(&L->tags[sector], TAG_HOST, n);
+    } else if (kind == KIND_HOST) {
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "host data of bank %u row %u read to 0x%08lx, which is not whole DRAM sectors", rbank, row, addr);
+    } else if (kind == KIND_META) {
+        int32_t code = f->read_meta_at(f->ctx, NANDLAB_CAUSE_METADATA, page, col * BYTES_PER_SECTOR, (uint8_t *)addr,
+                                       bytes);
+        if (code != NANDLAB_OK && flash_failed(code, rbank, "flash read")) return;
+        jasmine_tag_bytes(addr, bytes);
+    } else {
+        memset((void *)addr, 0xFF, bytes);
+        jasmine_tag_bytes(addr, bytes);
+        L->bsp_intr[rbank] |= FIRQ_ALL_FF;
+    }
+    if ((option & FO_B_SATA_R) && jasmine_in_dram(dma, 1) && dma >= RD_BUF_ADDR &&
+        dma < RD_BUF_ADDR + (unsigned long)NUM_RD_BUFFERS * BYTES_PER_PAGE) {
+        uint32_t id = (uint32_t)((dma - RD_BUF_ADDR) / BYTES_PER_PAGE);
+        MREG(BM_READ_LIMIT) = (id + 1) % NUM_RD_BUFFERS;
+        jasmine_host_take_read_buffers((id + 1) % NUM_RD_BUFFERS);
+    }
+}
+
+/* What a DRAM sector of firmware bytes becomes in a host page. */
+#define BYTES_ERASED 0 /* all 0xFF: an erased sector */
+#define BYTES_ZERO 1   /* all 0x00: a zero sector */
+#define BYTES_OTHER 2  /* anything else: not representable */
+
+static int classify_bytes(uint32_t sector) {
+    const unsigned char *p = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
+    unsigned char first = p[0];
+    if (first != 0xFF && first != 0x00) return BYTES_OTHER;
+    uint64_t word = 0x0101010101010101ull * first, w;
+    for (int i = 0; i < BYTES_PER_SECTOR; i += 8) { /* BYTES_PER_SECTOR is 512 */
+        memcpy(&w, p + i, 8);
+        if (w != word) return BYTES_OTHER;
+    }
+    return first == 0xFF ? BYTES_ERASED : BYTES_ZERO;
+}
+
+/* Program sectors col .. col+n of a page from memory at dma + col*512 (the
+ * other sectors stay erased). */
+static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsigned long dma, uint32_t option) {
+    uint64_t page = nl_page(rbank, row);
+    if (n == 0 || col + n > SECTORS_PER_PAGE)
+        jasmine_fatal(JASMINE_E_LAYER, "program of sectors %u..%u of a %u-sector page", col, col + n,
+                      (unsigned)SECTORS_PER_PAGE);
+    unsigned long addr = dma + (unsigned long)col * BYTES_PER_SECTOR;
+    unsigned long bytes = (unsigned long)n * BYTES_PER_SECTOR;
+    check_dma(addr, bytes, "flash program");
+    const nandlab_flash *f = L->flash;
+    uint32_t host = 0, other = 0;
+    uint32_t sector = 0;
+    int in_dram = jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0;
+    if (in_dram) {
+        sector = jasmine_dram_sector(addr);
+        for (uint32_t k = 0; k < n; k++) {
+            if (L->tags[sector + k] == TAG_HOST)
+                host++;
+            else if (classify_bytes(sector + k) == BYTES_OTHER)
+                other++;
+        }
+    }
+    int32_t code;
+    uint8_t oob;
+    if (host > 0 && other > 0) {
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "program of bank %u row %u from DRAM 0x%08lx mixes %u host sectors with %u sectors of bytes the "
+                      "firmware wrote; nandlab cannot keep both in one page",
+                      rbank, row, addr, host, other);
+    } else if (host > 0) {
+        oob = KIND_HOST;
+        jasmine_shadow_check(sector, n, "a flash program of host data");
+        if (col == 0 && n == SECTORS_PER_PAGE && host == n && sector % SHADOW_CHUNK == 0) {
+            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->shadow[sector / SHADOW_CHUNK], 0,
+                              &oob, 1);
+        } else if (col == 0 && n == SECTORS_PER_PAGE && host == n) {
+            jasmine_shadow_out(L->staging, 0, sector, n, "staging");
+            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+        } else {
+            jasmine_check_flash(f->buf_copy(f->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE), "staging");
+            for (uint32_t k = 0; k < n; k++) {
+                if (L->tags[sector + k] == TAG_HOST)
+                    jasmine_shadow_out(L->staging, col + k, sector + k, 1, "staging");
+                else if (classify_bytes(sector + k) == BYTES_ZERO)
+                    jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, 1), "staging");
+            }
+            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+        }
+        L->host_pages_programmed++;
+    } else {
+        static unsigned char page_bytes[BYTES_PER_PAGE];
+        oob = KIND_META;
+        memset(page_bytes, 0xFF, sizeof page_bytes);
+        memcpy(page_bytes + (size_t)col * BYTES_PER_SECTOR, (const void *)addr, bytes);
+        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, sizeof page_bytes, &oob, 1);
+        L->meta_pages_programmed++;
+    }
+    if (code != NANDLAB_OK) {
+        flash_failed(code, rbank, "flash program");
+        L->page_kind[page] = KIND_UNKNOWN;
+        return;
+    }
+    L->page_kind[page] = oob;
+}
+
+static void do_erase(uint32_t rbank, uint32_t row) {
+    uint64_t first = nl_page(rbank, row - row % PAGES_PER_VBLK);
+    uint64_t block = first / PAGES_PER_VBLK;
+    int32_t code = L->flash->erase(L->flash->ctx, NANDLAB_CAUSE_GC, block);
+    memset(&L->page_kind[first], code == NANDLAB_OK ? KIND_ERASED : KIND_UNKNOWN, PAGES_PER_VBLK);
+    if (code != NANDLAB_OK) flash_failed(code, rbank, "block erase");
+}
+
+static void do_copyback(uint32_t rbank, uint32_t src_row, uint32_t dst_row) {
+    uint64_t src = nl_page(rbank, src_row), dst = nl_page(rbank, dst_row);
+    uint8_t kind = page_kind(src);
+    int32_t code = L->flash->copyback(L->flash->ctx, NANDLAB_CAUSE_GC, src, dst, NULL, 0);
+    if (code != NANDLAB_OK) {
+        L->page_kind[dst] = KIND_UNKNOWN;
+        flash_failed(code, rbank, "copyback");
+        return;
+    }
+    L->page_kind[dst] = kind;
+}
+
+/* Run the command in the command port on real bank `rbank`, to the end. */
+void jasmine_flash_command(uint32_t rbank) {
+    uint32_t cmd = FREG(FCP_CMD), option = FREG(FCP_OPTION);
+    uint32_t dma = FREG(FCP_DMA_ADDR), cnt = FREG(FCP_DMA_CNT), col = FREG(FCP_COL);
+    if (rbank >= NUM_BANKS)
+        jasmine_fatal(JASMINE_E_LAYER, "flash command 0x%x on bank %u; the board has %u banks", cmd,
+                      rbank, (unsigned)NUM_BANKS);
+    uint32_t row = FREG(_FCP_ROW_L(rbank));
+    uint32_t dst_row = FREG(FCP_DST_ROW_L);
+    L->flash_commands++;
+    /* The bank status port shows the last command of the bank. */
+    uint32_t *bsp = &L->freg[(_BSP_CMD(rbank) - FREG_BASE) / 4];
+    bsp[0] = cmd;
+    bsp[1] = option;
+    bsp[2] = dma;
+    bsp[3] = cnt;
+    bsp[4] = col;
+    bsp[5] = row;
+    bsp[6] = row;
+    bsp[8] = dst_row;
+    bsp[9] = dst_row;
+    if (cnt % BYTES_PER_SECTOR && (cmd == FC_COL_ROW_READ_OUT || cmd == FC_COL_ROW_IN_PROG))
+        jasmine_fatal(JASMINE_E_LAYER, "flash command 0x%x with FCP_DMA_CNT = %u, not whole sectors", cmd,
+                      cnt);
+    switch (cmd) {
+    case FC_COL_ROW_READ_OUT: do_read(rbank, row, col, cnt / BYTES_PER_SECTOR, dma, option); break;
+    case FC_COL_ROW_IN_PROG: do_program(rbank, row, col, cnt / BYTES_PER_SECTOR, dma, option); break;
+    case FC_ERASE: do_erase(rbank, row); break;
+    case FC_COPYBACK: do_copyback(rbank, row, dst_row); break;
+    default:
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "flash command 0x%x is not implemented by nandlab's Jasmine layer (it runs FC_COL_ROW_READ_OUT, "
+                      "FC_COL_ROW_IN_PROG, FC_ERASE and FC_COPYBACK)",
+                      cmd);
+    }
+    jasmine_progress();
+}
+
+/* Block 0 of every bank as the board's installer leaves it, programmed
+ * in order from page 0: the scan list (no initial bad blocks) in page
+ * SCAN_LIST_PAGE_OFFSET, then pages up to the stamp page and the firmware
+ * image (FW_PAGE_OFFSET on, size_of_firmware_image bytes: board.c), as
+ * metadata. An FTL writes its format mark after the image. */
+void jasmine_write_scan_lists(void) {
+    static unsigned char page_bytes[BYTES_PER_PAGE];
+    uint8_t oob = KIND_META;
+    uint32_t pages = FW_PAGE_OFFSET + (JASMINE_FIRMWARE_IMAGE_BYTES + BYTES_PER_FW_PAGE - 1) / BYTES_PER_FW_PAGE;
+    if (pages > PAGES_PER_VBLK) pages = PAGES_PER_VBLK;
+    for (uint32_t bank = 0; bank < NUM_BANKS; bank++) {
+        for (uint32_t p = 0; p < pages; p++) {
+            memset(page_bytes, 0, sizeof page_bytes);
+            if (p == SCAN_LIST_PAGE_OFFSET) {
+                memset(page_bytes, 0xFF, sizeof page_bytes);
+                ((scan_list_t *)page_bytes)->num_entries = 0;
+            }
+            uint64_t page = nl_page(bank, p);
+            jasmine_check_flash(L->flash->program_meta(L->flash->ctx, NANDLAB_CAUSE_FORMAT, page, page_bytes,
+                                                       sizeof page_bytes, &oob, 1),
+                                "writing block 0 as the installer does");
+            L->page_kind[page] = KIND_META;
+        }
+    }
+}
+
+/* ---- The board's flash functions -------------------------------------- */
+
+static void set_command(UINT32 cmd, UINT32 option, UINT32 dma, UINT32 bytes, UINT32 col, UINT32 bank, UINT32 row) {
+    SETREG(FCP_CMD, cmd);
+    SETREG(FCP_OPTION, option);
+    SETREG(FCP_DMA_ADDR, dma);
+    SETREG(FCP_DMA_CNT, bytes);
+    SETREG(FCP_COL, col);
+    SETREG(FCP_ROW_L(bank), row);
+    SETREG(FCP_ROW_H(bank), row);
+}
+
+#define ROW(VBLOCK, PAGE) ((VBLOCK) * PAGES_PER_BLK + (PAGE))
+
+void flash_issue_cmd(UINT32 const bank, UINT32 const sync) {
+    (void)sync; /* every command completes at issue */
+    SETREG(FCP_BANK, REAL_BANK(bank));
+    SETREG(FCP_ISSUE, 0);
+}
+
+void flash_finish(void) { jasmine_progress(); }
+void flash_reset(void) {}
+void flash_clear_irq(void) {
+    memset(L->bsp_intr, 0, sizeof L->bsp_intr);
+    L->freg[(INTR_BSP - FREG_BASE) / 4] = 0;
+}
+
+void flash_copy(UINT32 const bank, UINT32 const dst_row, UINT32 const src_row) {
+    SETREG(FCP_CMD, FC_COPYBACK);
+    SETREG(FCP_OPTION, FO_E | FO_B_W_DRDY);
+    SETREG(FCP_COL, 0);
+    SETREG(FCP_ROW_L(bank), src_row);
+    SETREG(FCP_ROW_H(bank), src_row);
+    SETREG(FCP_DST_ROW_L, dst_row);
+    SETREG(FCP_DST_ROW_H, dst_row);
+    SETREG(FCP_DST_COL, 0);
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
+}
+
+void flash_erase(UINT32 const bank, UINT16 const vblk_offset) {
+    SETREG(FCP_CMD, FC_ERASE);
+    SETREG(FCP_OPTION, 0);
+    SETREG(FCP_ROW_L(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    SETREG(FCP_ROW_H(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    flash_issue_cmd(bank, RETURN_WHEN_DONE);
+}
+
+void nand_page_read(UINT32 const bank, UINT32 const vblock, UINT32 const page_num, UINT32 const buf_addr) {
+    set_command(FC_COL_ROW_READ_OUT, FO_E, buf_addr, BYTES_PER_PAGE, 0, bank, ROW(vblock, page_num));
+    flash_issue_cmd(bank, RETURN_WHEN_DONE);
+}
+
+void nand_page_ptread(UINT32 const bank, UINT32 const vblock, UINT32 const page_num, UINT32 const sect_offset,
+                      UINT32 const num_sectors, UINT32 const buf_addr, UINT32 const issue_flag) {
+    set_command(FC_COL_ROW_READ_OUT, FO_E, buf_addr, num_sectors * BYTES_PER_SECTOR, sect_offset, bank,
+                ROW(vblock, page_num));
+    flash_issue_cmd(bank, issue_flag);
+}
+
+/* A read into the next read buffer, handed to the host when done. */
+static void read_to_host(UINT32 bank, UINT32 row, UINT32 sect_offset, UINT32 num_sectors) {
+    extern UINT32 g_ftl_read_buf_id;
+    UINT32 buf = RD_BUF_PTR(g_ftl_read_buf_id);
+    set_command(FC_COL_ROW_READ_OUT, FO_E | FO_B_SATA_R, buf, num_sectors * BYTES_PER_SECTOR, sect_offset, bank, row);
+    g_ftl_read_buf_id = (g_ftl_read_buf_id + 1) % NUM_RD_BUFFERS;
+    /* Wait while the read buffers are all full (the host is slow). */
+    while (g_ftl_read_buf_id == GETREG(SATA_RBUF_PTR))
+        ;
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
+}
+
+void nand_page_read_to_host(UINT32 const bank, UINT32 const vblock, UINT32 const page_num) {
+    read_to_host(bank, ROW(vblock, page_num), 0, SECTORS_PER_PAGE);
+}
+
+void nand_page_ptread_to_host(UINT32 const bank, UINT32 const vblock, UINT32 const page_num, UINT32 const sect_offset,
+                              UINT32 const num_sectors) {
+    read_to_host(bank, ROW(vblock, page_num), sect_offset, num_sectors);
+}
+
+void nand_page_program(UINT32 const bank, UINT32 const vblock, UINT32 const page_num, UINT32 const buf_addr) {
+    set_command(FC_COL_ROW_IN_PROG, FO_E | FO_B_W_DRDY, buf_addr, BYTES_PER_PAGE, 0, bank, ROW(vblock, page_num));
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
+}
+
+void nand_page_ptprogram(UINT32 const bank, UINT32 const vblock, UINT32 const page_num, UINT32 const sect_offset,
+                         UINT32 const num_sectors, UINT32 const buf_addr) {
+    set_command(FC_COL_ROW_IN_PROG, FO_E | FO_B_W_DRDY, buf_addr, num_sectors * BYTES_PER_SECTOR, sect_offset, bank,
+                ROW(vblock, page_num));
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
+}
+
+/* A program from the next write buffer, which the host has filled. */
+static void program_from_host(UINT32 bank, UINT32 row, UINT32 sect_offset, UINT32 num_sectors) {
+    extern UINT32 g_ftl_write_buf_id;
+    set_command(FC_COL_ROW_IN_PROG, FO_E | FO_B_SATA_W, WR_BUF_PTR(g_ftl_write_buf_id), num_sectors * BYTES_PER_SECTOR,
+                sect_offset, bank, row);
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
+    g_ftl_write_buf_id = (g_ftl_write_buf_id + 1) % NUM_WR_BUFFERS;
+}
+
+void nand_page_program_from_host(UINT32 const bank, UINT32 const vblock, UINT32 const page_num) {
+    program_from_host(bank, ROW(vblock, page_num), 0, SECTORS_PER_PAGE);
+}
+
+void nand_page_ptprogram_from_host(UINT32 const bank, UINT32 const vblock, UINT32 const page_num,
+                                   UINT32 const sect_offset, UINT32 const num_sectors) {
+    program_from_host(bank, ROW(vblock, page_num), sect_offset, num_sectors);
+}
+
+void nand_page_copyback(UINT32 const bank, UINT32 const src_vblock, UINT32 const src_page, UINT32 const dst_vblock,
+                        UINT32 const dst_page) {
+    flash_copy(bank, ROW(dst_vblock, dst_page), ROW(src_vblock, src_page));
+}
+
+void nand_page_modified_copyback(UINT32 const bank, UINT32 const src_vblock, UINT32 const src_page,
+                                 UINT32 const dst_vblock, UINT32 const dst_page, UINT32 const sect_offset,
+                                 UINT32 dma_addr, UINT32 const dma_count) {
+    (void)bank;
+    (void)src_vblock;
+    (void)src_page;
+    (void)dst_vblock;
+    (void)dst_page;
+    (void)sect_offset;
+    (void)dma_addr;
+    (void)dma_count;
+    jasmine_fatal(JASMINE_E_LAYER,
+                  "nand_page_modified_copyback (FC_MODIFY_COPYBACK) is not implemented by nandlab's Jasmine layer");
+}
+
+void nand_block_erase(UINT32 const bank, UINT32 const vblock) { flash_erase(bank, (UINT16)vblock); }
+void nand_block_erase_sync(UINT32 const bank, UINT32 const vblock) { flash_erase(bank, (UINT16)vblock); }

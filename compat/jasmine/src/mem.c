@@ -1,0 +1,266 @@
+/*
+ * mem.c — the memory utility functions (mem_set, mem_copy, bitmap find,
+ * search) and the DRAM accessors, on the emulated DRAM and SRAM.
+ *
+ * Each DRAM sector carries a tag (layer.h): TAG_HOST when it holds a host
+ * sector, whose identity is the same sector of the shadow buffer in
+ * nandlab's device DRAM, else TAG_BYTES. mem_copy moves identities with
+ * the bytes when it copies whole, aligned host sectors within DRAM;
+ * everything else the firmware writes through these functions makes the
+ * sectors it touches TAG_BYTES. A firmware that writes DRAM through a raw
+ * pointer changes bytes without the layer knowing: the tag of such a
+ * sector stays what it was (docs/jasmine.md, "What the layer cannot see").
+ */
+#include <string.h>
+
+#include "layer.h"
+
+int jasmine_in_dram(unsigned long addr, unsigned long bytes) {
+    return addr >= DRAM_BASE && addr + bytes <= (unsigned long)DRAM_BASE + DRAM_SIZE && addr + bytes >= addr;
+}
+
+int jasmine_in_sram(unsigned long addr, unsigned long bytes) {
+    return addr >= SRAM_BASE && addr + bytes <= (unsigned long)SRAM_BASE + SRAM_SIZE && addr + bytes >= addr;
+}
+
+uint32_t jasmine_dram_sector(unsigned long addr) { return (uint32_t)((addr - DRAM_BASE) / BYTES_PER_SECTOR); }
+
+void jasmine_shadow_check(uint32_t sector, uint32_t count, const char *what) {
+    if ((uint64_t)sector + count > L->shadow_sectors)
+        jasmine_fatal(NANDLAB_E_DRAM,
+                      "%s at DRAM 0x%08lx holds host data beyond the first %u DRAM sectors, which is all of the "
+                      "board's DRAM that fits nandlab's DRAM budget (raise dram_bytes)",
+                      what, DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR, L->shadow_sectors);
+}
+
+/* The DRAM sectors overlapping addr .. addr+bytes now hold firmware bytes. */
+void jasmine_shadow_in(uint32_t sector, uint64_t src, uint32_t src_at, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    while (n > 0) {
+        uint32_t in_chunk = sector % SHADOW_CHUNK, count = MIN(n, SHADOW_CHUNK - in_chunk);
+        jasmine_check_flash(f->buf_copy(f->ctx, L->shadow[sector / SHADOW_CHUNK], in_chunk, src, src_at, count), what);
+        sector += count, src_at += count, n -= count;
+    }
+}
+
+void jasmine_shadow_out(uint64_t dst, uint32_t dst_at, uint32_t sector, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    while (n > 0) {
+        uint32_t in_chunk = sector % SHADOW_CHUNK, count = MIN(n, SHADOW_CHUNK - in_chunk);
+        jasmine_check_flash(f->buf_copy(f->ctx, dst, dst_at, L->shadow[sector / SHADOW_CHUNK], in_chunk, count), what);
+        sector += count, dst_at += count, n -= count;
+    }
+}
+
+/* Pieces that lie within one chunk on both sides; copied front to back
+ * when the destination is below the source, else back to front, so an
+ * overlap moves as memmove does (within one piece buf_copy does). */
+void jasmine_shadow_move(uint32_t ds, uint32_t ss, uint32_t n, const char *what) {
+    const nandlab_flash *f = L->flash;
+    int forward = ds <= ss;
+    uint32_t done = 0;
+    while (done < n) {
+        uint32_t left = n - done, d, s, count;
+        if (forward) {
+            d = ds + done, s = ss + done;
+            count = MIN(left, MIN(SHADOW_CHUNK - d % SHADOW_CHUNK, SHADOW_CHUNK - s % SHADOW_CHUNK));
+        } else {
+            uint32_t d_end = ds + left, s_end = ss + left; /* exclusive ends of what is left */
+            uint32_t d_room = (d_end - 1) % SHADOW_CHUNK + 1, s_room = (s_end - 1) % SHADOW_CHUNK + 1;
+            count = MIN(left, MIN(d_room, s_room));
+            d = d_end - count, s = s_end - count;
+        }
+        jasmine_check_flash(f->buf_copy(f->ctx, L->shadow[d / SHADOW_CHUNK], d % SHADOW_CHUNK,
+                                        L->shadow[s / SHADOW_CHUNK], s % SHADOW_CHUNK, count),
+                            what);
+        done += count;
+    }
+}
+
+void jasmine_tag_bytes(unsigned long addr, unsigned long bytes) {
+    if (bytes == 0) return;
+    unsigned long lo = addr < DRAM_BASE ? DRAM_BASE : addr;
+    unsigned long hi = addr + bytes;
+    if (hi > (unsigned long)DRAM_BASE + DRAM_SIZE) hi = (unsigned long)DRAM_BASE + DRAM_SIZE;
+    if (lo >= hi) return;
+    uint32_t first = jasmine_dram_sector(lo), last = jasmine_dram_sector(hi - 1);
+    memset(&L->tags[first], TAG_BYTES, last - first + 1);
+}
+
+static void check_range(unsigned long addr, unsigned long bytes, const char *what) {
+    if (!jasmine_in_dram(addr, bytes) && !jasmine_in_sram(addr, bytes)) {
+        /* Firmware globals (the board's SRAM variables) live in the
+         * library here; those are fine too. Anything else is a bug. */
+        if (addr < (1UL << 32))
+            jasmine_fatal(JASMINE_E_LAYER,
+                          "%s of %lu bytes at 0x%08lx: outside the board's DRAM and SRAM", what, bytes, addr);
+    }
+}
+
+static void fill32(unsigned long addr, UINT32 val, UINT32 bytes) {
+    unsigned char *p = (unsigned char *)addr;
+    if (val == 0 || val == 0xFFFFFFFF) {
+        memset(p, (int)(val & 0xFF), bytes);
+        return;
+    }
+    UINT32 i = 0;
+    for (; i + 4 <= bytes; i += 4) memcpy(p + i, &val, 4);
+    for (UINT32 k = 0; i < bytes; i++, k++) p[i] = ((const unsigned char *)&val)[k];
+}
+
+void _mem_set_sram(unsigned long addr, UINT32 const val, UINT32 bytes) {
+    jasmine_progress();
+    check_range(addr, bytes, "mem_set_sram");
+    fill32(addr, val, bytes);
+    jasmine_tag_bytes(addr, bytes);
+}
+
+void _mem_set_dram(unsigned long addr, UINT32 const val, UINT32 bytes) {
+    jasmine_progress();
+    check_range(addr, bytes, "mem_set_dram");
+    fill32(addr, val, bytes);
+    jasmine_tag_bytes(addr, bytes);
+}
+
+void _mem_copy(void *const dst, const void *const src, UINT32 const bytes) {
+    jasmine_progress();
+    unsigned long d = (unsigned long)dst, s = (unsigned long)src;
+    check_range(d, bytes, "mem_copy destination");
+    check_range(s, bytes, "mem_copy source");
+    memmove(dst, src, bytes);
+    if (!jasmine_in_dram(d, bytes) || bytes == 0) return;
+    int aligned = jasmine_in_dram(s, bytes) && d % BYTES_PER_SECTOR == 0 && s % BYTES_PER_SECTOR == 0;
+    if (!aligned) {
+        jasmine_tag_bytes(d, bytes);
+        return;
+    }
+    uint32_t ds = jasmine_dram_sector(d), ss = jasmine_dram_sector(s);
+    uint32_t whole = bytes / BYTES_PER_SECTOR;
+    const nandlab_flash *f = L->flash;
+    /* Runs of host sectors move their identities; other sectors are bytes. */
+    uint32_t k = 0;
+    while (k < whole) {
+        if (L->tags[ss + k] != TAG_HOST) {
+            L->tags[ds + k] = TAG_BYTES;
+            k++;
+            continue;
+        }
+        uint32_t run = 1;
+        while (k + run < whole && L->tags[ss + k + run] == TAG_HOST) run++;
+        jasmine_shadow_check(ds + k, run, "mem_copy of host sectors");
+        jasmine_shadow_move(ds + k, ss + k, run, "mem_copy of host sectors");
+        memset(&L->tags[ds + k], TAG_HOST, run);
+        k += run;
+    }
+    if (bytes % BYTES_PER_SECTOR) jasmine_tag_bytes(d + (unsigned long)whole * BYTES_PER_SECTOR, bytes % BYTES_PER_SECTOR);
+}
+
+static UINT32 bmp_find(const void *bitmap, UINT32 bytes, UINT32 val, const char *what) {
+    jasmine_progress();
+    check_range((unsigned long)bitmap, bytes, what);
+    const unsigned char *p = bitmap;
+    for (UINT32 i = 0; i < bytes; i++) {
+        unsigned char b = val ? p[i] : (unsigned char)~p[i];
+        if (b)
+            for (int bit = 0; bit < 8; bit++)
+                if (b & (1u << bit)) return i * 8 + (UINT32)bit;
+    }
+    return bytes * 8;
+}
+
+UINT32 _mem_bmp_find_sram(const void *const bitmap, UINT32 const bytes, UINT32 const val) {
+    return bmp_find(bitmap, bytes, val, "mem_bmp_find_sram");
+}
+
+UINT32 _mem_bmp_find_dram(const void *const bitmap, UINT32 const bytes, UINT32 const val) {
+    return bmp_find(bitmap, bytes, val, "mem_bmp_find_dram");
+}
+
+static UINT32 item(const unsigned char *p, UINT32 unit, UINT32 i) {
+    if (unit == 1) return p[i];
+    if (unit == 2) {
+        UINT16 v;
+        memcpy(&v, p + 2 * i, 2);
+        return v;
+    }
+    UINT32 v;
+    memcpy(&v, p + 4 * i, 4);
+    return v;
+}
+
+static void check_unit(UINT32 unit, const char *what) {
+    if (unit != 1 && unit != 2 && unit != 4)
+        jasmine_fatal(JASMINE_E_LAYER, "%s with items of %u bytes (the engine takes 1, 2 or 4)", what, unit);
+}
+
+/* Index of the smallest (MU_CMD_SEARCH_MIN_*) or largest item, the first
+ * one on a tie. */
+UINT32 _mem_search_min_max(const void *const addr, UINT32 const unit, UINT32 const size, UINT32 const cmd) {
+    jasmine_progress();
+    check_unit(unit, "mem_search_min_max");
+    check_range((unsigned long)addr, (unsigned long)unit * size, "mem_search_min_max");
+    int max = cmd == MU_CMD_SEARCH_MAX_DRAM || cmd == MU_CMD_SEARCH_MAX_SRAM;
+    UINT32 best = 0;
+    for (UINT32 i = 1; i < size; i++) {
+        UINT32 v = item(addr, unit, i), b = item(addr, unit, best);
+        if (max ? v > b : v < b) best = i;
+    }
+    return best;
+}
+
+/* Index of the first item equal to val, or `size` if there is none. */
+UINT32 _mem_search_equ(const void *const addr, UINT32 const unit, UINT32 const size, UINT32 const cmd,
+                       UINT32 const val) {
+    (void)cmd;
+    jasmine_progress();
+    check_unit(unit, "mem_search_equ");
+    check_range((unsigned long)addr, (unsigned long)unit * size, "mem_search_equ");
+    UINT32 want = unit == 4 ? val : val & ((1u << (8 * unit)) - 1);
+    for (UINT32 i = 0; i < size; i++)
+        if (item(addr, unit, i) == want) return i;
+    return size;
+}
+
+UINT32 _mem_cmp_sram(const void *const addr1, const void *const addr2, const UINT32 bytes) {
+    return (UINT32)memcmp(addr1, addr2, bytes);
+}
+
+UINT32 _mem_cmp_dram(const void *const addr1, const void *const addr2, const UINT32 bytes) {
+    return (UINT32)memcmp(addr1, addr2, bytes);
+}
+
+/* The DRAM accessors: plain loads and stores (a fault outside the mapped
+ * DRAM is reported by board.c); a store makes its sector firmware bytes. */
+UINT8 _read_dram_8(unsigned long const addr) { return *(volatile UINT8 *)addr; }
+UINT16 _read_dram_16(unsigned long const addr) { return *(volatile UINT16 *)addr; }
+UINT32 _read_dram_32(unsigned long const addr) { return *(volatile UINT32 *)addr; }
+
+static inline void tag_one(unsigned long addr) {
+    if (addr >= DRAM_BASE && addr < (unsigned long)DRAM_BASE + DRAM_SIZE) L->tags[jasmine_dram_sector(addr)] = TAG_BYTES;
+}
+
+void _write_dram_8(unsigned long const addr, UINT8 const val) {
+    *(volatile UINT8 *)addr = val;
+    tag_one(addr);
+}
+void _write_dram_16(unsigned long const addr, UINT16 const val) {
+    *(volatile UINT16 *)addr = val;
+    tag_one(addr);
+}
+void _write_dram_32(unsigned long const addr, UINT32 const val) {
+    *(volatile UINT32 *)addr = val;
+    tag_one(addr);
+}
+void _set_bit_dram(unsigned long const base_addr, UINT32 const bit_offset) {
+    unsigned long a = base_addr + bit_offset / 8;
+    *(volatile UINT8 *)a |= (UINT8)(1u << (bit_offset % 8));
+    tag_one(a);
+}
+void _clr_bit_dram(unsigned long const base_addr, UINT32 const bit_offset) {
+    unsigned long a = base_addr + bit_offset / 8;
+    *(volatile UINT8 *)a &= (UINT8) ~(1u << (bit_offset % 8));
+    tag_one(a);
+}
+BOOL32 _tst_bit_dram(unsigned long const base_addr, UINT32 const bit_offset) {
+    return (*(volatile UINT8 *)(base_addr + bit_offset / 8) >> (bit_offset % 8)) & 1;
+}

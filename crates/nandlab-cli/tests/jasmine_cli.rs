@@ -1,0 +1,195 @@
+//! Jasmine OpenSSD firmware through nandlab's layer (`compat/jasmine`):
+//! `nandlab jasmine build` and `--ftl jasmine:DIR`. The firmware written
+//! here against the Jasmine API (`examples/jasmine/`) passes stress with a
+//! remount and a crash campaign on the Jasmine-shaped test device; the one
+//! with a known bug is caught by the rule it breaks; the test firmwares of
+//! `tests/jasmine_fw/` prove the bad-input reports: a tree that does not
+//! compile, a board function the layer lacks, a busy wait that never
+//! ends, a store outside the board's memory, a page mixing host data and
+//! firmware bytes. Builds go to a temporary cache (`XDG_CACHE_HOME`); the
+//! system C compiler (`cc`) is required, as for the C FTL tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn firmware(name: &str) -> String {
+    let p = if name.starts_with("ftl_") {
+        repo().join("examples/jasmine").join(name)
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jasmine_fw").join(name)
+    };
+    p.to_str().unwrap().to_string()
+}
+
+fn device() -> String {
+    repo().join("examples/jasmine/jasmine-tiny.toml").to_str().unwrap().to_string()
+}
+
+/// One build cache for the whole test binary, outside the user's home.
+fn cache() -> &'static Path {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+fn nandlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(args)
+        .env("XDG_CACHE_HOME", cache())
+        .output()
+        .expect("nandlab runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn stress(fw: &str, extra: &[&str]) -> Output {
+    let ftl = format!("jasmine:{}", firmware(fw));
+    let mut args = vec!["stress", "--config", &device(), "--ftl", &ftl, "--no-progress", "--seed", "5"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    nandlab(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn the_minimal_jasmine_ftl_passes_stress_with_garbage_collection_and_a_remount() {
+    let o = stress("ftl_minimal", &["--write_size", "120m", "--remount"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS"), "{out}");
+    assert!(out.contains("remount    clean power cycle, fresh FTL mounted, 212992 sectors verified"), "{out}");
+    // Garbage collection moved pages through the board's copy buffers.
+    let moved = out.lines().find(|l| l.trim_start().starts_with("GC")).unwrap();
+    assert!(!moved.contains(" 0 pages moved"), "{moved}");
+    assert!(out.contains("FTL lib:ftl_minimal"), "{out}");
+}
+
+#[test]
+fn the_minimal_jasmine_ftl_survives_power_cuts_on_one_thread() {
+    let ftl = format!("jasmine:{}", firmware("ftl_minimal"));
+    let o = nandlab(&[
+        "crash",
+        "--config",
+        &device(),
+        "--ftl",
+        &ftl,
+        "--write_size",
+        "8m",
+        "--crash-points",
+        "12",
+        "--seed",
+        "3",
+        "--threads",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("12 tested, 12 passed, 0 failed"), "{out}");
+    assert!(err.contains("runs one instance per process: the campaign runs on one thread"), "{err}");
+    assert!(out.contains("1 threads"), "{out}");
+}
+
+#[test]
+fn the_buggy_jasmine_ftl_is_caught_by_the_read_check() {
+    let o = stress("ftl_buggy", &["--write_size", "30m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("[Error] lost_write"), "{out}");
+    assert!(out.contains("Reproduce with:") && out.contains("--ftl jasmine:"), "{out}");
+}
+
+#[test]
+fn a_firmware_tree_that_does_not_compile_is_exit_2_with_the_compilers_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = dir.path().join("x.so");
+    let o = nandlab(&["jasmine", "build", &firmware("does_not_compile"), "-o", so.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("does not compile against nandlab's Jasmine layer"), "{err}");
+    assert!(err.contains("does_not_compile/ftl.c:") && err.contains("error: expected"), "{err}");
+    assert!(!so.exists());
+    // The same through --ftl jasmine:DIR, before any work.
+    let o = stress("does_not_compile", &["--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("--ftl jasmine:") && err.contains("error: expected"), "{err}");
+    assert!(out.is_empty(), "{out}");
+}
+
+#[test]
+fn a_board_function_the_layer_lacks_is_named_at_build_time() {
+    let o = stress("missing_api", &["--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("calls a board function that nandlab's Jasmine layer does not implement: `test_nand_blocks`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_busy_wait_that_never_ends_is_reported_with_the_register_and_function() {
+    let o = stress("busy_wait", &["--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("busy wait that never ends: the firmware polls SATA_WBUF_PTR (0x70000194)"), "{out}");
+    assert!(out.contains("jasmine layer (ftl_write)") && out.contains("`ftl_write`"), "{out}");
+}
+
+#[test]
+fn a_store_outside_the_board_memory_is_reported_with_its_address() {
+    let o = stress("out_of_region", &["--write_size", "1m", "--isolate"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("the firmware accessed address 0x0000000043e10800 outside the emulated board memory")
+            && err.contains("in ftl_write"),
+        "{err}"
+    );
+    assert!(out.contains("[Error] ftl_crash") && out.contains("SIGSEGV in nandlab_ftl_write"), "{out}");
+}
+
+#[test]
+fn a_page_mixing_host_sectors_and_firmware_bytes_is_reported() {
+    let o = stress("mixed_page", &["--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("mixes") && out.contains("host sectors with 1 sectors of bytes the firmware wrote"), "{out}");
+}
+
+#[test]
+fn a_library_built_for_another_geometry_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = dir.path().join("minimal-vst.so");
+    // Built for the default device, vst-jasmine (4152 blocks per bank).
+    let o = nandlab(&["jasmine", "build", &firmware("ftl_minimal"), "-o", so.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = nandlab(&["stress", "--config", &device(), "--ftl-lib", so.to_str().unwrap(), "--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("the firmware was built for banks (channels x chips_per_channel x dies_per_chip) = 8, the device has 4 (rebuild it for this geometry)"), "{err}");
+}
+
+#[test]
+fn a_device_no_jasmine_board_can_have_is_refused() {
+    let o = nandlab(&["stress", "--preset", "tiny", "--ftl", &format!("jasmine:{}", firmware("ftl_minimal"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("a Jasmine board cannot have planes_per_die = 2"), "{err}");
+}
+
+#[test]
+fn a_directory_without_ftl_c_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = nandlab(&["jasmine", "build", dir.path().to_str().unwrap(), "-o", "x.so"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("no ftl.c"), "{err}");
+}
