@@ -7,6 +7,7 @@
 mod bench_cmd;
 mod crash_cmd;
 mod exit;
+mod hunt_cmd;
 mod isolate;
 mod lists;
 mod options;
@@ -74,6 +75,15 @@ enum Command {
         #[command(flatten)]
         crash: crash_cmd::CrashArgs,
     },
+    /// Swarm campaign: many short runs, each configured from its seed
+    /// (request sizes, mix, device features, FTL policies, mount cycles),
+    /// to find bugs no default workload aims at.
+    Hunt {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        hunt: hunt_cmd::HuntArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
@@ -103,6 +113,7 @@ fn main() -> ExitCode {
             perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
         }
         Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
+        Command::Hunt { device, hunt } => hunt_cmd::run(&device, &hunt),
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),

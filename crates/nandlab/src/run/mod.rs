@@ -25,6 +25,7 @@ pub mod crash;
 pub mod device;
 pub mod drive;
 pub mod host_side;
+pub mod hunt;
 pub mod perf;
 pub mod stress;
 
