@@ -186,7 +186,7 @@ fn print_report(report: &HuntReport, prefix: &str) {
         if report.interrupted { ", interrupted" } else { "" }
     );
     if let Some(t) = report.first_finding_seconds {
-        println!("first finding after {t:.1} s");
+        println!("first finding after {t:.3} s");
     }
     for (reason, seed) in &report.skip_reasons {
         println!("  skipped (first seed {seed}): {reason}");

@@ -130,7 +130,7 @@ fn a_hunt_finds_a_realistic_mutant_and_shrinks_it_and_the_correct_ftl_passes_the
     // One bug, seen as two rules (a read of the misplaced sectors, a read
     // of the sectors they overwrote): findings are grouped by rule.
     let rules: Vec<&str> = report.groups.iter().map(|g| g.first.rule.as_str()).collect();
-    assert_eq!(rules, ["misdirected_read", "lost_write"]);
+    assert_eq!(rules, ["lost_write", "misdirected_read"]);
     let g = &report.groups[0];
     let shrunk = g.shrunk.as_ref().unwrap();
     assert!(shrunk.swarm.requests <= g.first.request_index + 1);

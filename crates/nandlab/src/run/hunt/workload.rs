@@ -48,7 +48,10 @@ impl SwarmWorkload {
         if op == HostOp::Flush {
             return HostRequest { op, lba: 0, sectors: 0, arrival_ns: 0, job: 0 };
         }
-        let sectors = self.sizes.random_range(s.size_sectors_min..=s.size_sectors_max);
+        // Sizes are multiples of the alignment too: without the `sub-page`
+        // feature every request is whole pages.
+        let drawn = self.sizes.random_range(s.size_sectors_min..=s.size_sectors_max);
+        let sectors = (drawn / s.align_sectors * s.align_sectors).max(s.size_sectors_min);
         let (start, len) = match s.hot {
             Some((space_percent, share_percent)) if self.offsets.random_range(0..100) < share_percent => {
                 (0, (s.footprint_sectors * u64::from(space_percent) / 100).max(u64::from(sectors)))
