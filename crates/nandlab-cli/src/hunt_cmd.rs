@@ -136,6 +136,12 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     let stop = signals::install();
     let config = device.load()?;
     nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
+    if config.ftl_name == "buggy" {
+        // Every hunt run ends with a mount, and `buggy` has no recovery.
+        return Err("--ftl buggy: the buggy FTL cannot mount, and every hunt run mounts; hunt a shipped FTL \
+                    (with --mutant NAME to measure a deliberate bug)"
+            .into());
+    }
     let mutant = device.mutant_for(&config.ftl_name)?;
     let target = Target::shipped(&config.ftl_name, mutant)?;
     let first_seed = args.seed.unwrap_or(args.first_seed);

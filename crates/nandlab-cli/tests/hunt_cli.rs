@@ -77,6 +77,7 @@ fn bad_hunt_options_exit_2_naming_the_option() {
         (&["--mutant", "seal-drops-entries"][..], "--mutant"),
         (&["--seed", "3", "--without", "gravity"][..], "--without"),
         (&["--ftl", "nope"][..], "nope"),
+        (&["--ftl", "buggy"][..], "--ftl buggy"),
     ] {
         let mut full = vec!["hunt", "--preset", "tiny"];
         full.extend(args);
