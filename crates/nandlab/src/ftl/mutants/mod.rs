@@ -10,9 +10,13 @@
 //! There is one way to switch a bug on: the FTL's `with_mutant`
 //! constructor (`PageFtl::with_mutant(env, options, Mutant::TrustsTornPage)`),
 //! which refuses a mutant that does not break that FTL
-//! ([`Mutant::breaks`]). The `buggy` FTL ([`buggy`]) is built for its
-//! mutants alone and is the only one reachable from the command line
-//! (`--ftl buggy --ftl-opt bug=gc-stale-remap`).
+//! ([`Mutant::breaks`]); [`build_mutated`] calls it by FTL name. The
+//! `buggy` FTL ([`buggy`]) is built for its mutants alone and names them
+//! as an option (`--ftl buggy --ftl-opt bug=gc-stale-remap`); the shipped
+//! FTLs' mutants ([`SHIPPED_MUTANTS`]) are reached from the command line
+//! only through the hidden, test-only `--mutant NAME` of `stress` and
+//! `hunt`, which measures what each mode finds (the README's `hunt`
+//! table).
 //!
 //! A bug sits in the code it breaks: each hook is a comparison with a
 //! `Mutant` variant where the correct code would differ, so
