@@ -8,6 +8,7 @@
 mod bench_cmd;
 mod crash_cmd;
 mod exit;
+mod hunt_cmd;
 mod isolate;
 mod jasmine_cmd;
 mod lists;
@@ -93,6 +94,15 @@ enum Command {
         #[command(flatten)]
         args: report_cmd::ReportArgs,
     },
+    /// Swarm campaign: many short runs, each configured from its seed
+    /// (request sizes, mix, device features, FTL policies, mount cycles),
+    /// to find bugs no default workload aims at.
+    Hunt {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        hunt: hunt_cmd::HuntArgs,
+    },
     /// List the device presets.
     Presets,
     /// List the FTLs and their options.
@@ -129,6 +139,7 @@ fn main() -> ExitCode {
         Command::Crash { device, workload, crash } => crash_cmd::run(&device, &workload, &crash),
         Command::Serve { device, serve } => serve_cmd::run(&device, &serve),
         Command::Report { args } => report_cmd::run(&args),
+        Command::Hunt { device, hunt } => hunt_cmd::run(&device, &hunt),
         Command::Presets => lists::presets(),
         Command::Ftls => lists::ftls(),
         Command::Rules => lists::rules(),

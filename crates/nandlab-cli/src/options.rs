@@ -53,9 +53,24 @@ pub struct DeviceArgs {
     /// Severity of a NAND rule, RULE=allow|warn|error (repeatable; see `nandlab rules`).
     #[arg(long = "rule", value_name = "RULE=SEVERITY")]
     pub rules: Vec<String>,
+    /// TEST ONLY (hidden): build the shipped FTL with a deliberate bug, by
+    /// its kebab-case name (`nandlab::ftl::mutants::SHIPPED_MUTANTS`), to
+    /// measure what `stress` and `hunt` find.
+    #[arg(long, hide = true)]
+    pub mutant: Option<String>,
 }
 
 impl DeviceArgs {
+    /// The deliberate bug `--mutant` names, checked against the FTL `ftl`
+    /// (`Mutant::None` without the option).
+    pub fn mutant_for(&self, ftl: &str) -> Result<nandlab::ftl::mutants::Mutant, String> {
+        use nandlab::ftl::mutants;
+        let Some(name) = &self.mutant else { return Ok(mutants::Mutant::None) };
+        let mutant = mutants::shipped_mutant(name).map_err(|e| format!("--mutant: {e}"))?;
+        mutant.check_breaks(ftl).map_err(|e| format!("--mutant: {e}"))?;
+        Ok(mutant)
+    }
+
     /// The input files of a run, as (option, path), for [`crate::outputs::prepare`]:
     /// the configuration file and the given traces.
     pub fn inputs<'a>(

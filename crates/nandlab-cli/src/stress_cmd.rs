@@ -6,6 +6,7 @@ use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::progress::progress_bar;
 use crate::{outputs, signals, trace_cmd};
 use nandlab::config::Config;
+use nandlab::ftl::mutants::Mutant;
 use nandlab::report::StressReport;
 use nandlab::run::{stress, RunError};
 use nandlab::workload::synthetic::SyntheticWorkload;
@@ -23,13 +24,17 @@ pub fn run(
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
+    let mutant = match device.mutant_for(&config.ftl_name) {
+        Ok(m) => m,
+        Err(e) => return input_error(e),
+    };
     let seed = run.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     eprintln!("nandlab stress: preset {}, FTL {}, seed {seed}", config.name, config.ftl_name);
     let unit =
         trace_cmd::OracleUnit { given: run.oracle_unit, page_sectors: config.geometry.sectors_per_page(), sole: true };
     match trace.workload(workload_args, config.logical_bytes(), config.geometry.sector_size_bytes(), &unit) {
         Err(e) => return input_error(e),
-        Ok(Some(mut w)) => return run_stress(&config, &mut w, seed, run, [json, html], stop),
+        Ok(Some(mut w)) => return run_stress(&config, mutant, &mut w, seed, run, [json, html], stop),
         Ok(None) => {}
     }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
@@ -42,7 +47,7 @@ pub fn run(
             Ok(w) => w,
             Err(e) => return input_error(config.locate_error(&e)),
         };
-    run_stress(&config, &mut workload, seed, run, [json, html], stop)
+    run_stress(&config, mutant, &mut workload, seed, run, [json, html], stop)
 }
 
 /// `stress` and `crash` submit one request at a time: say so when the
@@ -57,6 +62,7 @@ pub fn note_sequential(command: &str, spec: &nandlab::workload::synthetic::Synth
 /// Run `workload` on the device and report.
 fn run_stress(
     config: &Config,
+    mutant: Mutant,
     workload: &mut dyn nandlab::workload::Workload,
     seed: u64,
     run: &RunArgs,
@@ -85,14 +91,22 @@ fn run_stress(
         stop,
     };
     let bar = progress_bar(run.no_progress);
-    let result = stress::run(config, workload, &opts, &mut |p| {
+    let mut show = |p: nandlab::workload::WorkloadProgress| {
         if let Some(b) = &bar {
             if let Some(t) = p.total {
                 b.set_length(t);
             }
             b.set_position(p.done);
         }
-    });
+    };
+    let result = if mutant == Mutant::None {
+        stress::run(config, workload, &opts, &mut show)
+    } else {
+        let (name, options) = (config.ftl_name.clone(), config.ftl_options.clone());
+        let factory: nandlab::run::FtlFactory =
+            Box::new(move |env| nandlab::ftl::mutants::build_mutated(&name, env, &options, mutant));
+        stress::run_with_factory(config, factory, workload, &opts, &mut show)
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -140,3 +140,18 @@ fn a_second_signal_exits_at_once_without_the_report() {
     assert!(!out.contains("interrupted"), "no summary: {out}");
     assert!(!json.exists(), "no report");
 }
+
+#[test]
+fn a_sigint_stops_a_hunt_between_runs_with_what_it_found_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("hunt.json");
+    let args = ["hunt", "--preset", "tiny", "--ftl", "hybrid", "--budget", "60m", "--json", json.to_str().unwrap()];
+    let (mut child, rx) = spawn(&args);
+    wait_for(&rx, "nandlab hunt:", &mut child);
+    signal(&child, libc::SIGINT);
+    let (code, out) = finish(child);
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted") && out.contains("result: nothing found"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["interrupted"], true);
+}

@@ -469,7 +469,7 @@ impl BlockFtl {
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let mut good = 0;
         for block in 0..self.geometry.blocks() {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) {
+            if flash.is_factory_bad(BlockAddr(u64::from(block))) && self.mutant != Mutant::MountForgetsBadBlocks {
                 continue;
             }
             good += 1;
@@ -584,6 +584,10 @@ impl WholePageStore for BlockFtl {
 
     fn count_trim_zero_page(&mut self) {
         self.counters.trim_zero_pages += 1;
+    }
+
+    fn mutant(&self) -> Mutant {
+        self.mutant
     }
 }
 

@@ -18,13 +18,16 @@
 //!
 //! Modes build on it: [`stress`] runs a workload untimed and reports;
 //! [`perf`] runs the same session inside the timed [`device`]; [`crash`]
-//! cuts the drive's power at chosen operations and checks what recovers.
+//! cuts the drive's power at chosen operations and checks what recovers;
+//! [`hunt`] runs many short sessions, each configured from its seed
+//! (swarm testing), with mount cycles and whole-disk verification passes.
 //! None of them reaches into the drive's or the host side's fields.
 
 pub mod crash;
 pub mod device;
 pub mod drive;
 pub mod host_side;
+pub mod hunt;
 pub mod perf;
 pub mod serve;
 pub mod stress;

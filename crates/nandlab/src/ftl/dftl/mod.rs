@@ -293,7 +293,8 @@ impl DftlFtl {
         if !(0.0..100.0).contains(&opts.cmt.cmt_protected_percent) {
             return Err("dftl option `cmt_protected_percent`: must be within 0..100".into());
         }
-        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, Some(tpages + record_pages_max), env.seed)?;
+        let dp = DataPlane::new("dftl", &g, lpns, &opts.data, Some(tpages + record_pages_max), env.seed)?
+            .with_mutant(mutant);
         let groups = dp.table.erase_count.len() as u32;
         let map = TranslationMap {
             spp,
@@ -579,7 +580,9 @@ impl TranslationMap {
         if old != NONE {
             dp.invalidate(old);
         }
-        self.gtd[tvpn as usize] = dst;
+        if old != NONE || self.mutant != Mutant::FirstWriteBackNotRecorded {
+            self.gtd[tvpn as usize] = dst;
+        }
         dp.commit_meta_page(dst);
         Ok(())
     }
@@ -595,8 +598,11 @@ impl TranslationMap {
             flash.read_meta(Cause::Metadata, page_addr(old), page, &mut [])?;
         }
         let first = tvpn * self.per_tpage;
+        let drops_fixes = self.mutant == Mutant::WriteBackDropsMountFixes;
         for (lpn, ppn) in self.fixes.take(tvpn) {
-            persist::set_entry(page, lpn - first, ppn);
+            if !drops_fixes {
+                persist::set_entry(page, lpn - first, ppn);
+            }
         }
         Ok(self.cmt.drain_dirty(tvpn, |lpn, ppn| persist::set_entry(page, lpn - first, ppn)))
     }

@@ -583,7 +583,8 @@ impl HybridFtl {
         let first = s.lbn * self.ppb;
         for off in 0..self.lbn_pages(s.lbn) {
             let lpn = first + off;
-            if self.log_ppn[lpn as usize] == s.block * self.ppb + off {
+            let adopts_any = self.mutant == Mutant::MergeAdoptsSupersededPage;
+            if adopts_any || self.log_ppn[lpn as usize] == s.block * self.ppb + off {
                 self.log_ppn[lpn as usize] = NONE;
                 self.set_in_data(lpn, true);
             }
@@ -598,7 +599,8 @@ impl HybridFtl {
         let block = self.pop_free(plane)?;
         self.role[block as usize] = Role::Data;
         if let Some(last) = self.last_current_offset(lbn, 0) {
-            for off in 0..=last {
+            let end = if self.mutant == Mutant::FullMergeStopsBeforeLastPage { last } else { last + 1 };
+            for off in 0..end {
                 self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off, cause)?;
             }
         }
@@ -686,6 +688,10 @@ impl WholePageStore for HybridFtl {
 
     fn count_trim_zero_page(&mut self) {
         self.counters.trim_zero_pages += 1;
+    }
+
+    fn mutant(&self) -> Mutant {
+        self.mutant
     }
 }
 

@@ -144,7 +144,7 @@ impl HybridFtl {
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let (mut good, mut max_seq) = (0, 0);
         for block in 0..blocks as u32 {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) {
+            if flash.is_factory_bad(BlockAddr(u64::from(block))) && self.mutant != Mutant::MountForgetsBadBlocks {
                 self.role[block as usize] = Role::Bad;
                 continue;
             }

@@ -11,6 +11,7 @@
 //! those whose erase fails — is shared here too.
 
 use crate::flash::{BufId, Cause, Flash, FlashError};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::{FtlError, IoRequest};
 use crate::nand::{BlockAddr, Geometry, PageAddr};
 
@@ -58,6 +59,10 @@ pub trait WholePageStore {
     fn count_rmw_read(&mut self);
     /// A trim rewrote one page with zeros.
     fn count_trim_zero_page(&mut self);
+    /// The deliberate bug the FTL was built with (checker tests).
+    fn mutant(&self) -> Mutant {
+        Mutant::None
+    }
 }
 
 /// Serve a host read.
@@ -82,7 +87,8 @@ pub fn write<F: WholePageStore>(ftl: &mut F, flash: &mut dyn Flash, req: &IoRequ
         } else {
             let tmp = ftl.scratch_buf();
             load_page(ftl, flash, s.lpn, tmp)?;
-            flash.buf_copy(tmp, s.sector_in_page, req.buf, s.sector_in_request, s.sectors)?;
+            let in_page = if ftl.mutant() == Mutant::RmwAtWrongOffset { 0 } else { s.sector_in_page };
+            flash.buf_copy(tmp, in_page, req.buf, s.sector_in_request, s.sectors)?;
             ftl.write_page(flash, s.lpn, tmp, 0)?;
         }
     }
@@ -113,7 +119,11 @@ pub fn trim_span<F: WholePageStore>(ftl: &mut F, flash: &mut dyn Flash, s: PageS
         flash.buf_zero(tmp, 0, spp)?;
     } else {
         load_page(ftl, flash, s.lpn, tmp)?;
-        flash.buf_zero(tmp, s.sector_in_page, s.sectors)?;
+        if ftl.mutant() == Mutant::PartialTrimZeroesWholePage {
+            flash.buf_zero(tmp, 0, spp)?;
+        } else {
+            flash.buf_zero(tmp, s.sector_in_page, s.sectors)?;
+        }
     }
     ftl.write_page(flash, s.lpn, tmp, 0)?;
     ftl.count_trim_zero_page();

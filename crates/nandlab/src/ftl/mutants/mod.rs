@@ -10,9 +10,13 @@
 //! There is one way to switch a bug on: the FTL's `with_mutant`
 //! constructor (`PageFtl::with_mutant(env, options, Mutant::TrustsTornPage)`),
 //! which refuses a mutant that does not break that FTL
-//! ([`Mutant::breaks`]). The `buggy` FTL ([`buggy`]) is built for its
-//! mutants alone and is the only one reachable from the command line
-//! (`--ftl buggy --ftl-opt bug=gc-stale-remap`).
+//! ([`Mutant::breaks`]); [`build_mutated`] calls it by FTL name. The
+//! `buggy` FTL ([`buggy`]) is built for its mutants alone and names them
+//! as an option (`--ftl buggy --ftl-opt bug=gc-stale-remap`); the shipped
+//! FTLs' mutants ([`SHIPPED_MUTANTS`]) are reached from the command line
+//! only through the hidden, test-only `--mutant NAME` of `stress` and
+//! `hunt`, which measures what each mode finds (the README's `hunt`
+//! table).
 //!
 //! A bug sits in the code it breaks: each hook is a comparison with a
 //! `Mutant` variant where the correct code would differ, so
@@ -94,6 +98,70 @@ pub enum Mutant {
     /// can come back half-written.
     HalfDurableRequests,
 
+    // ----- realistic one-line bugs that default runs miss (issue 19) -----
+    //
+    // Each is a slip a firmware engineer could make, in a path the default
+    // `stress --preset tiny` run never takes; `nandlab hunt` finds them
+    // (the README's table says in how long, with which rule). They are
+    // switched on like every mutant: `with_mutant`, or `nandlab hunt
+    // --mutant NAME` (a test-only option).
+    /// `page`, `dftl` (the data plane), `hybrid`, `block` (whole-page
+    /// I/O): the read-modify-write of a partial page copies the host's
+    /// sectors to the start of the page instead of their offset in it.
+    /// Only an unaligned write smaller than a page shows it; the default
+    /// workloads are page-aligned. Caught by the oracle (`read_stale` or
+    /// `read_wrong_lba` on the next read of that page).
+    RmwAtWrongOffset,
+    /// `page`, `dftl`, `hybrid`, `block`: a trim of part of a page zeroes
+    /// the whole page (the piece's offset and length ignored), destroying
+    /// the sectors around it. Needs sub-page trims.
+    PartialTrimZeroesWholePage,
+    /// `page`, `dftl`: a whole-page trim unmaps the page but does not mark
+    /// its flash copy invalid, so GC later copies the trimmed data and
+    /// maps it back (release builds: the oracle sees trimmed sectors come
+    /// back; debug builds: the map's own assertion panics, `ftl_panic`).
+    TrimSkipsInvalidate,
+    /// `page`, `dftl`: GC's scan of a victim's valid pages stops one page
+    /// short of the block's end (an off-by-one in the loop bound), so a
+    /// valid last page is erased with the victim.
+    GcSkipsLastValidPage,
+    /// `page`, `dftl`, `hybrid`, `block`: the mount does not load the
+    /// factory bad-block marks, so a fresh instance scans, erases and
+    /// programs bad blocks (`bad_block`). Needs factory bad blocks and a
+    /// mount before the end.
+    MountForgetsBadBlocks,
+    /// `dftl`: a write-back of a translation page drops the corrections
+    /// the last mount's scan made to it (entries newer than the page on
+    /// flash), so after an unclean mount those logical pages read older
+    /// data once their translation page is written back and evicted.
+    WriteBackDropsMountFixes,
+    /// `dftl`: the first write-back of a translation page that was never
+    /// on flash does not record where it went (the directory update sits
+    /// inside `if old != NONE`), so the next miss on it reads nothing and
+    /// its entries come back unmapped. Needs a map cache smaller than the
+    /// map (evictions).
+    FirstWriteBackNotRecorded,
+    /// `hybrid`: a switch merge adopts every page of the sequential log,
+    /// including one the host rewrote since into a random log block, so
+    /// the superseded copy becomes current. Needs a sequential run with
+    /// an overwrite inside it.
+    MergeAdoptsSupersededPage,
+    /// `hybrid`: a full merge copies offsets `0 .. last` instead of
+    /// `0 ..= last`, dropping the last page of the logical block that
+    /// holds data.
+    FullMergeStopsBeforeLastPage,
+    /// `optr`: a partial-page write that misses the write cache does not
+    /// read the rest of the page from flash into the fresh entry, so the
+    /// page's other sectors come from whatever the reused buffer held.
+    CacheMissSkipsFill,
+    /// `optr`: a whole-page trim unmaps the page but leaves a dirty copy in
+    /// the write cache, which is written back later and resurrects it.
+    TrimKeepsCachedPage,
+    /// `optr`: an incremental checkpoint counts the map entries that go in
+    /// its seal page but writes none of them, so a mount that loads the
+    /// checkpoint maps those pages to where they were before.
+    SealDropsEntries,
+
     // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
     /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
     /// first power-on"); the map is right.
@@ -147,6 +215,13 @@ impl Mutant {
             MergeReturnsEarlyWithoutLogBlock | RecoveryErasesStaleBlocksFirst => &["hybrid"],
             ReplacementDropsLastPage => &["block"],
             LosesCacheOnFlush | EmergencyFlushDropsCache | ReordersAcrossFlush | HalfDurableRequests => &["optr"],
+            RmwAtWrongOffset | PartialTrimZeroesWholePage | MountForgetsBadBlocks => {
+                &["page", "dftl", "hybrid", "block"]
+            }
+            TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
+            WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
+            MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
+            CacheMissSkipsFill | TrimKeepsCachedPage | SealDropsEntries => &["optr"],
             SkipFirstPage | SkipFirstPageMapsIt | WriteInPlace | OutOfOrder | GcStaleRemap | GcDropsValidPage
             | AliasTwoLbas | IgnoresTrim | ForgetsToFill | ProgramsBadBlocks | BlockPastEnd | MultiPlaneOnOnePlane
             | CopybackAcrossPlanes | ReadsUnwrittenPages | FailsWrites => &["buggy"],
@@ -166,6 +241,81 @@ impl Mutant {
             Err(format!("{ftl}: mutant {self:?} is a bug of {}, not of {ftl}", self.ftls().join(", ")))
         }
     }
+}
+
+/// The mutants of the shipped FTLs as `nandlab hunt --mutant NAME` names
+/// them (a test-only option: it measures what a hunt finds).
+pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
+    ("gc-erases-active-block", Mutant::GcErasesActiveBlock),
+    ("trusts-torn-page", Mutant::TrustsTornPage),
+    ("ignores-sequence-numbers", Mutant::IgnoresSequenceNumbers),
+    ("recovery-not-crash-safe", Mutant::RecoveryNotCrashSafe),
+    ("forgets-trims-on-flush", Mutant::ForgetsTrimsOnFlush),
+    ("summary-before-last-page", Mutant::SummaryBeforeLastPage),
+    ("evicts-dirty-without-write-back", Mutant::EvictsDirtyWithoutWriteBack),
+    ("merge-returns-early-without-log-block", Mutant::MergeReturnsEarlyWithoutLogBlock),
+    ("recovery-erases-stale-blocks-first", Mutant::RecoveryErasesStaleBlocksFirst),
+    ("replacement-drops-last-page", Mutant::ReplacementDropsLastPage),
+    ("loses-cache-on-flush", Mutant::LosesCacheOnFlush),
+    ("emergency-flush-drops-cache", Mutant::EmergencyFlushDropsCache),
+    ("reorders-across-flush", Mutant::ReordersAcrossFlush),
+    ("half-durable-requests", Mutant::HalfDurableRequests),
+    ("rmw-at-wrong-offset", Mutant::RmwAtWrongOffset),
+    ("partial-trim-zeroes-whole-page", Mutant::PartialTrimZeroesWholePage),
+    ("trim-skips-invalidate", Mutant::TrimSkipsInvalidate),
+    ("gc-skips-last-valid-page", Mutant::GcSkipsLastValidPage),
+    ("mount-forgets-bad-blocks", Mutant::MountForgetsBadBlocks),
+    ("write-back-drops-mount-fixes", Mutant::WriteBackDropsMountFixes),
+    ("first-write-back-not-recorded", Mutant::FirstWriteBackNotRecorded),
+    ("merge-adopts-superseded-page", Mutant::MergeAdoptsSupersededPage),
+    ("full-merge-stops-before-last-page", Mutant::FullMergeStopsBeforeLastPage),
+    ("cache-miss-skips-fill", Mutant::CacheMissSkipsFill),
+    ("trim-keeps-cached-page", Mutant::TrimKeepsCachedPage),
+    ("seal-drops-entries", Mutant::SealDropsEntries),
+];
+
+/// The realistic mutants of issue 19 (the ones `nandlab hunt` is measured
+/// on), by name.
+pub const HUNT_MUTANTS: [&str; 12] = [
+    "rmw-at-wrong-offset",
+    "partial-trim-zeroes-whole-page",
+    "trim-skips-invalidate",
+    "gc-skips-last-valid-page",
+    "mount-forgets-bad-blocks",
+    "write-back-drops-mount-fixes",
+    "first-write-back-not-recorded",
+    "merge-adopts-superseded-page",
+    "full-merge-stops-before-last-page",
+    "cache-miss-skips-fill",
+    "trim-keeps-cached-page",
+    "seal-drops-entries",
+];
+
+/// A shipped FTL's mutant by its kebab-case name.
+pub fn shipped_mutant(name: &str) -> Result<Mutant, String> {
+    SHIPPED_MUTANTS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m).ok_or_else(|| {
+        let names: Vec<&str> = SHIPPED_MUTANTS.iter().map(|(n, _)| *n).collect();
+        format!("unknown mutant `{name}` (known: {})", names.join(", "))
+    })
+}
+
+/// Build shipped FTL `ftl` with its `options` and the bug `mutant` (the
+/// FTL's `with_mutant` constructor, which refuses another FTL's bug).
+pub fn build_mutated(
+    ftl: &str,
+    env: &super::FtlEnv,
+    options: &super::FtlOptions,
+    mutant: Mutant,
+) -> Result<Box<dyn super::Ftl>, String> {
+    use super::{block, dftl, hybrid, optr, page, parse_options};
+    Ok(match ftl {
+        "page" => Box::new(page::PageFtl::with_mutant(env, page::PageOptions::parse("page", options)?, mutant)?),
+        "dftl" => Box::new(dftl::DftlFtl::with_mutant(env, dftl::DftlOptions::parse("dftl", options)?, mutant)?),
+        "hybrid" => Box::new(hybrid::HybridFtl::with_mutant(env, parse_options("hybrid", options)?, mutant)?),
+        "block" => Box::new(block::BlockFtl::with_mutant(env, parse_options("block", options)?, mutant)?),
+        "optr" => Box::new(optr::OptrFtl::with_mutant(env, parse_options("optr", options)?, mutant)?),
+        other => return Err(format!("{other}: not a shipped FTL with mutants (page, dftl, hybrid, block, optr)")),
+    })
 }
 
 #[cfg(test)]

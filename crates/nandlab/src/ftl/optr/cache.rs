@@ -107,7 +107,7 @@ impl OptrFtl {
             self.records.push(Record::Coalesce { src: ent.wid, dst: wid, src_size: ent.size });
             self.c.coalesced += 1;
         }
-        if !hit && !whole {
+        if !hit && !whole && self.mutant != Mutant::CacheMissSkipsFill {
             match self.l2p[lpn as usize] {
                 UNMAPPED => flash.buf_zero(ent.buf, 0, self.spp)?,
                 ppn => flash.read(Cause::Host, self.pa(ppn), 0, self.spp, ent.buf, 0, &mut [])?,

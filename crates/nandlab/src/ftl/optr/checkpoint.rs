@@ -140,6 +140,9 @@ impl OptrFtl {
         }
         let mut seal = self.seal_bytes(self.meta_seq);
         let at = seal_entries_at(self.units);
+        if self.mutant == Mutant::SealDropsEntries {
+            in_seal.clear();
+        }
         *view_mut(&mut seal[at..]) = U32Le::new(in_seal.len() as u32);
         for (slot, &(lpn, ppn)) in array_mut::<MapEntry>(&mut seal, at + 4, in_seal.len()).iter_mut().zip(&in_seal) {
             *slot = MapEntry { lpn: U32Le::new(lpn), ppn: U32Le::new(ppn) };

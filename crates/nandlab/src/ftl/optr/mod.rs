@@ -615,7 +615,9 @@ impl Ftl for OptrFtl {
         r?;
         if let (Some(&first), Some(&last)) = (whole.first(), whole.last()) {
             for &lpn in &whole {
-                self.uncache(lpn, wid);
+                if self.mutant != Mutant::TrimKeepsCachedPage {
+                    self.uncache(lpn, wid);
+                }
                 if self.l2p[lpn as usize] != UNMAPPED {
                     self.set_map(lpn, UNMAPPED);
                 }

@@ -3,6 +3,7 @@
 
 use super::{decode_oob, encode_oob, DataPlane, GroupState, Mapper, OOB_BYTES, OOB_DATA, OOB_KIND_MASK};
 use crate::flash::{Cause, Flash};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::{FtlError, IdleOutcome};
 use crate::nand::{BlockAddr, PageAddr};
 
@@ -264,7 +265,7 @@ impl DataPlane {
         let mut oob = [0u8; OOB_BYTES];
         for i in 0..self.layout.width(victim) {
             let first = self.layout.member(victim, i) * self.ppb;
-            let end = first + self.ppb;
+            let end = first + self.ppb - u32::from(self.mutant == Mutant::GcSkipsLastValidPage);
             // The valid bits a word at a time: a victim's pages are
             // valid and invalid at random, a branch per page mispredicted.
             for word in first / 64..end.div_ceil(64) {

@@ -733,8 +733,9 @@ impl DataPlane {
 
     /// Mount, before the FTL scans: learn the factory bad blocks.
     pub fn begin_mount(&mut self, flash: &dyn Flash) {
+        let forgets = self.mutant == Mutant::MountForgetsBadBlocks;
         for block in 0..self.geometry.blocks() {
-            self.bad[block as usize] = flash.is_factory_bad(BlockAddr(u64::from(block)));
+            self.bad[block as usize] = !forgets && flash.is_factory_bad(BlockAddr(u64::from(block)));
         }
         self.layout.set_members(&self.bad);
         self.count_missing_blocks();
@@ -1113,6 +1114,7 @@ impl DataPlane {
             } else {
                 let (buf, first) = self.rmw_buffer();
                 self.load_page(flash, m, lpn, buf, first)?;
+                let in_page = if self.mutant == Mutant::RmwAtWrongOffset { 0 } else { in_page };
                 flash.buf_copy(buf, first + in_page, req.buf, at, n)?;
                 self.program_lpn(flash, m, lpn, buf, first)?;
             }
@@ -1136,14 +1138,20 @@ impl DataPlane {
             }
             if n == self.spp {
                 let old = m.remap(lpn, e.tag, UNMAPPED);
-                self.invalidate(old);
+                if self.mutant != Mutant::TrimSkipsInvalidate {
+                    self.invalidate(old);
+                }
                 self.hot_cold.trimmed(lpn);
                 self.counters.trimmed_pages += 1;
                 m.trimmed(self, lpn, old);
             } else {
                 let (buf, first) = self.rmw_buffer();
                 self.load_page(flash, m, lpn, buf, first)?;
-                flash.buf_zero(buf, first + in_page, n)?;
+                if self.mutant == Mutant::PartialTrimZeroesWholePage {
+                    flash.buf_zero(buf, first, self.spp)?;
+                } else {
+                    flash.buf_zero(buf, first + in_page, n)?;
+                }
                 self.program_lpn(flash, m, lpn, buf, first)?;
             }
         }

@@ -1,0 +1,89 @@
+//! `nandlab hunt`: a short campaign finds a realistic mutant and prints a
+//! reproducer that repeats the finding from its seed alone; the correct
+//! FTL finds nothing in the same runs; bad options exit 2 before any run.
+
+use std::process::Command;
+
+fn nandlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The arguments of the line that starts with `prefix` (after it).
+fn command_after<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    let line = out.lines().find_map(|l| l.trim_start().strip_prefix(prefix)).expect("the line");
+    let line = line.split("   (").next().unwrap();
+    line.split_whitespace().skip(2).collect() // `nandlab hunt`
+}
+
+#[test]
+fn a_hunt_finds_a_mutant_and_its_shrunk_reproducer_repeats_the_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("hunt.json");
+    let findings = dir.path().join("findings");
+    let (code, out, err) = nandlab(&[
+        "hunt",
+        "--preset",
+        "tiny",
+        "--ftl",
+        "optr",
+        "--mutant",
+        "trim-keeps-cached-page",
+        "--runs",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--findings",
+        findings.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FINDING trim_not_zero"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["mode"], "hunt");
+    assert_eq!(report["runs"], 4);
+    assert_eq!(report["findings"][0]["rule"], "trim_not_zero");
+    let seed = report["findings"][0]["seeds"][0].as_u64().unwrap();
+    assert!(findings.join(format!("trim_not_zero-{seed}.sh")).exists());
+
+    for prefix in ["reproduce ", "shrunk    "] {
+        let args = command_after(&out, prefix);
+        let mut full = vec!["hunt"];
+        full.extend(args);
+        let (code, again, err) = nandlab(&full);
+        assert_eq!(code, 1, "{full:?}: {again}{err}");
+        assert!(again.contains("FINDING trim_not_zero"), "{full:?}: {again}");
+        assert!(again.contains(&format!("run {seed}: requests ")), "prints the run's configuration: {again}");
+    }
+}
+
+#[test]
+fn the_correct_ftl_finds_nothing_in_the_same_runs() {
+    let (code, out, err) = nandlab(&["hunt", "--preset", "tiny", "--ftl", "optr", "--runs", "4"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("hunt: 4 runs") && out.contains("result: nothing found"), "{out}");
+}
+
+#[test]
+fn bad_hunt_options_exit_2_naming_the_option() {
+    for (args, named) in [
+        (&["--runs", "0"][..], "--runs"),
+        (&["--budget", "soon"][..], "--budget"),
+        (&["--jobs", "0"][..], "--jobs"),
+        (&["--mutant", "no-such-bug"][..], "--mutant"),
+        (&["--mutant", "seal-drops-entries"][..], "--mutant"),
+        (&["--seed", "3", "--without", "gravity"][..], "--without"),
+        (&["--ftl", "nope"][..], "nope"),
+        (&["--ftl", "buggy"][..], "--ftl buggy"),
+    ] {
+        let mut full = vec!["hunt", "--preset", "tiny"];
+        full.extend(args);
+        let (code, out, err) = nandlab(&full);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(!out.contains("hunt:"), "no run before the error: {out}");
+    }
+}

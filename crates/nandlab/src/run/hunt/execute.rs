@@ -1,0 +1,156 @@
+//! One hunt run: the workload of its [`Swarm`], with verification passes,
+//! mount cycles and idle time where the swarm puts them, a final clean
+//! mount and verification, and every check of a stress run on the way.
+//!
+//! A run stops at its first finding: an error-severity violation (a NAND
+//! rule, a read the oracle rejects, an FTL error), a panic (caught, see
+//! [`super::panics`]), or the FTL's `NoSpace` while the host's data fits
+//! the logical capacity it stated (`ftl_out_of_space`: the host never
+//! addresses more than that capacity, so any such error is a slow leak of
+//! space or a miscount).
+
+use super::panics;
+use super::swarm::{Event, Swarm};
+use super::workload::SwarmWorkload;
+use super::Target;
+use crate::config::Config;
+use crate::run::{RunError, Session};
+use crate::violation::Rule;
+use std::cell::Cell;
+
+/// What a run found.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Finding {
+    /// The rule: a [`Rule`] name, `ftl_panic` or `ftl_out_of_space`.
+    pub rule: String,
+    pub message: String,
+    /// Where in the code (a panic's `file:line:col`), if known.
+    pub location: Option<String>,
+    /// What the run was doing: `request N`, `verify after request N`, ….
+    pub phase: String,
+    /// The workload request index the run had reached.
+    pub request_index: u64,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Clean,
+    Found(Finding),
+    /// The drawn configuration cannot run (the FTL refused to format it,
+    /// or the run hit a limit of the host side): not a finding.
+    Skipped(String),
+}
+
+/// Where the run is, for a finding's `phase`.
+#[derive(Copy, Clone)]
+struct Position {
+    index: u64,
+    event: Option<Event>,
+}
+
+impl Position {
+    fn phase(self) -> String {
+        match self.event {
+            None => format!("request {}", self.index),
+            Some(e) => format!("{} after request {}", e.name(), self.index),
+        }
+    }
+}
+
+/// Run `swarm` against `target` on `base`'s device.
+pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
+    let at = Cell::new(Position { index: 0, event: None });
+    match panics::catch(|| run_inner(base, target, swarm, &at)) {
+        Ok(outcome) => outcome,
+        Err(p) => Outcome::Found(Finding {
+            rule: "ftl_panic".to_string(),
+            message: p.message,
+            location: Some(p.location),
+            phase: at.get().phase(),
+            request_index: at.get().index,
+        }),
+    }
+}
+
+fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>) -> Outcome {
+    let config = swarm.apply(base);
+    let factory = (target.factory)(&config);
+    let mut session = match Session::with_factory(&config, factory, swarm.seed, 1, 4) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Skipped(e.to_string()),
+    };
+    let mut workload = SwarmWorkload::new(swarm);
+    let mut events = swarm.events.iter().peekable();
+    for index in 0..swarm.requests {
+        at.set(Position { index, event: None });
+        let req = workload.next_request();
+        if let Err(e) = session.submit(&req) {
+            return skipped(e);
+        }
+        if let Some(f) = finding(&session, at.get()) {
+            return Outcome::Found(f);
+        }
+        while let Some((_, event)) = events.next_if(|(e_at, _)| *e_at == index) {
+            at.set(Position { index, event: Some(*event) });
+            if let Err(e) = apply_event(&mut session, *event) {
+                return skipped(e);
+            }
+            if let Some(f) = finding(&session, at.get()) {
+                return Outcome::Found(f);
+            }
+        }
+    }
+    at.set(Position { index: swarm.requests, event: Some(Event::CleanMount) });
+    if let Err(e) = apply_event(&mut session, Event::CleanMount) {
+        return skipped(e);
+    }
+    finding(&session, at.get()).map_or(Outcome::Clean, Outcome::Found)
+}
+
+fn skipped(e: RunError) -> Outcome {
+    Outcome::Skipped(e.to_string())
+}
+
+/// Do `event` on the session (failures are recorded in its log).
+fn apply_event(session: &mut Session, event: Event) -> Result<(), RunError> {
+    match event {
+        Event::Verify => {}
+        Event::Idle => {
+            session.idle(u32::MAX);
+            return Ok(());
+        }
+        Event::CleanMount | Event::UncleanMount => {
+            let clean = event == Event::CleanMount;
+            if !clean {
+                // What a flush acknowledged must survive the power loss.
+                let (drive, _) = session.parts_mut();
+                if let Err(e) = drive.flush() {
+                    drive.ftl_error("flush before the power loss", e);
+                    return Ok(());
+                }
+            }
+            if let Err(e) = session.power_cycle(clean) {
+                let what = if clean { "mount after a clean shutdown" } else { "mount after a power loss" };
+                session.record_ftl_failure(format!("{what}: {e}"));
+                return Ok(());
+            }
+        }
+    }
+    session.verify_all(8192).map(|_| ())
+}
+
+/// The session's first finding, if it has one.
+fn finding(session: &Session, at: Position) -> Option<Finding> {
+    let log = session.drive().flash().log();
+    if log.errors() == 0 {
+        return None;
+    }
+    let v = log.first_error()?;
+    let rule = if v.rule == Rule::FtlError && v.message.contains("no free space") {
+        "ftl_out_of_space".to_string()
+    } else {
+        v.rule.name().to_string()
+    };
+    Some(Finding { rule, message: v.to_string(), location: None, phase: at.phase(), request_index: at.index })
+}

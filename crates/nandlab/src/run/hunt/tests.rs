@@ -1,0 +1,155 @@
+//! Tests of `hunt`: every kind of finding is proven by a broken FTL that
+//! produces it, and the correct FTL passes the same runs.
+
+use super::execute::{self, Outcome};
+use super::swarm::Swarm;
+use super::*;
+use crate::flash::Flash;
+use crate::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, IdleOutcome, IoRequest};
+use std::collections::BTreeSet;
+
+fn tiny() -> Config {
+    Config::preset("tiny").unwrap()
+}
+
+fn opts(runs: u64) -> HuntOptions {
+    HuntOptions {
+        first_seed: 1,
+        runs: Runs::Count(runs),
+        jobs: 2,
+        shrink: false,
+        stop_at_first: false,
+        stop: StopFlag::default(),
+    }
+}
+
+/// The page FTL, sabotaged after `after` host writes: it panics, or says
+/// it has no space left.
+struct Sabotaged {
+    inner: Box<dyn Ftl>,
+    writes: u64,
+    after: u64,
+    panics: bool,
+}
+
+impl Ftl for Sabotaged {
+    fn info(&self) -> FtlInfo {
+        self.inner.info()
+    }
+    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.inner.format(flash)
+    }
+    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.inner.mount(flash)
+    }
+    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
+        self.inner.read(flash, req)
+    }
+    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
+        self.writes += 1;
+        if self.writes > self.after {
+            if self.panics {
+                panic!("sabotaged: write {} of LBA {}", self.writes, req.lba);
+            }
+            return Err(FtlError::NoSpace("sabotaged".into()));
+        }
+        self.inner.write(flash, req)
+    }
+    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
+        self.inner.trim(flash, lba, sectors)
+    }
+    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.inner.flush(flash)
+    }
+    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
+        self.inner.idle(flash)
+    }
+    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        self.inner.shutdown(flash)
+    }
+    fn stats(&self) -> FtlStats {
+        self.inner.stats()
+    }
+}
+
+fn sabotaged(after: u64, panics: bool) -> Target {
+    Target {
+        ftl: "page".into(),
+        mutant: Mutant::None,
+        factory: Box::new(move |c: &Config| {
+            let options = c.ftl_options.clone();
+            Box::new(move |env| {
+                let inner = crate::ftl::build("page", env, &options)?;
+                Ok(Box::new(Sabotaged { inner, writes: 0, after, panics }) as Box<dyn Ftl>)
+            })
+        }),
+    }
+}
+
+#[test]
+fn a_swarm_is_a_function_of_its_seed_and_dropping_a_feature_keeps_the_others() {
+    let c = tiny();
+    let none = BTreeSet::new();
+    let a = Swarm::draw(&c, "page", 7, &none, None);
+    assert_eq!(a, Swarm::draw(&c, "page", 7, &none, None));
+    let different = (1..20).any(|s| Swarm::draw(&c, "page", s, &none, None).features() != a.features());
+    assert!(different, "seeds draw different feature sets");
+    let dropped = a.features()[0].clone();
+    let without: BTreeSet<String> = [dropped.clone()].into();
+    let b = Swarm::draw(&c, "page", 7, &without, None);
+    assert!(!b.features().contains(&dropped));
+    let kept: Vec<&String> = a.features().iter().filter(|f| **f != dropped).collect();
+    assert_eq!(b.features().iter().collect::<Vec<_>>(), kept);
+}
+
+#[test]
+fn a_panic_in_the_ftl_is_an_ftl_panic_finding_with_its_location() {
+    let c = tiny();
+    let swarm = Swarm::draw(&c, "page", 3, &BTreeSet::new(), None);
+    let Outcome::Found(f) = execute::run(&c, &sabotaged(50, true), &swarm) else { panic!("no finding") };
+    assert_eq!(f.rule, "ftl_panic");
+    assert!(f.message.starts_with("sabotaged: write 51"), "{}", f.message);
+    assert!(f.location.as_deref().is_some_and(|l| l.contains("hunt/tests.rs")), "{:?}", f.location);
+    assert!(f.phase.starts_with("request "), "{}", f.phase);
+    assert_eq!(execute::run(&c, &Target::shipped("page", Mutant::None).unwrap(), &swarm), Outcome::Clean);
+}
+
+#[test]
+fn no_space_inside_the_stated_capacity_is_ftl_out_of_space() {
+    let c = tiny();
+    let swarm = Swarm::draw(&c, "page", 3, &BTreeSet::new(), None);
+    let Outcome::Found(f) = execute::run(&c, &sabotaged(50, false), &swarm) else { panic!("no finding") };
+    assert_eq!(f.rule, "ftl_out_of_space");
+}
+
+#[test]
+fn a_hunt_finds_a_realistic_mutant_and_shrinks_it_and_the_correct_ftl_passes_the_same_runs() {
+    let c = tiny();
+    let target = Target::shipped("page", Mutant::RmwAtWrongOffset).unwrap();
+    let report = campaign(&c, &target, &HuntOptions { shrink: true, ..opts(8) });
+    // One bug, seen as two rules (a read of the misplaced sectors, a read
+    // of the sectors they overwrote): findings are grouped by rule.
+    let rules: Vec<&str> = report.groups.iter().map(|g| g.first.rule.as_str()).collect();
+    assert_eq!(rules, ["lost_write", "misdirected_read"]);
+    let g = &report.groups[0];
+    let shrunk = g.shrunk.as_ref().unwrap();
+    assert!(shrunk.swarm.requests <= g.first.request_index + 1);
+    assert!(shrunk.swarm.features().len() < g.swarm.features().len());
+    let again = execute::run(&c, &target, &shrunk.swarm);
+    assert!(matches!(again, Outcome::Found(f) if f.rule == g.first.rule));
+
+    let clean = campaign(&c, &Target::shipped("page", Mutant::None).unwrap(), &opts(8));
+    assert!(clean.groups.is_empty(), "{:?}", clean.groups);
+    assert_eq!(clean.runs, 8);
+}
+
+#[test]
+fn the_report_is_the_same_with_one_thread_or_two() {
+    let c = tiny();
+    let target = Target::shipped("dftl", Mutant::GcSkipsLastValidPage).unwrap();
+    let one = campaign(&c, &target, &HuntOptions { jobs: 1, ..opts(6) });
+    let two = campaign(&c, &target, &HuntOptions { jobs: 2, ..opts(6) });
+    let key = |r: &HuntReport| r.groups.iter().map(|g| (g.first.clone(), g.seeds.clone())).collect::<Vec<_>>();
+    assert!(!one.groups.is_empty());
+    assert_eq!(key(&one), key(&two));
+}
