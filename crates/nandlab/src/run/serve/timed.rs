@@ -401,7 +401,12 @@ mod tests {
             std::thread::sleep(Duration::from_micros(100));
         }
         assert_eq!(rx.try_recv().unwrap().cookie, 2);
+        let waited = before.elapsed();
         let r = p.report();
+        // Sent no earlier than its simulated completion on the real clock
+        // (late or not): a lower bound only, which cannot flake (0.999: the
+        // histogram keeps 3 significant digits).
+        assert!(waited.as_nanos() as f64 >= r.read.mean_us * 1000.0 * 0.999, "{waited:?} vs {} us", r.read.mean_us);
         assert_eq!((r.read.count, r.write.count, r.replies), (1, 1, 2));
         assert!(r.read.mean_us * 1000.0 >= t_r as f64, "read {} us, tR {t_r} ns", r.read.mean_us);
         assert!(r.late_replies <= 2);
