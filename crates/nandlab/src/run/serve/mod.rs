@@ -321,10 +321,13 @@ fn execute(
     match pacer {
         Some(pacer) => {
             if let Err(e) = pacer.hold(&job.command, job.connection, job.arrived, job.reply, reply) {
-                log(&format!(
-                    "timing (connection {}, cookie {:#x}): {e}; answered at once",
-                    job.connection, job.cookie
-                ));
+                // Logged once: a failed timed FTL fails every command after.
+                if pacer.timing_errors() == 1 {
+                    log(&format!(
+                        "timing (connection {}, cookie {:#x}): {e}; this and every failing command answered at once, untimed (counted in the report)",
+                        job.connection, job.cookie
+                    ));
+                }
             }
         }
         None => {

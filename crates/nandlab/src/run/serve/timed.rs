@@ -279,6 +279,11 @@ impl Pacer {
         let _ = held.to.send(held.reply);
     }
 
+    /// Commands the timed device failed on so far.
+    pub fn timing_errors(&self) -> u64 {
+        self.timing_errors
+    }
+
     /// Replies still held.
     pub fn held(&self) -> usize {
         self.held.len()
