@@ -71,6 +71,12 @@ pub struct ServeArgs {
     /// Write the JSON report to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Hold each reply until the simulated drive would complete it (the
+    /// `perf` timing model, host interface and write cache), paced against
+    /// the real clock: clients measure the simulated drive's latency and
+    /// IOPS. Needs a preset with a [timing] table; not reproducible.
+    #[arg(long)]
+    pub timed: bool,
     /// Violations kept in full in the report.
     #[arg(long = "keep-violations", default_value_t = 20)]
     pub keep_violations: usize,
@@ -125,6 +131,11 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
             args.block_min
         ));
     }
+    if args.timed {
+        if let Err(e) = config.require_timing() {
+            return input_error(format!("--timed: {e}"));
+        }
+    }
     let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
     let factory = registry_factory(&config.ftl_name, &config.ftl_options);
     let session = match Session::with_factory(&config, factory, seed, 1, args.keep_violations) {
@@ -141,11 +152,12 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
         eprintln!("warning: cannot handle SIGUSR1 ({e}): live counters only with --stats-interval");
     }
     eprintln!(
-        "nandlab serve: preset {}, FTL {}, seed {seed}, {} bytes, export `{}`",
+        "nandlab serve: preset {}, FTL {}, seed {seed}, {} bytes, export `{}`{}",
         config.name,
         config.ftl_name,
         drive.size_bytes(),
-        args.export_name
+        args.export_name,
+        if args.timed { ", timed (replies paced by the simulated drive)" } else { "" }
     );
     eprintln!("nandlab serve: listening on {url}");
     let opts = ServeOptions {
@@ -157,6 +169,7 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
         stop,
         stats_now: Some(stats_now),
         stats_interval: args.stats_interval,
+        timed: args.timed,
     };
     let result = serve::run(&config, drive, listener, &opts, &mut |line| eprintln!("nandlab serve: {line}"));
     if let Some(path) = &args.unix {

@@ -329,6 +329,7 @@ fn bad_options_exit_2_before_listening() {
         (&["--block-min", "3"][..], "--block-min 3"),
         (&["--stats-interval", "0"][..], "seconds"),
         (&["--ftl", "nosuch"][..], "nosuch"),
+        (&["--timed"][..], "--timed: device `tiny` has no [timing] table"),
     ] {
         let out = run(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -361,6 +362,69 @@ fn nbdcopy_round_trips_a_file_byte_for_byte_and_the_remount_verifies_it() {
     assert_eq!(ended.status.code(), Some(130), "interrupted, no violation: {}{}", ended.stdout, ended.stderr);
     assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
     assert!(ended.stdout.contains("111411 sectors verified"), "{}", ended.stdout);
+}
+
+/// The export's size, from the server's first line (`..., N bytes, export ...`).
+fn export_bytes(stderr: &str) -> usize {
+    let before = stderr.split(" bytes, export").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// `--timed` on a timed preset: nbdcopy fills the whole export and reads
+/// it back byte for byte; the report's simulated read latency is at least
+/// the preset's page read time (every sector is written, so every read
+/// goes to flash). Untimed, the report has no timing. No assertion on real
+/// time.
+#[test]
+fn timed_serving_keeps_the_bytes_and_reports_simulated_latencies_of_at_least_a_page_read() {
+    if !support::tool("nbdcopy") {
+        return;
+    }
+    let config = nandlab::config::Config::preset("tiny-timed").unwrap();
+    let t_r_ns = config.require_timing().unwrap().read_ns_by_level.iter().copied().min().unwrap();
+    assert!(t_r_ns > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output, json) = (dir.path().join("in.bin"), dir.path().join("out.bin"), dir.path().join("r.json"));
+    for timed in [true, false] {
+        let mut args = vec!["--preset", "tiny-timed", "--ftl", "page", "--seed", "4", "--json", json.to_str().unwrap()];
+        if timed {
+            args.push("--timed");
+        }
+        let server = Server::start(&args);
+        let size = export_bytes(&server.stderr.lock().unwrap());
+        let data = pattern(size, 5);
+        std::fs::write(&input, &data).unwrap();
+        let (ok, text) = client("nbdcopy", &[input.to_str().unwrap(), &server.url()]);
+        assert!(ok, "nbdcopy in: {text}");
+        let (ok, text) = client("nbdcopy", &[&server.url(), output.to_str().unwrap()]);
+        assert!(ok, "nbdcopy out: {text}");
+        server.interrupt();
+        let ended = server.wait();
+        assert!(std::fs::read(&output).unwrap() == data, "timed {timed}: the bytes read back differ");
+        assert_eq!(ended.status.code(), Some(130), "{}{}", ended.stdout, ended.stderr);
+        assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        if !timed {
+            assert!(report.get("timed").is_none(), "untimed: no timing section");
+            assert!(!ended.stdout.contains("latency "), "{}", ended.stdout);
+            continue;
+        }
+        assert!(ended.stderr.contains("timed (replies paced"), "{}", ended.stderr);
+        let t = &report["timed"];
+        let read = &t["read"];
+        assert!(read["count"].as_u64().unwrap() > 0, "{t}");
+        assert!(t["write"]["count"].as_u64().unwrap() > 0, "{t}");
+        let mean_ns = read["mean_us"].as_f64().unwrap() * 1000.0;
+        assert!(mean_ns >= t_r_ns as f64, "read mean {mean_ns} ns below tR {t_r_ns} ns: {t}");
+        assert!(read["p50_us"].as_f64().unwrap() * 1000.0 >= t_r_ns as f64 * 0.999, "{t}");
+        assert!(read["p99_us"].as_f64().unwrap() >= read["p50_us"].as_f64().unwrap(), "{t}");
+        let replies = t["replies"].as_u64().unwrap();
+        assert!(replies >= read["count"].as_u64().unwrap() + t["write"]["count"].as_u64().unwrap(), "{t}");
+        assert!(t["late_replies"].as_u64().unwrap() <= replies, "{t}");
+        assert!(t["simulated_seconds"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(ended.stdout.contains("  latency    read"), "{}", ended.stdout);
+        assert!(ended.stdout.contains("  timed      "), "{}", ended.stdout);
+    }
 }
 
 /// fio's `nbd` engine, random writes over twice the drive with crc32c

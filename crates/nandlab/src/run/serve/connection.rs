@@ -128,7 +128,14 @@ fn read_requests(
                     _ => 0,
                 };
                 budget.acquire(bytes);
-                let job = Job { connection: id, cookie, command: cmd, reply: replies.clone(), budget_bytes: bytes };
+                let job = Job {
+                    connection: id,
+                    cookie,
+                    command: cmd,
+                    reply: replies.clone(),
+                    budget_bytes: bytes,
+                    arrived: std::time::Instant::now(),
+                };
                 if drive.send(Event::Job(job)).is_err() {
                     return Some("the server is shutting down".into());
                 }

@@ -11,7 +11,10 @@
 //!   executes the commands of every connection one at a time, in the
 //!   order they arrive on one channel;
 //! - [`executor`]: a command on the [`Session`] — host requests to the
-//!   FTL, the oracle checking every read, the bytes from [`bytes`].
+//!   FTL, the oracle checking every read, the bytes from [`bytes`];
+//! - with `timed`, [`timed`]: the reply held until the simulated drive
+//!   (the `perf` timing model) would complete the command, paced against
+//!   the real clock.
 //!
 //! **Why one drive thread.** The simulated drive is one state machine
 //! (FTL, flash, oracle): executing commands one at a time in arrival
@@ -39,6 +42,7 @@ pub mod bytes;
 pub mod connection;
 pub mod executor;
 pub mod stream;
+pub mod timed;
 
 use crate::config::Config;
 use crate::flash::Cause;
@@ -57,6 +61,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use stream::{Listener, Stream};
+use timed::{Pacer, TimedReport};
 
 /// With `once`, how long the server waits for another client after the
 /// last one left: clients such as fio's `nbd` engine open a connection to
@@ -87,6 +92,9 @@ pub struct ServeOptions {
     pub stats_now: Option<Arc<AtomicBool>>,
     /// Print the live counters this often.
     pub stats_interval: Option<Duration>,
+    /// Hold each reply until the simulated drive would complete it
+    /// ([`timed`]; the preset needs a timing model).
+    pub timed: bool,
 }
 
 /// A message to the drive thread.
@@ -105,6 +113,8 @@ pub struct Job {
     pub command: Command,
     pub reply: Sender<Reply>,
     pub budget_bytes: u64,
+    /// When the connection read the command (the arrival `timed` uses).
+    pub arrived: Instant,
 }
 
 /// What `serve` counts beside the drive's report.
@@ -129,6 +139,9 @@ pub struct ServeReport {
     #[serde(flatten)]
     pub run: StressReport,
     pub serve: ServeCounters,
+    /// With `timed`: latencies and lag (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed: Option<TimedReport>,
 }
 
 impl ServeReport {
@@ -148,7 +161,7 @@ impl ServeReport {
             mib(s.bytes.live_bytes),
             mib(s.bytes.stale_bytes),
             s.bytes.versions_forgotten
-        )
+        ) + &self.timed.as_ref().map(TimedReport::summary).unwrap_or_default()
     }
 }
 
@@ -184,6 +197,7 @@ pub fn run(
 ) -> Result<ServeReport, RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
+    let mut pacer = if opts.timed { Some(Pacer::new(config, opts.seed, started)?) } else { None };
     let export = export(&opts.export_name, drive.size_bytes(), opts.block_min_bytes, config.geometry.page_size_bytes());
     listener.set_nonblocking().map_err(|e| RunError::Input(format!("listening socket: {e}")))?;
     let (tx, rx) = channel::<Event>();
@@ -216,9 +230,13 @@ pub fn run(
             log(&live_line(&drive, &counters, open));
             next_stats = opts.stats_interval.map(|d| Instant::now() + d);
         }
-        match rx.recv_timeout(Duration::from_millis(50)) {
+        let mut wait = Duration::from_millis(50);
+        if let Some(next) = pacer.as_mut().and_then(Pacer::release_due) {
+            wait = wait.min(next);
+        }
+        match rx.recv_timeout(wait) {
             Ok(Event::Job(job)) => {
-                if execute(&mut drive, job, &mut counters, log) {
+                if execute(&mut drive, pacer.as_mut(), job, &mut counters, log) {
                     counters.stopped_by = "a violation (--on-violation stop)".into();
                     break;
                 }
@@ -255,7 +273,9 @@ pub fn run(
     for stream in streams.lock().expect("streams lock").values() {
         stream.shutdown();
     }
-    Ok(finish(config, drive, counters, interrupted, opts.seed, opts.remount_verify, started, cpu_start))
+    let mut report = finish(config, drive, counters, interrupted, opts.seed, opts.remount_verify, started, cpu_start);
+    report.timed = pacer.as_ref().map(Pacer::report);
+    Ok(report)
 }
 
 /// Serve one connection's whole byte stream on this thread, replies
@@ -278,7 +298,13 @@ pub fn serve_in_line(drive: &mut ServeDrive, conn: &mut (impl std::io::Read + st
 }
 
 /// Execute one job and send its reply; whether the server must stop.
-fn execute(drive: &mut ServeDrive, job: Job, counters: &mut ServeCounters, log: &mut dyn FnMut(&str)) -> bool {
+fn execute(
+    drive: &mut ServeDrive,
+    pacer: Option<&mut Pacer>,
+    job: Job,
+    counters: &mut ServeCounters,
+    log: &mut dyn FnMut(&str),
+) -> bool {
     counters.commands += 1;
     let answer = drive.execute(&job.command);
     for v in &answer.violations {
@@ -291,13 +317,24 @@ fn execute(drive: &mut ServeDrive, job: Job, counters: &mut ServeCounters, log: 
         Command::Read { offset_bytes, .. } => offset_bytes,
         _ => 0,
     };
-    // A client gone before its reply is no error of the drive's.
-    let _ = job.reply.send(Reply {
-        cookie: job.cookie,
-        offset_bytes,
-        result: answer.result,
-        budget_bytes: job.budget_bytes,
-    });
+    let reply = Reply { cookie: job.cookie, offset_bytes, result: answer.result, budget_bytes: job.budget_bytes };
+    match pacer {
+        Some(pacer) => {
+            if let Err(e) = pacer.hold(&job.command, job.connection, job.arrived, job.reply, reply) {
+                // Logged once: a failed timed FTL fails every command after.
+                if pacer.timing_errors() == 1 {
+                    log(&format!(
+                        "timing (connection {}, cookie {:#x}): {e}; this and every failing command answered at once, untimed (counted in the report)",
+                        job.connection, job.cookie
+                    ));
+                }
+            }
+        }
+        None => {
+            // A client gone before its reply is no error of the drive's.
+            let _ = job.reply.send(reply);
+        }
+    }
     answer.stop
 }
 
@@ -399,7 +436,7 @@ fn finish(
         cpu_start,
     };
     let run = session_report(config, session, end, outline);
-    ServeReport { run, serve: counters }
+    ServeReport { run, serve: counters, timed: None }
 }
 
 #[cfg(test)]
