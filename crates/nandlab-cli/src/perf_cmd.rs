@@ -14,6 +14,7 @@ use nandlab::report::timeseries::to_csv;
 use nandlab::run::perf::precondition::PreconditionSpec;
 use nandlab::run::perf::{self, Flow, PerfOptions};
 use nandlab::run::RunError;
+use nandlab::timing::trace_out::{parse_window, TraceOptions, TraceRecorder, Tracks};
 use nandlab::util::duration::parse_duration_ns;
 use nandlab::workload::synthetic::SyntheticSpec;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,46 @@ pub struct PerfArgs {
     /// No background garbage collection in idle time.
     #[arg(long = "no-idle-gc", help_heading = "Timing and host")]
     pub no_idle_gc: bool,
+    /// Write the timed phase as a timeline (Chrome trace event JSON) for
+    /// Perfetto (ui.perfetto.dev) or chrome://tracing: a track per channel,
+    /// die and plane, a slice per flash operation, host requests, queue
+    /// depth and free blocks.
+    #[arg(long = "trace-out", value_name = "FILE.json", help_heading = "Timeline")]
+    pub trace_out: Option<PathBuf>,
+    /// Only the part of the run overlapping START..END of simulated time
+    /// since the first arrival: 0.5s..2s, 100ms.., ..1s.
+    #[arg(long = "trace-out-window", value_name = "START..END", help_heading = "Timeline")]
+    pub trace_out_window: Option<String>,
+    /// At most this many events in the timeline (default 1000000); the
+    /// rest is left out, and the file and standard error say so.
+    #[arg(long = "trace-out-max-events", value_name = "N", help_heading = "Timeline")]
+    pub trace_out_max_events: Option<String>,
+}
+
+/// The `--trace-out` bounds, checked before any work.
+fn trace_options(p: &PerfArgs) -> Result<Option<TraceOptions>, String> {
+    let Some(_) = &p.trace_out else {
+        for (given, option) in [
+            (p.trace_out_window.is_some(), "--trace-out-window"),
+            (p.trace_out_max_events.is_some(), "--trace-out-max-events"),
+        ] {
+            if given {
+                return Err(format!("{option} bounds the timeline of --trace-out FILE.json: give --trace-out too"));
+            }
+        }
+        return Ok(None);
+    };
+    let mut o = TraceOptions::default();
+    if let Some(w) = &p.trace_out_window {
+        o.window = parse_window(w).map_err(|e| format!("--trace-out-window {e}"))?;
+    }
+    if let Some(n) = &p.trace_out_max_events {
+        o.max_events = match n.trim().replace('_', "").parse::<u64>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(format!("--trace-out-max-events `{n}`: expected a positive whole number of events")),
+        };
+    }
+    Ok(Some(o))
 }
 
 /// Apply --timing / --host / --write-cache to a configuration.
@@ -173,10 +214,18 @@ pub fn perf_command(
 ) -> ExitCode {
     let traces =
         trace.trace.as_deref().into_iter().chain(p.flows.iter().filter_map(|f| flow::trace_path(f)).map(Path::new));
-    let outputs =
-        [("--json", run.json.as_deref()), ("--timeseries", p.timeseries.as_deref()), ("--html", run.html.as_deref())];
+    let trace_opts = match trace_options(p) {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    let outputs = [
+        ("--json", run.json.as_deref()),
+        ("--timeseries", p.timeseries.as_deref()),
+        ("--html", run.html.as_deref()),
+        ("--trace-out", p.trace_out.as_deref()),
+    ];
     let traces: Vec<&Path> = traces.collect();
-    let ([json, csv, html], stop, mut config) = match device.start(workload_args, &traces, outputs) {
+    let ([json, csv, html, trace_out], stop, mut config) = match device.start(workload_args, &traces, outputs) {
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
@@ -222,6 +271,7 @@ pub fn perf_command(
             idle_gc: !p.no_idle_gc,
             remount_verify: run.remount,
             stop: stop.clone(),
+            trace: trace_opts,
         })
     })() {
         Ok(o) => o,
@@ -245,7 +295,7 @@ pub fn perf_command(
     }
     eprintln!("nandlab perf: preset {}, FTL {}, seed {seed}, {} flow(s)", config.name, config.ftl_name, flows.len());
     let bar = progress_bar(run.no_progress);
-    let result = perf::run(&config, flows, &opts, &mut |pr| {
+    let result = perf::run_traced(&config, flows, &opts, &mut |pr| {
         if let Some(b) = &bar {
             b.set_message(pr.phase);
             if let Some(t) = pr.total {
@@ -257,7 +307,7 @@ pub fn perf_command(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut report = match result {
+    let (mut report, recorder) = match result {
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };
@@ -265,7 +315,47 @@ pub fn perf_command(
         crate::signals::announce();
     }
     report.run.reproduce = Some(reproduce);
-    finish(&report, json, csv, html)
+    let code = finish(&report, json, csv, html);
+    if let (Some(out), Some(recorder)) = (trace_out, recorder) {
+        let g = &config.geometry;
+        let tracks = Tracks { channels: g.channels(), dies: g.dies(), planes: g.planes() };
+        if let Err(e) = write_trace(&report, &recorder, tracks, out) {
+            return input_error(e);
+        }
+    }
+    code
+}
+
+/// Write the timeline (see [`nandlab::timing::trace_out`]) and say on
+/// standard error when the cap cut it.
+fn write_trace(report: &PerfReport, recorder: &TraceRecorder, tracks: Tracks, out: Output) -> Result<(), String> {
+    let free: Vec<(f64, u64)> =
+        report.perf.timeseries.iter().filter_map(|r| r.free_blocks.map(|f| (r.start_s + r.length_s, f))).collect();
+    use serde_json::json;
+    let r = &report.run;
+    let other = [
+        ("generator", json!(format!("nandlab {}", env!("CARGO_PKG_VERSION")))),
+        ("preset", json!(r.preset)),
+        ("ftl", json!(r.ftl)),
+        ("seed", json!(r.seed)),
+        ("simulated_seconds", json!(report.perf.simulated_seconds)),
+        (
+            "gc_runs",
+            json!("not drawn: the timing model sees operations, not GC runs; GC is the operations of category gc"),
+        ),
+    ];
+    {
+        let mut w = std::io::BufWriter::new(out.file()?);
+        recorder.write(&mut w, tracks, &free, &other).map_err(|e| format!("--trace-out: cannot write: {e}"))?;
+    }
+    let (kept, dropped) = recorder.counts();
+    if dropped > 0 {
+        eprintln!(
+            "nandlab perf: --trace-out: the timeline holds the first {kept} events; {dropped} more were left out \
+             (--trace-out-max-events; otherData.truncated in the file)"
+        );
+    }
+    out.commit()
 }
 
 fn write_file(out: Output, mut text: String) -> Result<(), ExitCode> {

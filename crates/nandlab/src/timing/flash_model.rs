@@ -90,6 +90,7 @@
 use super::breakdown::{Breakdown, Component};
 use super::config::Timing;
 use super::timeline::{Fit, Timeline};
+use super::trace_out::{OpRecord, TraceRecorder};
 use super::MAX_SERIES_BINS;
 use crate::flash::{Cause, FlashObserver, FlashOp, OpKind};
 use crate::nand::{FastDiv, Geometry, PagePairing, PageType};
@@ -231,6 +232,13 @@ pub struct FlashTiming {
     last_bin: (usize, u64),
     /// The last transfer size timed and its channel time: (bytes, ns).
     last_transfer: (u32, u64),
+    /// The phases of the operation timed last (for the trace recorder):
+    /// cell (start, ns), channel uses (start, ns) and how many.
+    last_cell: (u64, u64),
+    last_chan: [(u64, u64); 2],
+    last_chan_n: u8,
+    /// `perf --trace-out` (see [`super::trace_out`]): looked at once per operation.
+    trace: Option<Box<TraceRecorder>>,
 }
 
 impl FlashTiming {
@@ -276,6 +284,10 @@ impl FlashTiming {
             flash_series: Vec::new(),
             last_bin: (0, 0),
             last_transfer: (0, 0),
+            last_cell: (0, 0),
+            last_chan: [(0, 0); 2],
+            last_chan_n: 0,
+            trace: None,
             t: t.clone(),
         }
     }
@@ -283,6 +295,32 @@ impl FlashTiming {
     /// Bin the flash series from `origin_ns` (the first arrival) on.
     pub fn set_origin(&mut self, origin_ns: u64) {
         self.origin_ns = origin_ns;
+        if let Some(t) = &mut self.trace {
+            t.set_origin(origin_ns);
+        }
+    }
+
+    /// Record every timed operation into `recorder` from now on.
+    pub fn set_trace(&mut self, recorder: Option<Box<TraceRecorder>>) {
+        self.trace = recorder;
+    }
+
+    /// The trace recorder, if one is set.
+    pub fn trace_mut(&mut self) -> Option<&mut TraceRecorder> {
+        self.trace.as_deref_mut()
+    }
+
+    /// Take the trace recorder out.
+    pub fn take_trace(&mut self) -> Option<Box<TraceRecorder>> {
+        self.trace.take()
+    }
+
+    /// Note a channel use of the operation being timed (for the trace).
+    #[inline]
+    fn note_chan(&mut self, start: u64, ns: u64) {
+        let n = usize::from(self.last_chan_n & 1);
+        self.last_chan[n] = (start, ns);
+        self.last_chan_n = (self.last_chan_n + 1).min(2);
     }
 
     /// Keep every reservation of every channel and die (tests): see
@@ -400,6 +438,7 @@ impl FlashTiming {
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
         let start = tl.book(t, ns, gc);
+        self.note_chan(start, ns);
         if start > t {
             path.add(Component::ChannelWait, start - t);
         }
@@ -509,8 +548,10 @@ impl FlashTiming {
         let tl = &mut self.channels[ch];
         tl.prune(self.now);
         let cs = tl.book(c0, cmd, gc);
+        self.note_chan(cs, cmd);
         let earliest = (cs + cmd).max(plane_free);
         let start = self.book_die(die, earliest, cell_ns, gc);
+        self.last_cell = (start, cell_ns);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
@@ -684,6 +725,7 @@ impl FlashTiming {
         path.add(Component::DieWait, suspend_ns);
         path.add(Component::Cell, t_r);
         let cell_end = t1 + suspend_ns + t_r;
+        self.last_cell = (t1 + suspend_ns, t_r);
         let xfer = self.transfer_ns(op.transfer_bytes);
         let end = self.fit_channel(ch, cell_end, xfer, gc, path);
         // The suspended operation finishes its remaining work later.
@@ -720,6 +762,7 @@ impl FlashTiming {
             // (The program just booked starts at `start`: not in the wait.)
             self.wait(&mut path, die, t1, start);
             path.add(Component::Cell, t_prog);
+            self.last_cell = (start, t_prog);
             (start, start + t_prog)
         } else {
             let t0 = ready.max(self.planes_free(range.clone()));
@@ -745,7 +788,9 @@ impl FlashTiming {
             }
             self.wait(&mut path, die, c, d);
             self.channels[ch].reserve(c, xfer, gc);
+            self.note_chan(c, xfer);
             self.reserve_die(die, d, xfer + t_prog, gc);
+            self.last_cell = (d + xfer, t_prog);
             path.add(Component::FlashTransfer, xfer);
             path.add(Component::Cell, t_prog);
             (d + xfer, d + xfer + t_prog)
@@ -840,6 +885,7 @@ impl FlashTiming {
         if !self.enabled {
             return;
         }
+        self.last_chan_n = 0;
         match op.kind {
             OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => self.read(op),
             OpKind::Program | OpKind::ProgramMeta => self.program(op),
@@ -856,6 +902,38 @@ impl FlashTiming {
             }
         }
         self.count(op);
+        if self.trace.is_some() {
+            self.record(op);
+        }
+    }
+
+    /// Hand the operation just timed to the trace recorder.
+    #[cold]
+    fn record(&mut self, op: &FlashOp) {
+        let plane = if op.kind == OpKind::Erase {
+            self.blocks_per_plane.quotient(op.address as u32)
+        } else {
+            self.pages_per_plane.quotient(op.address as u32)
+        };
+        let (die, ch) = self.place(plane);
+        let range = self.plane_range(plane, op.planes);
+        let r = OpRecord {
+            kind: op.kind,
+            cause: op.cause,
+            die: die as u32,
+            channel: ch as u32,
+            first_plane: range.start as u32,
+            plane_span: range.len() as u32,
+            planes: op.planes,
+            address: op.address,
+            request: op.request_id,
+            cell: self.last_cell,
+            chan: self.last_chan,
+            chan_n: self.last_chan_n,
+        };
+        if let Some(t) = &mut self.trace {
+            t.op(r);
+        }
     }
 
     fn now_ns(&self) -> u64 {

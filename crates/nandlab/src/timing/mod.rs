@@ -69,6 +69,7 @@ pub mod breakdown;
 pub mod config;
 pub mod flash_model;
 pub mod timeline;
+pub mod trace_out;
 
 pub use breakdown::{Breakdown, Component};
 pub use config::{Timing, TimingConfig, WriteCacheMode};

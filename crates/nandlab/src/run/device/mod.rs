@@ -202,6 +202,11 @@ impl TimedDevice {
         self.model.borrow()
     }
 
+    /// The flash timing model, to set or take its trace recorder.
+    pub fn timing_model_mut(&mut self) -> std::cell::RefMut<'_, FlashTiming> {
+        self.model.borrow_mut()
+    }
+
     /// Simulated time starts at `t_ns` (the first arrival).
     pub fn set_time_origin(&mut self, t_ns: u64) {
         self.model.borrow_mut().set_origin(t_ns);

@@ -67,6 +67,7 @@ use crate::report::perf::{
 use crate::report::timeseries::SeriesRecorder;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, WearSummary};
 use crate::seed::{derive_seed, rng_for, Rng};
+use crate::timing::trace_out::{TraceOptions, TraceRecorder};
 use crate::timing::WriteCacheMode;
 use crate::timing::{Component, TIME_LIMIT_NS};
 use crate::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
@@ -110,6 +111,8 @@ pub struct PerfOptions {
     /// Stop issuing at the next arrival when set (see [`StopFlag`]); the
     /// requests in flight complete.
     pub stop: StopFlag,
+    /// Record a timeline of the timed phase (`--trace-out`): see [`run_traced`].
+    pub trace: Option<TraceOptions>,
 }
 
 impl Default for PerfOptions {
@@ -126,6 +129,7 @@ impl Default for PerfOptions {
             idle_gc: true,
             remount_verify: false,
             stop: StopFlag::default(),
+            trace: None,
         }
     }
 }
@@ -314,6 +318,17 @@ pub fn run(
     opts: &PerfOptions,
     progress: &mut dyn FnMut(PerfProgress),
 ) -> Result<PerfReport, RunError> {
+    run_traced(config, flows, opts, progress).map(|(report, _)| report)
+}
+
+/// [`run`], and the timeline of the timed phase when `opts.trace` asks for
+/// one ([`crate::timing::trace_out`]).
+pub fn run_traced(
+    config: &Config,
+    flows: Vec<Flow>,
+    opts: &PerfOptions,
+    progress: &mut dyn FnMut(PerfProgress),
+) -> Result<(PerfReport, Option<Box<TraceRecorder>>), RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
     if flows.is_empty() {
@@ -345,6 +360,9 @@ pub fn run(
     let cpu_timed = resources::cpu_seconds();
     let wall_timed = Instant::now();
     device.start_timing();
+    if let Some(t) = opts.trace {
+        device.timing_model_mut().set_trace(Some(Box::new(TraceRecorder::new(t))));
+    }
 
     let queues = device.queues();
     let mut sim = Sim {
@@ -427,6 +445,12 @@ pub fn run(
                 sim.free_done.push(slot);
                 let d = &sim.done[slot as usize];
                 sim.in_flight -= 1;
+                if opts.trace.is_some() {
+                    if let Some(t) = device.timing_model_mut().trace_mut() {
+                        t.request(id, d.op, d.arrival_ns, ev.time, d.bytes);
+                        t.queue_depth(ev.time, sim.in_flight as u32);
+                    }
+                }
                 sim.last_completion = sim.last_completion.max(ev.time);
                 let latency = ev.time - d.arrival_ns;
                 sim.by_op[op_index(d.op)].record(latency, d.bytes, &d.breakdown);
@@ -448,6 +472,7 @@ pub fn run(
 
     let timed_cpu = resources::cpu_seconds() - cpu_timed;
     let timed_wall = wall_timed.elapsed().as_secs_f64();
+    let trace = device.timing_model_mut().take_trace();
     build_report(
         config,
         opts,
@@ -457,6 +482,7 @@ pub fn run(
         (base_stats, base_host, base_gc_runs),
         (started, cpu_start, timed_cpu, timed_wall),
     )
+    .map(|report| (report, trace))
 }
 
 /// Refuse what cannot run (before anything runs): see the module docs.
@@ -534,6 +560,11 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     }
     sim.issued += 1;
     sim.in_flight += 1;
+    if opts.trace.is_some() {
+        if let Some(t) = device.timing_model_mut().trace_mut() {
+            t.queue_depth(now, sim.in_flight as u32);
+        }
+    }
     sim.flows[f].requests += 1;
     let bytes = u64::from(req.sectors) * sim.sector_bytes;
     let record = Done { flow: f as u32, id, op: req.op, arrival_ns: now, bytes, breakdown: c.breakdown };
