@@ -141,6 +141,10 @@ fn a_busy_wait_that_never_ends_is_reported_with_the_register_and_function() {
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(out.contains("busy wait that never ends: the firmware polls SATA_WBUF_PTR (0x70000194)"), "{out}");
     assert!(out.contains("jasmine layer (ftl_write)") && out.contains("`ftl_write`"), "{out}");
+    // The layer's own failure keeps its code and is not called something
+    // it is not (it used to read "no free space: ...").
+    assert!(out.contains("error code 900"), "{out}");
+    assert!(!out.contains("no free space"), "{out}");
 }
 
 #[test]

@@ -53,6 +53,7 @@
 //! | 102     | [`FtlError::NoSpace`]                   | no free space (no block to write or collect)   |
 //! | 103     | [`FtlError::Mount`]                     | mount / recovery failed                        |
 //! | 104     | [`FtlError::Dram`]                      | not enough device DRAM                         |
+//! | other   | [`FtlError::Other`]                     | a library FTL's own code, passed on with its message |
 //!
 //! Codes are never reused or renumbered; new errors get new codes.
 //!
@@ -229,6 +230,10 @@ pub enum FtlError {
     Mount(String),
     #[error("not enough device DRAM: {0}")]
     Dram(String),
+    /// A code include/nandlab.h does not define, returned by a library FTL
+    /// (e.g. the Jasmine layer's own failures): the code and the message.
+    #[error("error code {code}, which include/nandlab.h does not define: {message}")]
+    Other { code: i32, message: String },
 }
 
 impl FtlError {
@@ -251,6 +256,7 @@ impl FtlError {
             FtlError::NoSpace(_) => Self::CODE_NO_SPACE,
             FtlError::Mount(_) => Self::CODE_MOUNT,
             FtlError::Dram(_) => Self::CODE_DRAM,
+            FtlError::Other { code, .. } => *code,
         }
     }
 }
@@ -334,6 +340,7 @@ mod tests {
             (FtlError::NoSpace("no free block".into()), 102),
             (FtlError::Mount("no checkpoint".into()), 103),
             (FtlError::Dram("map".into()), 104),
+            (FtlError::Other { code: 900, message: "layer".into() }, 900),
         ];
         for (e, code) in &errors {
             assert_eq!(e.code(), *code, "{e}");

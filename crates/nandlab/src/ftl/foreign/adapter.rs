@@ -10,9 +10,10 @@
 //!
 //! Error codes: 1 … 10 are [`FlashError`]s; 101 is rebuilt as
 //! [`FtlError::OutOfRange`] from the request that was passed; 102, 103 and
-//! 104 carry the library's message; any other code is reported as a mount
-//! failure (during `mount`) or as no space (elsewhere), its message naming
-//! the unknown code, so a run stops on it as on any FTL error.
+//! 104 carry the library's message; any other code is [`FtlError::Other`]
+//! with the code and the message, so a run stops on it as on any FTL error
+//! without calling it something it is not (a layer's own failure is not
+//! "no free space").
 
 use super::library::Library;
 use super::progress::{self, Call};
@@ -120,7 +121,7 @@ impl LibraryFtl {
     }
 
     /// The error for a nonzero code (`range`: the request's, for code 101).
-    fn error(&self, code: i32, range: Option<(u64, u64)>, mounting: bool) -> FtlError {
+    fn error(&self, code: i32, range: Option<(u64, u64)>) -> FtlError {
         let text = message(&self.msg[..], "");
         if let Some(e) = FlashError::from_code(code) {
             return FtlError::Flash(e);
@@ -133,17 +134,7 @@ impl LibraryFtl {
             FtlError::CODE_NO_SPACE => FtlError::NoSpace(text),
             FtlError::CODE_MOUNT => FtlError::Mount(text),
             FtlError::CODE_DRAM => FtlError::Dram(text),
-            _ => {
-                let text = format!(
-                    "{} returned error code {code}, which include/nandlab.h does not define: {text}",
-                    self.info.name
-                );
-                if mounting {
-                    FtlError::Mount(text)
-                } else {
-                    FtlError::NoSpace(text)
-                }
-            }
+            _ => FtlError::Other { code, message: format!("{}: {text}", self.info.name) },
         }
     }
 
@@ -157,7 +148,7 @@ impl LibraryFtl {
         let code = self.call(flash, what, None, |h, t, m| unsafe { f(h, t, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, None, what == Call::Mount)),
+            c => Err(self.error(c, None)),
         }
     }
 }
@@ -192,7 +183,7 @@ impl Ftl for LibraryFtl {
         let code = self.call(flash, Call::Read, request, |h, t, m| unsafe { f(h, t, &r, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))), false)),
+            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))))),
         }
     }
 
@@ -207,7 +198,7 @@ impl Ftl for LibraryFtl {
         match code {
             0 if durability == 1 => Ok(Durability::Volatile),
             0 => Ok(Durability::Durable),
-            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))), false)),
+            c => Err(self.error(c, Some((req.lba, u64::from(req.sectors))))),
         }
     }
 
@@ -218,7 +209,7 @@ impl Ftl for LibraryFtl {
         let code = self.call(flash, Call::Trim, request, |h, t, m| unsafe { f(h, t, lba, sectors, m, MSG_BYTES) });
         match code {
             0 => Ok(()),
-            c => Err(self.error(c, Some((lba, sectors)), false)),
+            c => Err(self.error(c, Some((lba, sectors)))),
         }
     }
 
@@ -238,7 +229,7 @@ impl Ftl for LibraryFtl {
         match code {
             0 if outcome == 1 => Ok(IdleOutcome::Worked),
             0 => Ok(IdleOutcome::Nothing),
-            c => Err(self.error(c, None, false)),
+            c => Err(self.error(c, None)),
         }
     }
 
