@@ -130,6 +130,22 @@ pub struct StressRun {
     pub seed: Option<u64>,
 }
 
+/// The medians of a configuration's runs, as the bench prints them after
+/// its label: `median: … GB/s … peak RSS … MiB`.
+fn median_line(figures: &[Figures]) -> String {
+    let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
+    format!(
+        "median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
+        med(|f| f.gbps),
+        med(|f| f.requests_per_s),
+        med(|f| f.flash_ops_per_s),
+        med(|f| f.waf),
+        med(|f| f.wall_s),
+        med(|f| f.cpu_s),
+        med(|f| f.rss_mib)
+    )
+}
+
 struct Figures {
     gbps: f64,
     requests_per_s: f64,
@@ -525,18 +541,8 @@ fn run_beside_lib(a: &StressBenchArgs, lib: &Path) -> Result<Verdict, String> {
         }
         let mut medians = [0.0; 2];
         for (k, label) in [page.label, LIB_LABEL].into_iter().enumerate() {
-            let med = |g: fn(&Figures) -> f64| median(figures[k].iter().map(g).collect());
-            medians[k] = med(|f| f.gbps);
-            println!(
-                "  {label:6} median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
-                med(|f| f.gbps),
-                med(|f| f.requests_per_s),
-                med(|f| f.flash_ops_per_s),
-                med(|f| f.waf),
-                med(|f| f.wall_s),
-                med(|f| f.cpu_s),
-                med(|f| f.rss_mib)
-            );
+            medians[k] = median(figures[k].iter().map(|f| f.gbps).collect());
+            println!("  {label:6} {}", median_line(&figures[k]));
         }
         let ratio = medians[1] / medians[0].max(f64::MIN_POSITIVE);
         println!("  {LIB_LABEL} / page: {ratio:.2}x host GB/s (medians of {} interleaved runs each)", figures[1].len());
@@ -704,16 +710,7 @@ fn bench_stress_in(
                 continue;
             }
             let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
-            println!(
-                "  median: {:8.2} GB/s  {:>11.0} req/s  {:>12.0} flash ops/s  WAF {:.3}  wall {:6.2} s  CPU {:6.2} s  peak RSS {:6.0} MiB",
-                med(|f| f.gbps),
-                med(|f| f.requests_per_s),
-                med(|f| f.flash_ops_per_s),
-                med(|f| f.waf),
-                med(|f| f.wall_s),
-                med(|f| f.cpu_s),
-                med(|f| f.rss_mib)
-            );
+            println!("  {}", median_line(&figures));
             let compared = match trace {
                 Some(t) if !sides.is_empty() && sides.len() == figures.len() => {
                     let bytes = t.read_bytes() + t.write_bytes();
