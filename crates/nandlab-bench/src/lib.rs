@@ -28,6 +28,7 @@
 //! for VST, its printed statistics), never from shared memory.
 
 pub mod crash;
+pub mod mqsim;
 pub mod perf;
 pub mod stress;
 pub mod trace;
@@ -81,4 +82,49 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// A child process's exit, CPU time and peak RSS, from `wait4`.
+pub(crate) struct Measured {
+    pub(crate) success: bool,
+    pub(crate) status: String,
+    pub(crate) cpu_s: f64,
+    pub(crate) rss_bytes: u64,
+}
+
+/// Run `cmd` to completion and measure it as the kernel accounted it.
+pub(crate) fn run_measured(cmd: &mut Command) -> std::io::Result<Measured> {
+    let child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped (std waits only when
+        // asked to); status and usage are valid for writes.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    drop(child);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (success, status) = if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status) == 0, format!("exit status {}", libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        (false, format!("killed by signal {}", libc::WTERMSIG(status)))
+    } else {
+        (false, format!("wait status {status}"))
+    };
+    Ok(Measured {
+        success,
+        status,
+        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        rss_bytes: (usage.ru_maxrss as u64) * 1024,
+    })
 }

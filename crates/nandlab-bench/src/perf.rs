@@ -1,138 +1,221 @@
 //! `nandlab bench perf`: MQSim's scenarios and a GC-heavy run on
-//! mqsim-default, timed, each run a separate `nandlab perf` process, beside
-//! MQSim's figures for the same scenarios.
+//! mqsim-default, timed, each run a separate `nandlab perf` process, and
+//! with `--mqsim PATH` the same scenarios in a locally built MQSim,
+//! alternating with nandlab's runs ([`crate::mqsim`]).
 //!
-//! MQSim's figures are of two kinds and are printed as such: its speed and
-//! memory as measured running MQSim on the same kind of machine, and the
-//! simulated results MQSim publishes for its shipped workloads. A scenario
-//! with an exact untimed twin (one flow, a fixed request count, no
-//! preconditioning) also runs the twin in `nandlab stress`, so what timing
-//! adds to a request's CPU cost is measured rather than guessed.
+//! Every scenario is defined once as MQSim flows ([`mqsim::Scenario`]:
+//! operation, request size, alignment, queue depth, working set,
+//! preconditioning, stop condition) and nandlab's `perf` arguments are
+//! those flows in nandlab's options; a test checks that the two say the
+//! same. Without `--mqsim` the bench prints the MQSim speed last measured
+//! side by side, marked as such with its date, never a ratio against it.
+//!
+//! A scenario with an exact untimed twin (one flow, a fixed request
+//! count, no preconditioning) also runs the twin in `nandlab stress`, so
+//! what timing adds to a request's CPU cost is measured rather than
+//! guessed.
 //!
 //! The GC-heavy device is mqsim-default with fewer, smaller blocks, so a
 //! run reaches steady garbage collection quickly; it is built from the
 //! preset's typed configuration ([`ConfigFile`]) and written as a
-//! configuration file for the runs.
+//! configuration file for the runs (and as MQSim's device file).
 
+use crate::mqsim::{self, Flow, Mqsim, Stop};
 use crate::{median, report_of, Verdict};
 use nandlab::config::{ConfigFile, PRESETS};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// One benchmark scenario: name, description, preset override, perf
-/// arguments, and MQSim's figures for it.
+/// One benchmark scenario: name, description, device, the flows (as
+/// MQSim runs them; nandlab's `perf` arguments are derived from them), and
+/// MQSim's figures last recorded for it.
 struct Scenario {
     name: &'static str,
     description: &'static str,
     gc_geometry: bool,
-    /// Arguments, in parts (shared between scenarios).
-    args: &'static [&'static [&'static str]],
-    mqsim: Mqsim,
-    /// `nandlab stress` arguments issuing the same requests untimed, if
-    /// the scenario has an exact untimed twin (one flow, a fixed request
-    /// count, no preconditioning): its speed is the floor of the timed
-    /// run's, the FTL, NAND checks and oracle alone (see [`untimed_floor`]).
-    untimed: Option<&'static [&'static str]>,
+    flows: mqsim::Scenario,
+    recorded: Recorded,
+    /// Whether the scenario has an exact untimed twin in `nandlab stress`
+    /// (one flow, a fixed request count, no preconditioning): its speed is
+    /// the floor of the timed run's, the FTL, NAND checks and oracle alone
+    /// (see [`untimed_floor`]).
+    untimed_twin: bool,
 }
 
-/// MQSim's figures for a scenario. Speed: measured running MQSim on the
-/// same kind of 2-core machine (issue 4 of this project, which cites the
-/// measurements). Simulated results: MQSim's published output for its
-/// shipped workloads (no preconditioning; MQSim's own figures, not
-/// nandlab's model).
-struct Mqsim {
-    /// Requests simulated per CPU-second.
+/// MQSim's figures for a scenario, printed when MQSim does not run beside
+/// nandlab (and never turned into a ratio then). Speed: the median
+/// measured by this bench with `--mqsim` on the day [`RECORDED_ON`] says.
+/// Simulated results: MQSim's published output for its shipped workloads
+/// (MQSim's own figures, not nandlab's model).
+struct Recorded {
+    /// Requests simulated per CPU-second, simulation alone (whole process
+    /// minus a setup-only run; see [`crate::mqsim`]).
     requests_per_cpu_second: Option<f64>,
     /// The published simulated result, as published.
     simulated: Option<&'static str>,
 }
 
-/// Where MQSim's figures come from (printed with them).
-const MQSIM_SOURCES: &str = "MQSim figures: speed and memory as measured running MQSim on the same kind of 2-core machine (cited in issue 4: 25.7 k requests/CPU-s on scenario 1, 35.6 k on scenario 2, 33.5 k on the GC run before it crashes, 2.0-2.3 GB peak RSS); simulated IOPS and mean response time as MQSim publishes them for its shipped scenarios (no preconditioning). README \"Comparing with MQSim\" explains where nandlab's simulated figures differ and why.";
+/// When and how the recorded MQSim speeds were measured.
+const RECORDED_ON: &str = "MQSim speed last measured side by side with this bench (`nandlab bench perf --mqsim PATH`, MQSim 7ec40e3 built with its Makefile, medians of 3, 2026-11-26, 2-core VM); a recorded figure, not this run's: run with --mqsim for ratios. MQSim's published simulated results are for its shipped scenarios (no preconditioning).";
 
-const MQSIM_S1: Mqsim = Mqsim {
-    requests_per_cpu_second: Some(25_700.0),
-    simulated: Some("33,016 and 4,127 IOPS (QD 16 and QD 2 flows), 484 µs mean response"),
-};
-const MQSIM_S2: Mqsim = Mqsim {
-    requests_per_cpu_second: Some(35_600.0),
-    simulated: Some("90,691 and 62,455 IOPS, 176 and 256 µs mean response"),
-};
+/// MQSim's scenario 1 as shipped (`workload.xml`, first `IO_Scenario`):
+/// two flows of 4 KiB random writes, 8 KiB aligned, over 50 % of the
+/// logical space, at queue depths 16 and 2, for 10 s of simulated time.
+const S1_FLOWS: &[Flow] = &[
+    Flow { read_percent: 0, queue_depth: 16, priority: "HIGH", seed: 798 },
+    Flow { read_percent: 0, queue_depth: 2, priority: "HIGH", seed: 6533 },
+];
+/// MQSim's scenario 2 as shipped (second `IO_Scenario`): two flows of
+/// 4 KiB random reads at queue depth 16, one URGENT and one HIGH.
+const S2_FLOWS: &[Flow] = &[
+    Flow { read_percent: 100, queue_depth: 16, priority: "URGENT", seed: 798 },
+    Flow { read_percent: 100, queue_depth: 16, priority: "HIGH", seed: 6533 },
+];
+/// The GC-heavy run: one flow of 8 KiB random writes at queue depth 64.
+const GC_FLOWS: &[Flow] = &[Flow { read_percent: 0, queue_depth: 64, priority: "HIGH", seed: 798 }];
 
-/// MQSim's scenario 1 (see the scenario descriptions).
-#[rustfmt::skip]
-const S1: &[&str] = &[
-    "--rw", "randwrite", "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-    "--flow", "iodepth=16", "--flow", "iodepth=2", "--runtime", "10s",
-];
-/// MQSim's scenario 2.
-#[rustfmt::skip]
-const S2: &[&str] = &[
-    "--bs", "4k", "--blockalign", "8k", "--size", "50%", "--io_size", "100x",
-    "--flow", "rw=randwrite,iodepth=16", "--flow", "rw=randwrite,iodepth=2",
-    "--flow", "rw=randread,iodepth=16", "--flow", "rw=randread,iodepth=16", "--runtime", "10s",
-];
-/// The GC-heavy run.
-#[rustfmt::skip]
-const GC_HEAVY: &[&str] = &[
-    "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--iodepth", "64",
-    "--io_size", "1000x", "--requests", "3000000",
-];
+/// 4 KiB requests, 8 KiB aligned, over half the logical space, 10 s.
+const fn shipped(flows: &'static [Flow], precondition_percent: Option<u32>) -> mqsim::Scenario {
+    mqsim::Scenario {
+        flows,
+        request_bytes: 4096,
+        alignment_bytes: 8192,
+        working_set_percent: 50,
+        precondition_percent,
+        stop: Stop::SimulatedNs(10_000_000_000),
+    }
+}
+
+/// Requests of the GC-heavy run: 1.5 million, a count MQSim survives (it
+/// crashed at 60-65 % of 3 million on this device when measured).
+const GC_HEAVY_REQUESTS: u64 = 1_500_000;
+
 /// Options every `bench perf` run takes, timed or untimed (the JSON
 /// report's path follows).
 #[rustfmt::skip]
 const COMMON: &[&str] = &["--no-progress", "--seed", "12345", "--fsync", "0", "--trim_percent", "0", "--json"];
-/// The GC-heavy run's untimed twin: the same 3 million 8 KiB random writes.
-#[rustfmt::skip]
-const GC_HEAVY_UNTIMED: &[&str] = &[
-    "--rw", "randwrite", "--bs", "8k", "--blockalign", "8k", "--size", "100%", "--write_size", "24576000000",
-];
-/// Preconditioned to 75 % first (MQSim's Initial_Occupancy_Percentage).
-const PRE75: &[&str] = &["--precondition", "75%", "--precondition-max", "0.5"];
 
 const SCENARIOS: [Scenario; 5] = [
     Scenario {
         name: "mqsim-s1",
         description: "MQSim scenario 1: two flows of 4 KiB random writes, 8 KiB aligned, over 50 % of the logical space, QD 16 and 2, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[S1],
-        mqsim: MQSIM_S1,
-        untimed: None,
+        flows: shipped(S1_FLOWS, None),
+        recorded: Recorded {
+            requests_per_cpu_second: None,
+            simulated: Some("33,016 and 4,127 IOPS (QD 16 and QD 2 flows), 484 µs mean response"),
+        },
+        untimed_twin: false,
     },
     Scenario {
         name: "mqsim-s1-pre75",
-        description: "MQSim scenario 1 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
+        description: "MQSim scenario 1 after preconditioning 75 % of the logical space (MQSim's Enabled_Preconditioning, Initial_Occupancy_Percentage 75)",
         gc_geometry: false,
-        args: &[S1, PRE75],
-        mqsim: Mqsim { requests_per_cpu_second: Some(25_700.0), simulated: None },
-        untimed: None,
+        flows: shipped(S1_FLOWS, Some(75)),
+        recorded: Recorded { requests_per_cpu_second: None, simulated: None },
+        untimed_twin: false,
     },
     Scenario {
         name: "mqsim-s2",
-        description: "MQSim scenario 2: scenario 1 plus two flows of 4 KiB random reads at QD 16 each, 10 s simulated, no preconditioning",
+        description: "MQSim scenario 2: two flows of 4 KiB random reads, 8 KiB aligned, over 50 % of the logical space, QD 16 each, 10 s simulated, no preconditioning",
         gc_geometry: false,
-        args: &[S2],
-        mqsim: MQSIM_S2,
-        untimed: None,
+        flows: shipped(S2_FLOWS, None),
+        recorded: Recorded {
+            requests_per_cpu_second: None,
+            simulated: Some("90,691 and 62,455 IOPS, 176 and 256 µs mean response"),
+        },
+        untimed_twin: false,
     },
     Scenario {
         name: "mqsim-s2-pre75",
-        description: "MQSim scenario 2 after preconditioning 75 % of the logical space (MQSim's Initial_Occupancy_Percentage)",
+        description: "MQSim scenario 2 after preconditioning 75 % of the logical space (MQSim's Enabled_Preconditioning, Initial_Occupancy_Percentage 75)",
         gc_geometry: false,
-        args: &[S2, PRE75],
-        mqsim: Mqsim { requests_per_cpu_second: Some(35_600.0), simulated: None },
-        untimed: None,
+        flows: shipped(S2_FLOWS, Some(75)),
+        recorded: Recorded { requests_per_cpu_second: None, simulated: None },
+        untimed_twin: false,
     },
     Scenario {
         name: "gc-heavy",
-        description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 3 million requests",
+        description: "GC-heavy: mqsim-default with 128 blocks per plane and 64 pages per block (8 GiB raw), random 8 KiB writes at QD 64 over the whole logical space, 1.5 million requests",
         gc_geometry: true,
-        args: &[GC_HEAVY],
-        mqsim: Mqsim { requests_per_cpu_second: Some(33_500.0), simulated: None },
-        untimed: Some(GC_HEAVY_UNTIMED),
+        flows: mqsim::Scenario {
+            flows: GC_FLOWS,
+            request_bytes: 8192,
+            alignment_bytes: 8192,
+            working_set_percent: 100,
+            precondition_percent: None,
+            stop: Stop::Requests(GC_HEAVY_REQUESTS),
+        },
+        recorded: Recorded { requests_per_cpu_second: None, simulated: None },
+        untimed_twin: true,
     },
 ];
+
+/// The workload options shared by a scenario's timed and untimed runs:
+/// request size, alignment and working set.
+fn workload_args(sc: &mqsim::Scenario) -> Vec<String> {
+    vec![
+        "--bs".into(),
+        sc.request_bytes.to_string(),
+        "--blockalign".into(),
+        sc.alignment_bytes.to_string(),
+        "--size".into(),
+        format!("{}%", sc.working_set_percent),
+    ]
+}
+
+/// A flow's operation in fio's terms (a flow is all reads or all writes).
+fn rw_of(flow: &Flow) -> &'static str {
+    if flow.read_percent >= 100 {
+        "randread"
+    } else {
+        "randwrite"
+    }
+}
+
+/// `nandlab perf` arguments running exactly `sc`'s flows: one `--flow` per
+/// MQSim flow (operation and queue depth), the same request size,
+/// alignment and working set, the same stop condition, and the same
+/// preconditioning (MQSim's occupancy; nandlab's preconditioning fills
+/// that share sequentially and then overwrites it randomly, at most half
+/// its volume, untimed).
+fn perf_args(sc: &mqsim::Scenario) -> Vec<String> {
+    let mut args = workload_args(sc);
+    for flow in sc.flows {
+        args.push("--flow".into());
+        args.push(format!("rw={},iodepth={}", rw_of(flow), flow.queue_depth));
+    }
+    match sc.stop {
+        // The simulated time bounds the run; the volume cap only keeps
+        // it finite.
+        Stop::SimulatedNs(ns) => {
+            args.extend(["--io_size".into(), "100x".into(), "--runtime".into(), format!("{ns}ns")])
+        }
+        Stop::Requests(n) => args.extend([
+            "--io_size".into(),
+            "1000x".into(),
+            "--requests".into(),
+            (n * sc.flows.len() as u64).to_string(),
+        ]),
+    }
+    if let Some(p) = sc.precondition_percent {
+        args.extend(["--precondition".into(), format!("{p}%"), "--precondition-max".into(), "0.5".into()]);
+    }
+    args
+}
+
+/// `nandlab stress` arguments issuing the same requests as `sc` untimed
+/// (one write flow, a request count): the same size, alignment and working
+/// set, written until the same volume.
+fn untimed_args(sc: &mqsim::Scenario) -> Option<Vec<String>> {
+    let (Stop::Requests(n), [flow], None) = (sc.stop, sc.flows, sc.precondition_percent) else {
+        return None;
+    };
+    let mut args = workload_args(sc);
+    args.extend(["--rw".into(), rw_of(flow).into(), "--write_size".into(), (n * sc.request_bytes).to_string()]);
+    Some(args)
+}
 
 struct Figures {
     requests: f64,
@@ -201,8 +284,9 @@ fn untimed_floor(
     device: &[&std::ffi::OsStr],
     runs: usize,
     timed_per_cpu_s: f64,
+    mqsim_per_cpu_s: Option<f64>,
 ) -> bool {
-    let Some(args) = sc.untimed else {
+    let Some(args) = untimed_args(&sc.flows).filter(|_| sc.untimed_twin) else {
         return true;
     };
     let mut rates = Vec::new();
@@ -210,7 +294,7 @@ fn untimed_floor(
     for i in 0..runs {
         let json = dir.join(format!("{}-untimed-{i}.json", sc.name));
         let mut cmd = Command::new(exe);
-        cmd.arg("stress").args(device).args(COMMON).arg(&json).args(args);
+        cmd.arg("stress").args(device).args(COMMON).arg(&json).args(&args);
         let Some(r) = report_of(cmd, &json) else {
             println!("  untimed run {}: failed (no report)", i + 1);
             return false;
@@ -240,9 +324,9 @@ fn untimed_floor(
         us(timed_per_cpu_s),
         us(timed_per_cpu_s) - us(floor)
     );
-    if let Some(m) = sc.mqsim.requests_per_cpu_second {
+    if let Some(m) = mqsim_per_cpu_s {
         println!(
-            "  30x MQSim allows {:.2} CPU-µs per request; the untimed floor alone is {:.0} % of that budget ({:.1}x MQSim with no timing at all)",
+            "  30x MQSim (this run's) allows {:.2} CPU-µs per request; the untimed floor alone is {:.0} % of that budget ({:.1}x MQSim with no timing at all)",
             us(30.0 * m),
             100.0 * us(floor) / us(30.0 * m),
             floor / m
@@ -254,8 +338,7 @@ fn untimed_floor(
 /// The GC-heavy device: mqsim-default with 128 blocks per plane and 64
 /// pages per block, and MQSim's GC victim choice for that many blocks.
 pub fn gc_heavy_device() -> ConfigFile {
-    let (_, text) = PRESETS.iter().find(|(n, _)| *n == "mqsim-default").expect("mqsim-default preset");
-    let mut device: ConfigFile = toml::from_str(text).expect("presets parse");
+    let mut device = preset_device("mqsim-default");
     device.geometry.blocks_per_plane = 128;
     device.geometry.pages_per_block = 64;
     // MQSim's RGA set size is log2(blocks per plane): 7 for 128 blocks.
@@ -270,8 +353,16 @@ fn gc_config_text() -> String {
 }
 
 /// Run `bench perf` on `scenarios` (none: all), `runs` times each, with
-/// `extra` arguments added to every `nandlab perf` run; printing as it goes.
-pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> Result<Verdict, String> {
+/// `extra` arguments added to every `nandlab perf` run, and with `mqsim`
+/// the same scenarios in MQSim, its runs alternating with nandlab's;
+/// printing as it goes.
+pub fn run(
+    exe: &Path,
+    scenarios: &[String],
+    runs: usize,
+    extra: &[String],
+    mqsim: Option<&Mqsim>,
+) -> Result<Verdict, String> {
     for s in scenarios {
         if !SCENARIOS.iter().any(|c| c.name == s) {
             let known: Vec<&str> = SCENARIOS.iter().map(|c| c.name).collect();
@@ -284,25 +375,33 @@ pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> R
     std::fs::write(&gc_config, gc_config_text()).map_err(|e| format!("{}: {e}", gc_config.display()))?;
     let runs = runs.max(1);
     println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
-    println!("{MQSIM_SOURCES}");
+    match mqsim {
+        Some(_) => println!(
+            "MQSim beside it: each nandlab run is followed by an MQSim run of the same flows on the same device and an MQSim setup-only run (1 µs simulated); MQSim's CPU time and peak RSS by wait4. Ratios compare this run's medians only."
+        ),
+        None => println!("{RECORDED_ON}"),
+    }
     let mut failed = false;
     for sc in SCENARIOS.iter().filter(|s| scenarios.is_empty() || scenarios.iter().any(|n| n == s.name)) {
         println!("\n{}: {}", sc.name, sc.description);
+        let device_file = if sc.gc_geometry { gc_heavy_device() } else { preset_device("mqsim-default") };
         let device: Vec<&std::ffi::OsStr> = if sc.gc_geometry {
             vec!["--config".as_ref(), gc_config.as_os_str()]
         } else {
             vec!["--preset".as_ref(), "mqsim-default".as_ref()]
         };
+        let args = perf_args(&sc.flows);
+        println!(
+            "  nandlab perf {} {}",
+            device.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
+            args.join(" ")
+        );
         let mut figures = Vec::new();
+        let (mut mq_full, mut mq_setup) = (Vec::new(), Vec::new());
         for i in 0..runs {
             let json = dir.join(format!("{}-{i}.json", sc.name));
             let mut cmd = Command::new(exe);
-            cmd.arg("perf")
-                .args(&device)
-                .args(COMMON)
-                .arg(&json)
-                .args(sc.args.iter().flat_map(|part| part.iter()))
-                .args(extra);
+            cmd.arg("perf").args(&device).args(COMMON).arg(&json).args(&args).args(extra);
             let Some(report) = report_of(cmd, &json) else {
                 println!("  run {}: failed (no report)", i + 1);
                 failed = true;
@@ -327,41 +426,93 @@ pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> R
             );
             failed |= f.errors > 0;
             figures.push(f);
+            if let Some(m) = mqsim {
+                let tag = format!("{}-{i}", sc.name);
+                match m
+                    .run(&dir, &tag, &device_file, &sc.flows, false)
+                    .and_then(|full| Ok((full, m.run(&dir, &format!("{tag}-setup"), &device_file, &sc.flows, true)?)))
+                {
+                    Ok((full, setup)) => {
+                        let flows: Vec<String> =
+                            full.flows.iter().map(|(_, iops, us)| format!("{iops:.0} IOPS, {us:.0} µs")).collect();
+                        println!(
+                            "  MQSim {}: {:>9.0} requests ({}); CPU {:6.2} s, of which setup {:.2} s; peak RSS {:6.0} MiB",
+                            i + 1,
+                            full.requests,
+                            flows.join("; "),
+                            full.cpu_s,
+                            setup.cpu_s,
+                            full.rss_bytes as f64 / f64::from(1u32 << 20)
+                        );
+                        mq_full.push(full);
+                        mq_setup.push(setup);
+                    }
+                    Err(e) => println!("  MQSim {}: {e}", i + 1),
+                }
+            }
         }
-        if !figures.is_empty() {
-            let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
-            println!(
-                "  median: {:>9.0} requests/CPU-s timed ({:>9.0} incl. setup), {:>7.1} host MB/CPU-s, {:>8.0} IOPS simulated, peak RSS {:6.0} MiB",
-                med(|f| f.req_per_cpu_s),
-                med(|f| f.req_per_cpu_s_all),
-                med(|f| f.mb_per_cpu_s),
-                med(|f| f.iops),
-                med(|f| f.rss_mib)
-            );
-            let last = figures.last().expect("non-empty");
-            let flows: Vec<String> =
-                last.flows.iter().map(|(w, iops, mean)| format!("{w}: {iops:.0} IOPS, {mean:.0} µs")).collect();
-            println!("  nandlab simulated (seed 12345): {}", flows.join("; "));
-            if let Some(m) = sc.mqsim.simulated {
+        if figures.is_empty() {
+            continue;
+        }
+        let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
+        println!(
+            "  median: {:>9.0} requests/CPU-s timed ({:>9.0} incl. setup), {:>7.1} host MB/CPU-s, {:>8.0} IOPS simulated, peak RSS {:6.0} MiB",
+            med(|f| f.req_per_cpu_s),
+            med(|f| f.req_per_cpu_s_all),
+            med(|f| f.mb_per_cpu_s),
+            med(|f| f.iops),
+            med(|f| f.rss_mib)
+        );
+        let last = figures.last().expect("non-empty");
+        let flows: Vec<String> =
+            last.flows.iter().map(|(w, iops, mean)| format!("{w}: {iops:.0} IOPS, {mean:.0} µs")).collect();
+        println!("  nandlab simulated (seed 12345): {}", flows.join("; "));
+        let mut mqsim_per_cpu_s = None;
+        if mq_full.is_empty() {
+            if let Some(m) = sc.recorded.simulated {
                 println!("  MQSim simulated (published):    {m}");
             }
-            if let Some(m) = sc.mqsim.requests_per_cpu_second {
-                println!(
-                    "  speed vs MQSim ({:.1} k requests/CPU-s measured): {:.1}x timed, {:.1}x incl. setup",
-                    m / 1e3,
-                    med(|f| f.req_per_cpu_s) / m,
-                    med(|f| f.req_per_cpu_s_all) / m
-                );
+            if let Some(m) = sc.recorded.requests_per_cpu_second {
+                println!("  MQSim speed (recorded, not this run): {:.1} k requests/CPU-s", m / 1e3);
             }
-            // Extra arguments are perf options: with them the stress twin
-            // would not be the same run, so the floor is left out.
-            if extra.is_empty() {
-                failed |= !untimed_floor(exe, &dir, sc, &device, runs, med(|f| f.req_per_cpu_s));
-            }
+        } else {
+            let m = mqsim::Medians::of(&mq_full, &mq_setup);
+            let flows: Vec<String> = mq_full
+                .last()
+                .expect("non-empty")
+                .flows
+                .iter()
+                .map(|(name, iops, us)| format!("{name}: {iops:.0} IOPS, {us:.0} µs"))
+                .collect();
+            println!("  MQSim simulated (this run):     {}", flows.join("; "));
+            println!(
+                "  MQSim median: {:>9.0} requests/CPU-s simulation alone ({:>9.0} whole process), peak RSS {:6.0} MiB",
+                m.simulation_per_cpu_s(),
+                m.whole_per_cpu_s(),
+                m.rss_bytes / f64::from(1u32 << 20)
+            );
+            println!(
+                "  nandlab/MQSim, side by side: {:.1}x requests per CPU-second (timed vs simulation alone), {:.1}x (whole process vs whole process); peak RSS {:.2}x",
+                med(|f| f.req_per_cpu_s) / m.simulation_per_cpu_s(),
+                med(|f| f.req_per_cpu_s_all) / m.whole_per_cpu_s(),
+                med(|f| f.rss_mib) / (m.rss_bytes / f64::from(1u32 << 20)).max(1e-9)
+            );
+            mqsim_per_cpu_s = Some(m.simulation_per_cpu_s());
+        }
+        // Extra arguments are perf options: with them the stress twin
+        // would not be the same run, so the floor is left out.
+        if extra.is_empty() {
+            failed |= !untimed_floor(exe, &dir, sc, &device, runs, med(|f| f.req_per_cpu_s), mqsim_per_cpu_s);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Verdict::of(failed))
+}
+
+/// A preset's device file as written (typed).
+fn preset_device(name: &str) -> ConfigFile {
+    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).expect("the preset exists");
+    toml::from_str(text).expect("presets parse")
 }
 
 #[cfg(test)]
@@ -369,20 +520,61 @@ mod tests {
     use super::*;
     use nandlab::config::Config;
 
+    fn scenario(name: &str) -> &'static Scenario {
+        SCENARIOS.iter().find(|s| s.name == name).unwrap()
+    }
+
     #[test]
     fn the_gc_heavy_untimed_twin_issues_the_same_requests() {
-        let value = |args: &[&str], key: &str| {
-            let i = args.iter().position(|a| *a == key).unwrap_or_else(|| panic!("{key} missing"));
-            args[i + 1].to_string()
+        let gc = scenario("gc-heavy");
+        let timed = perf_args(&gc.flows);
+        let untimed = untimed_args(&gc.flows).expect("gc-heavy has a twin");
+        let value = |args: &[String], key: &str| {
+            let i = args.iter().position(|a| a == key).unwrap_or_else(|| panic!("{key} missing"));
+            args[i + 1].clone()
         };
-        let bytes = |v: String| nandlab::util::size::parse_bytes(&v).unwrap();
-        let requests: u64 = value(GC_HEAVY, "--requests").parse().unwrap();
-        assert_eq!(bytes(value(GC_HEAVY_UNTIMED, "--write_size")), requests * bytes(value(GC_HEAVY, "--bs")));
-        for key in ["--rw", "--bs", "--blockalign", "--size"] {
-            assert_eq!(value(GC_HEAVY, key), value(GC_HEAVY_UNTIMED, key), "{key}");
+        assert_eq!(value(&timed, "--requests"), "1500000");
+        assert_eq!(value(&timed, "--flow"), "rw=randwrite,iodepth=64");
+        assert_eq!(value(&untimed, "--write_size"), (1_500_000u64 * 8192).to_string());
+        assert_eq!(value(&untimed, "--rw"), "randwrite");
+        for key in ["--bs", "--blockalign", "--size"] {
+            assert_eq!(value(&timed, key), value(&untimed, key), "{key}");
         }
-        let gc = SCENARIOS.iter().find(|s| s.name == "gc-heavy").unwrap();
-        assert_eq!(gc.untimed, Some(GC_HEAVY_UNTIMED));
+        // Several flows, or a time bound, or preconditioning: no twin.
+        for name in ["mqsim-s1", "mqsim-s1-pre75", "mqsim-s2", "mqsim-s2-pre75"] {
+            assert!(untimed_args(&scenario(name).flows).is_none(), "{name}");
+        }
+    }
+
+    #[test]
+    fn nandlab_runs_the_flows_mqsim_runs() {
+        let s1: Vec<String> = perf_args(&scenario("mqsim-s1").flows);
+        assert_eq!(
+            s1.join(" "),
+            "--bs 4096 --blockalign 8192 --size 50% --flow rw=randwrite,iodepth=16 --flow rw=randwrite,iodepth=2 --io_size 100x --runtime 10000000000ns"
+        );
+        let s2 = perf_args(&scenario("mqsim-s2-pre75").flows).join(" ");
+        assert!(s2.contains("--flow rw=randread,iodepth=16 --flow rw=randread,iodepth=16 "), "{s2}");
+        assert!(s2.ends_with("--precondition 75% --precondition-max 0.5"), "{s2}");
+        // MQSim's side of the same scenario.
+        let device = preset_device("mqsim-default");
+        let xml = mqsim::workload_xml(&scenario("mqsim-s2").flows, &device);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let flows: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("IO_Flow_Parameter_Set_Synthetic")).collect();
+        assert_eq!(flows.len(), 2);
+        let field = |n: &roxmltree::Node, k: &str| {
+            n.children().find(|c| c.has_tag_name(k)).unwrap().text().unwrap().to_string()
+        };
+        for f in &flows {
+            assert_eq!(field(f, "Read_Percentage"), "100");
+            assert_eq!(field(f, "Average_No_of_Reqs_in_Queue"), "16");
+            assert_eq!(field(f, "Average_Request_Size"), "8");
+            assert_eq!(field(f, "Address_Alignment_Unit"), "16");
+            assert_eq!(field(f, "Working_Set_Percentage"), "50");
+            assert_eq!(field(f, "Stop_Time"), "10000000000");
+            assert_eq!(field(f, "Chip_IDs"), "0,1,2,3");
+        }
+        assert_eq!(field(&flows[0], "Priority_Class"), "URGENT");
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! `-c` (replay the trace once): without it, VST repeats the trace until
 //! its write bound, forever on a trace with no writes.
 
-use crate::{median, report_of, Verdict};
+use crate::{median, report_of, run_measured, Measured, Verdict};
 use nandlab::config::Config;
 use nandlab::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
 use nandlab::workload::trace::vst::{VstTraceCounts, VstTraceWriter};
@@ -209,51 +209,6 @@ fn check_vst(exe: &Path, ftl: Option<&Path>) -> Result<Vst, String> {
     // Absolute paths: VST runs in the bench's scratch directory.
     let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     Ok(Vst { exe: abs(exe), ftl: abs(&ftl) })
-}
-
-/// A child process's exit, CPU time and peak RSS, from `wait4`.
-struct Measured {
-    success: bool,
-    status: String,
-    cpu_s: f64,
-    rss_bytes: u64,
-}
-
-/// Run `cmd` to completion and measure it as the kernel accounted it.
-fn run_measured(cmd: &mut Command) -> std::io::Result<Measured> {
-    let child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data; all-zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our child, not yet reaped (std waits only when
-        // asked to); status and usage are valid for writes.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    drop(child);
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let (success, status) = if libc::WIFEXITED(status) {
-        (libc::WEXITSTATUS(status) == 0, format!("exit status {}", libc::WEXITSTATUS(status)))
-    } else if libc::WIFSIGNALED(status) {
-        (false, format!("killed by signal {}", libc::WTERMSIG(status)))
-    } else {
-        (false, format!("wait status {status}"))
-    };
-    Ok(Measured {
-        success,
-        status,
-        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
-        // Linux reports ru_maxrss in KiB.
-        rss_bytes: (usage.ru_maxrss as u64) * 1024,
-    })
 }
 
 /// What VST printed (its configuration and statistics blocks).

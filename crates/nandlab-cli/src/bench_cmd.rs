@@ -6,7 +6,7 @@ use crate::options::{DeviceArgs, RunArgs, WorkloadArgs};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nandlab::util::size::parse_bytes;
 use nandlab::workload::trace::TraceFormat;
-use nandlab_bench::{crash, perf, stress, trace, Verdict};
+use nandlab_bench::{crash, mqsim, perf, stress, trace, Verdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -120,6 +120,11 @@ pub struct BenchPerfArgs {
     /// Runs per scenario (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    /// A locally built MQSim (the `MQSim` executable of a CMU-SAFARI/MQSim
+    /// checkout built with `make`): run the same scenarios in it, side by
+    /// side, and print both speeds and their ratio.
+    #[arg(long, value_name = "PATH")]
+    pub mqsim: Option<PathBuf>,
     /// Extra arguments passed to each `nandlab perf` run (the untimed
     /// floor, a `nandlab stress` run, is then left out).
     #[arg(last = true)]
@@ -150,7 +155,9 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
             })
         }
         BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
-        BenchCommand::Perf(a) => nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra)),
+        BenchCommand::Perf(a) => a.mqsim.as_deref().map(mqsim::Mqsim::locate).transpose().and_then(|m| {
+            nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra, m.as_ref()))
+        }),
         BenchCommand::Crash { points, runs, ftls, preset, extra } => {
             nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra))
         }
