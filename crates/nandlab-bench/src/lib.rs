@@ -10,8 +10,8 @@
 //! - [`stress`]: VST's workloads on every FTL configuration of the zoo,
 //!   optionally side by side with a locally built VST on the same requests.
 //! - [`trace`]: parsing throughput of every trace reader, in process.
-//! - [`perf`]: MQSim's scenarios and a GC-heavy run, timed, beside MQSim's
-//!   measured speed and published results.
+//! - [`perf`]: MQSim's scenarios and a GC-heavy run, timed, with a locally
+//!   built MQSim on the same flows side by side ([`mqsim`]) when given.
 //! - [`crash`]: crash points checked per second.
 //!
 //! Why a crate of its own rather than a module of the library or of the

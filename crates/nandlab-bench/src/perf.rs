@@ -41,6 +41,10 @@ struct Scenario {
     /// the floor of the timed run's, the FTL, NAND checks and oracle alone
     /// (see [`untimed_floor`]).
     untimed_twin: bool,
+    /// What makes the two simulators' work differ on this scenario, if
+    /// anything beyond the model differences the README lists (printed
+    /// with the ratios).
+    caveat: Option<&'static str>,
 }
 
 /// MQSim's figures for a scenario, printed when MQSim does not run beside
@@ -107,6 +111,7 @@ const SCENARIOS: [Scenario; 5] = [
             simulated: Some("33,016 and 4,127 IOPS (QD 16 and QD 2 flows), 484 µs mean response"),
         },
         untimed_twin: false,
+        caveat: None,
     },
     Scenario {
         name: "mqsim-s1-pre75",
@@ -115,6 +120,7 @@ const SCENARIOS: [Scenario; 5] = [
         flows: shipped(S1_FLOWS, Some(75)),
         recorded: Recorded { requests_per_cpu_second: None, simulated: None },
         untimed_twin: false,
+        caveat: None,
     },
     Scenario {
         name: "mqsim-s2",
@@ -126,6 +132,7 @@ const SCENARIOS: [Scenario; 5] = [
             simulated: Some("90,691 and 62,455 IOPS, 176 and 256 µs mean response"),
         },
         untimed_twin: false,
+        caveat: Some("not the same work: nothing was written, and nandlab answers a read of never-written data with zeros without touching flash (as a drive does for deallocated blocks) while MQSim reads flash for it; mqsim-s2-pre75 compares reads of written data"),
     },
     Scenario {
         name: "mqsim-s2-pre75",
@@ -134,6 +141,7 @@ const SCENARIOS: [Scenario; 5] = [
         flows: shipped(S2_FLOWS, Some(75)),
         recorded: Recorded { requests_per_cpu_second: None, simulated: None },
         untimed_twin: false,
+        caveat: None,
     },
     Scenario {
         name: "gc-heavy",
@@ -149,6 +157,7 @@ const SCENARIOS: [Scenario; 5] = [
         },
         recorded: Recorded { requests_per_cpu_second: None, simulated: None },
         untimed_twin: true,
+        caveat: None,
     },
 ];
 
@@ -497,6 +506,9 @@ pub fn run(
                 med(|f| f.req_per_cpu_s_all) / m.whole_per_cpu_s(),
                 med(|f| f.rss_mib) / (m.rss_bytes / f64::from(1u32 << 20)).max(1e-9)
             );
+            if let Some(c) = sc.caveat {
+                println!("  caveat: {c}");
+            }
             mqsim_per_cpu_s = Some(m.simulation_per_cpu_s());
         }
         // Extra arguments are perf options: with them the stress twin
