@@ -494,4 +494,54 @@ mod tests {
         assert!(Mqsim::locate(&file).unwrap_err().contains("not an executable"));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// The run plumbing, with a stand-in for MQSim (a shell script that
+    /// checks it was given both files and writes a results file beside
+    /// the workload file, as MQSim does): what it served is read back,
+    /// its CPU time measured, and a failing MQSim is an error naming how
+    /// it ended.
+    #[test]
+    fn a_run_writes_both_files_and_reads_the_results_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("nandlab-mqsim-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("MQSim");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\n[ \"$1\" = -i ] && [ \"$3\" = -w ] || exit 3\n\
+             grep -q '<Block_No_Per_Plane>2048</Block_No_Per_Plane>' \"$2\" || exit 4\n\
+             n=$(grep -c '<IO_Flow_Parameter_Set_Synthetic>' \"$4\")\n\
+             stop=$(sed -n 's:.*<Stop_Time>\\(.*\\)</Stop_Time>.*:\\1:p' \"$4\" | head -1)\n\
+             out=\"${4%.xml}_scenario_1.xml\"\n\
+             { echo '<MQSim_Results><Host>'; i=0; while [ $i -lt $n ]; do\n\
+               echo \"<Host.IO_Flow><Name>F$i</Name><Request_Count>$stop</Request_Count><IOPS>inf</IOPS><Device_Response_Time>7</Device_Response_Time></Host.IO_Flow>\"; i=$((i+1)); done;\n\
+               echo '</Host></MQSim_Results>'; } > \"$out\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let m = Mqsim::locate(&script).unwrap();
+        let two = Scenario {
+            flows: &[
+                Flow { read_percent: 0, queue_depth: 16, priority: "HIGH", seed: 1 },
+                Flow { read_percent: 0, queue_depth: 2, priority: "HIGH", seed: 2 },
+            ],
+            ..S1
+        };
+        let full = m.run(&dir, "t", &mqsim_default(), &two, false).unwrap();
+        assert_eq!(full.flows.len(), 2);
+        assert_eq!(full.requests, 2.0 * 10_000_000_000.0);
+        assert_eq!(full.flows[1].2, 7.0);
+        // The setup-only run stops after 1 µs of simulated time.
+        let setup = m.run(&dir, "t-setup", &mqsim_default(), &two, true).unwrap();
+        assert_eq!(setup.requests, 2.0 * 1_000.0);
+        let medians = Medians::of(&[full.clone()], &[setup]);
+        assert_eq!(medians.requests, full.requests);
+        // A device MQSim refuses (here: the stand-in's geometry check).
+        let mut small = mqsim_default();
+        small.geometry.blocks_per_plane = 128;
+        let e = m.run(&dir, "t-small", &small, &two, false).unwrap_err();
+        assert!(e.contains("exit status 4"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -90,3 +90,17 @@ fn a_bad_timing_override_names_the_option_and_what_is_accepted() {
     assert!(err.contains("a number (40), or one per page type"), "{err}");
     assert!(!err.contains("untagged"), "{err}");
 }
+
+#[test]
+fn bench_perf_refuses_an_mqsim_that_is_not_an_executable_before_running_anything() {
+    let (code, out, err) = nandlab(&["bench", "perf", "--runs", "1", "--mqsim", "/nonexistent/MQSim"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--mqsim /nonexistent/MQSim"), "{err}");
+    assert!(!out.contains("mqsim-s1:"), "nothing ran: {out}");
+    let dir = std::env::temp_dir().join(format!("nandlab-errors-mqsim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, out, err) = nandlab(&["bench", "perf", "--mqsim", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("not an executable file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
