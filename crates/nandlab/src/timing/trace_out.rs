@@ -161,11 +161,37 @@ pub struct TraceRecorder {
     recs: Vec<Rec>,
     events: u64,
     dropped: u64,
+    /// The phases of the operation being timed, noted by the model as it
+    /// books them: cell (start, ns), channel uses (start, ns) and how many.
+    cell: (u64, u64),
+    chan: [(u64, u64); 2],
+    chan_n: u8,
 }
 
 impl TraceRecorder {
     pub fn new(opts: TraceOptions) -> TraceRecorder {
-        TraceRecorder { opts, origin: 0, recs: Vec::new(), events: 0, dropped: 0 }
+        TraceRecorder {
+            opts,
+            origin: 0,
+            recs: Vec::new(),
+            events: 0,
+            dropped: 0,
+            cell: (0, 0),
+            chan: [(0, 0); 2],
+            chan_n: 0,
+        }
+    }
+
+    /// The operation being timed uses a channel from `start` for `ns`.
+    pub fn note_chan(&mut self, start: u64, ns: u64) {
+        let n = usize::from(self.chan_n & 1);
+        self.chan[n] = (start, ns);
+        self.chan_n = (self.chan_n + 1).min(2);
+    }
+
+    /// The operation being timed has its cell phase from `start` for `ns`.
+    pub fn note_cell(&mut self, start: u64, ns: u64) {
+        self.cell = (start, ns);
     }
 
     /// Simulated time 0 (the first arrival), absolute ns.
@@ -194,6 +220,14 @@ impl TraceRecorder {
         }
         self.events += events;
         self.recs.push(rec);
+    }
+
+    /// The phases noted for the operation just timed (cell, channel uses
+    /// and how many); the next operation starts with none.
+    pub fn take_phases(&mut self) -> ((u64, u64), [(u64, u64); 2], u8) {
+        let phases = (self.cell, self.chan, self.chan_n);
+        self.chan_n = 0;
+        phases
     }
 
     pub fn op(&mut self, r: OpRecord) {
