@@ -14,6 +14,7 @@
 //! preset's typed configuration ([`ConfigFile`]) and written as a
 //! configuration file for the runs.
 
+use crate::html::{fixed, BenchTable};
 use crate::{median, report_of, Verdict};
 use nandlab::config::{ConfigFile, PRESETS};
 use serde_json::Value;
@@ -271,7 +272,27 @@ fn gc_config_text() -> String {
 
 /// Run `bench perf` on `scenarios` (none: all), `runs` times each, with
 /// `extra` arguments added to every `nandlab perf` run; printing as it goes.
-pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> Result<Verdict, String> {
+pub fn run(
+    exe: &Path,
+    scenarios: &[String],
+    runs: usize,
+    extra: &[String],
+    table: &mut BenchTable,
+) -> Result<Verdict, String> {
+    *table = BenchTable::new(
+        "nandlab bench perf",
+        &[
+            "scenario",
+            "runs",
+            "requests/CPU-s timed",
+            "incl. setup",
+            "host MB/CPU-s",
+            "IOPS simulated",
+            "WAF",
+            "peak RSS, MiB",
+        ],
+        "simulated requests per CPU-second (timed phase)",
+    );
     for s in scenarios {
         if !SCENARIOS.iter().any(|c| c.name == s) {
             let known: Vec<&str> = SCENARIOS.iter().map(|c| c.name).collect();
@@ -284,6 +305,15 @@ pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> R
     std::fs::write(&gc_config, gc_config_text()).map_err(|e| format!("{}: {e}", gc_config.display()))?;
     let runs = runs.max(1);
     println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
+    table.setup = format!(
+        "{runs} run(s) per scenario, one process per run (single-threaded), oracle on; extra arguments: {}",
+        if extra.is_empty() { "none".to_string() } else { extra.join(" ") }
+    );
+    table.notes.push(
+        "MQSim's speed and published results (printed by the bench) were not measured in this run, so they are not \
+         on this page."
+            .into(),
+    );
     println!("{MQSIM_SOURCES}");
     let mut failed = false;
     for sc in SCENARIOS.iter().filter(|s| scenarios.is_empty() || scenarios.iter().any(|n| n == s.name)) {
@@ -337,6 +367,19 @@ pub fn run(exe: &Path, scenarios: &[String], runs: usize, extra: &[String]) -> R
                 med(|f| f.mb_per_cpu_s),
                 med(|f| f.iops),
                 med(|f| f.rss_mib)
+            );
+            table.row(
+                vec![
+                    sc.name.to_string(),
+                    figures.len().to_string(),
+                    fixed(med(|f| f.req_per_cpu_s), 0),
+                    fixed(med(|f| f.req_per_cpu_s_all), 0),
+                    fixed(med(|f| f.mb_per_cpu_s), 1),
+                    fixed(med(|f| f.iops), 0),
+                    fixed(med(|f| f.waf), 3),
+                    fixed(med(|f| f.rss_mib), 0),
+                ],
+                Some((sc.name.to_string(), "median".to_string(), med(|f| f.req_per_cpu_s))),
             );
             let last = figures.last().expect("non-empty");
             let flows: Vec<String> =

@@ -175,6 +175,23 @@ fn every_report_kind_loads_without_errors_and_every_chart_draws() {
 }
 
 #[test]
+fn every_bench_page_loads_without_errors_and_its_chart_draws() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (kind, page, _) in support::bench_pages(dir.path()) {
+        let html = std::fs::read_to_string(&page).unwrap();
+        let seen = check_in_browser(&chromium, &html, dir.path()).unwrap_or_else(|e| panic!("bench {kind} page: {e}"));
+        assert_eq!(seen.charts.len(), 1, "bench {kind}: {:?}", seen.charts);
+        let shot = shots.join(format!("html-bench-{kind}.png"));
+        let _ = std::fs::remove_file(&shot);
+        run_chromium(&chromium, &page, &["--window-size=1400,900", &format!("--screenshot={}", shot.display())]);
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 10_000, "bench {kind}: screenshot {} of {size} bytes", shot.display());
+    }
+}
+
+#[test]
 fn the_check_fails_on_a_script_error_and_on_an_empty_chart() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
