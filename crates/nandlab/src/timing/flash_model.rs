@@ -305,9 +305,11 @@ impl FlashTiming {
         self.trace.as_deref_mut()
     }
 
-    /// Take the trace recorder out.
+    /// Take the trace recorder out (its last GC run closed).
     pub fn take_trace(&mut self) -> Option<Box<TraceRecorder>> {
-        self.trace.take()
+        let mut trace = self.trace.take()?;
+        trace.end_gc_run();
+        Some(trace)
     }
 
     /// Note a channel use of the operation being timed (for the trace).
