@@ -60,8 +60,11 @@
 //! inside it. When the cap cuts the trace, `otherData.truncated` is
 //! true and `otherData.dropped_events` counts what was left out.
 //!
-//! The recorder is an `Option` in [`super::FlashTiming`], looked at once
-//! per flash operation; without `--trace-out` nothing else runs.
+//! The recorder is an `Option` in [`super::FlashTiming`]: the model hands
+//! it each phase as it books it (the cell phase, at most two channel uses)
+//! and then the operation; without `--trace-out` each of those is a test
+//! of the `Option` and nothing else runs (the phases live in the recorder,
+//! not in the model, which is as large as before the timeline existed).
 
 use crate::flash::{Cause, OpKind};
 use crate::util::duration::parse_duration_ns;
@@ -356,40 +359,19 @@ impl TraceRecorder {
                     }
                 }
                 Rec::Request { id, op, arrival, completion, bytes } => {
-                    let ev = |ph, t| Ev {
-                        name: "request",
-                        cat: op.name(),
-                        ph,
-                        ts: us(t),
-                        dur: None,
-                        pid: 1,
-                        tid: 0,
-                        id: Some(id),
-                        args: Args { bytes: Some(bytes), ..Args::default() },
-                    };
-                    w.event(&ev("b", arrival))?;
-                    w.event(&ev("e", completion))?;
+                    let args = Args { bytes: Some(bytes), ..Args::default() };
+                    w.event(&Ev::async_slice("request", op.name(), "b", us(arrival), id, args))?;
+                    w.event(&Ev::async_slice("request", op.name(), "e", us(completion), id, args))?;
                 }
                 Rec::GcRun { id, run } => {
-                    let ev = |ph, t, args| Ev {
-                        name: "gc run",
-                        cat: "gc",
-                        ph,
-                        ts: us(t),
-                        dur: None,
-                        pid: 1,
-                        tid: 0,
-                        id: Some(id),
-                        args,
-                    };
                     let counts = Args {
                         ops: Some(run.ops),
                         programs: Some(run.programs),
                         erases: Some(run.erases),
                         ..Args::default()
                     };
-                    w.event(&ev("b", run.start, counts))?;
-                    w.event(&ev("e", run.end, Args::default()))?;
+                    w.event(&Ev::async_slice("gc run", "gc", "b", us(run.start), id, counts))?;
+                    w.event(&Ev::async_slice("gc run", "gc", "e", us(run.end), id, Args::default()))?;
                 }
                 Rec::QueueDepth { t, depth } => {
                     w.event(&Ev::counter(
@@ -507,6 +489,11 @@ struct Ev<'a> {
 impl<'a> Ev<'a> {
     fn counter(name: &'a str, ts: f64, args: Args) -> Ev<'a> {
         Ev { name, cat: "", ph: "C", ts, dur: None, pid: 1, tid: 0, id: None, args }
+    }
+
+    /// The begin (`ph` `b`) or end (`e`) of async slice `id`.
+    fn async_slice(name: &'a str, cat: &'a str, ph: &'static str, ts: f64, id: u64, args: Args) -> Ev<'a> {
+        Ev { name, cat, ph, ts, dur: None, pid: 1, tid: 0, id: Some(id), args }
     }
 }
 
