@@ -56,7 +56,7 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR", conflicts_with_all = ["ftls", "ftl_lib"])]
         jasmine: Option<PathBuf>,
         /// Write the medians as one self-contained HTML page (table and a
-        /// bar chart of throughput per configuration) to FILE (`-`: standard output).
+        /// bar chart of throughput per configuration) to FILE.
         #[arg(long, value_name = "FILE.html")]
         html: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
@@ -85,7 +85,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "vst-jasmine")]
         preset: String,
         /// Write the medians as one self-contained HTML page (table and a
-        /// bar chart of throughput per configuration) to FILE (`-`: standard output).
+        /// bar chart of throughput per configuration) to FILE.
         #[arg(long, value_name = "FILE.html")]
         html: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab crash` run (e.g. --no-nested).
@@ -130,7 +130,7 @@ pub struct BenchPerfArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Write the medians as one self-contained HTML page (table and a
-    /// bar chart of throughput per configuration) to FILE (`-`: standard output).
+    /// bar chart of throughput per configuration) to FILE.
     #[arg(long, value_name = "FILE.html")]
     pub html: Option<PathBuf>,
     /// Extra arguments passed to each `nandlab perf` run (the untimed
@@ -145,7 +145,11 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         BenchCommand::Perf(a) => a.html.clone(),
         BenchCommand::Trace(_) => None,
     };
-    // The page's file is checked and created before any run.
+    // The page's file is checked and created before any run; not standard
+    // output, where the bench prints its figures.
+    if html_path.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        return input_error("--html -: the bench prints its figures on standard output; give the page a file");
+    }
     let html = match crate::outputs::prepare(&[], [("--html", html_path.as_deref())]) {
         Ok([html]) => html,
         Err(e) => return input_error(e),

@@ -30,7 +30,7 @@ fn each_bench_writes_a_page_with_its_configurations_and_one_bar_each() {
 }
 
 #[test]
-fn an_html_file_that_cannot_be_written_exits_2_before_any_run() {
+fn an_html_file_that_cannot_be_written_or_is_standard_output_exits_2_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("no-such-dir/page.html");
     for args in [
@@ -49,4 +49,12 @@ fn an_html_file_that_cannot_be_written_exits_2_before_any_run() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+    // Not standard output: the bench's figures go there.
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(["bench", "crash", "--preset", "tiny", "--points", "4", "--html", "-"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--html -: the bench prints"));
+    assert!(out.stdout.is_empty());
 }
