@@ -69,8 +69,8 @@ fn counter_of(name: &str) -> Option<&'static str> {
 struct Found {
     /// (operation, cause) -> pages (planes) over the die tracks.
     by_op: BTreeMap<(String, String), u64>,
-    /// die track -> slices.
-    per_die: BTreeMap<String, u64>,
+    /// die track -> operation -> pages (planes).
+    per_die: BTreeMap<String, BTreeMap<String, u64>>,
     requests: u64,
     events: u64,
     counters: BTreeMap<String, u64>,
@@ -111,7 +111,8 @@ fn check_trace(trace: &Value, end_us: f64, suspends: bool) -> Result<Found, Stri
                     counter_of(name).ok_or_else(|| format!("unknown operation {name}"))?;
                     let cause = e["args"]["cause"].as_str().ok_or("a slice without a cause")?;
                     *f.by_op.entry((name.into(), cause.into())).or_default() += e["args"]["planes"].as_u64().unwrap();
-                    *f.per_die.entry(track.clone()).or_default() += 1;
+                    *f.per_die.entry(track.clone()).or_default().entry(name.into()).or_default() +=
+                        e["args"]["planes"].as_u64().unwrap();
                     if cause == "gc" {
                         f.gc_slices.push((ts, ts + dur));
                     }
@@ -178,10 +179,23 @@ fn check_counts(found: &Found, report: &Value) -> Result<(), String> {
     if found.by_op != expected {
         return Err(format!("trace counts {:?}\nreport counts {expected:?}", found.by_op));
     }
-    let per_die: u64 = found.per_die.values().sum();
-    let slices: u64 = report["flash"]["operations"].as_u64().unwrap_or(0);
-    if per_die > slices {
-        return Err(format!("{per_die} die slices, more than the {slices} operations counted"));
+    // Per die: the pages of each operation kind on the die's track equal
+    // the report's `perf.die_operations` for that die.
+    let dies = report["perf"]["die_operations"].as_array().ok_or("no perf.die_operations")?;
+    for (i, counts) in dies.iter().enumerate() {
+        let expected: BTreeMap<String, u64> = counts
+            .as_object()
+            .ok_or("a die_operations entry is not an object")?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+            .collect();
+        let found_die = found.per_die.get(&format!("die {i}")).cloned().unwrap_or_default();
+        if found_die != expected {
+            return Err(format!("die {i}: trace {found_die:?}, report {expected:?}"));
+        }
+    }
+    if found.per_die.len() > dies.len() {
+        return Err(format!("{} die tracks, {} dies in the report", found.per_die.len(), dies.len()));
     }
     Ok(())
 }

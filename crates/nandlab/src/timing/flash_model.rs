@@ -170,6 +170,23 @@ impl FlashInterval {
     }
 }
 
+/// The operation kinds counted per die, in the order of
+/// [`FlashTiming::die_pages`] (the names the timeline's slices carry).
+pub const DIE_OP_NAMES: [&str; 7] = ["read", "read_oob", "read_meta", "program", "program_meta", "copyback", "erase"];
+
+/// The index of `kind` in [`DIE_OP_NAMES`].
+fn die_op_index(kind: OpKind) -> usize {
+    match kind {
+        OpKind::Read => 0,
+        OpKind::ReadOob => 1,
+        OpKind::ReadMeta => 2,
+        OpKind::Program => 3,
+        OpKind::ProgramMeta => 4,
+        OpKind::Copyback => 5,
+        OpKind::Erase => 6,
+    }
+}
+
 /// Totals of what the model timed.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashTimingCounters {
@@ -226,6 +243,9 @@ pub struct FlashTiming {
     /// End of the operation timed last.
     last_end: u64,
     counters: FlashTimingCounters,
+    /// Pages (planes) each die did per operation kind, indexed by
+    /// [`DIE_OP_NAMES`]: the report's `perf.die_operations`.
+    die_pages: Vec<[u64; DIE_OP_NAMES.len()]>,
     interval_ns: u64,
     flash_series: Vec<FlashInterval>,
     /// The flash series' interval used last: (index, start since `origin_ns`, ns).
@@ -278,6 +298,7 @@ impl FlashTiming {
             extensions: Vec::new(),
             last_end: 0,
             counters: FlashTimingCounters::default(),
+            die_pages: vec![[0; DIE_OP_NAMES.len()]; geometry.dies() as usize],
             interval_ns: interval_ns.max(1),
             flash_series: Vec::new(),
             last_bin: (0, 0),
@@ -406,6 +427,12 @@ impl FlashTiming {
     pub fn channel_busy_ns(&self) -> Vec<u64> {
         self.channels.iter().map(Timeline::reserved_ns).collect()
     }
+    /// Pages (planes) each die did per operation kind, in the order of
+    /// [`DIE_OP_NAMES`].
+    pub fn die_pages(&self) -> &[[u64; DIE_OP_NAMES.len()]] {
+        &self.die_pages
+    }
+
     pub fn die_busy_ns(&self) -> Vec<u64> {
         self.dies.iter().map(Timeline::reserved_ns).collect()
     }
@@ -849,6 +876,13 @@ impl FlashTiming {
 
     fn count(&mut self, op: &FlashOp) {
         self.counters.operations += 1;
+        let plane = if op.kind == OpKind::Erase {
+            self.blocks_per_plane.quotient(op.address as u32)
+        } else {
+            self.pages_per_plane.quotient(op.address as u32)
+        };
+        let (die, _) = self.place(plane);
+        self.die_pages[die][die_op_index(op.kind)] += u64::from(op.planes);
         let end = self.last_end;
         let n = u64::from(op.planes);
         let gc = is_gc(op.cause);

@@ -712,6 +712,18 @@ fn build_report(
         latency_cdf,
         breakdown,
         utilisation,
+        die_operations: model
+            .die_pages()
+            .iter()
+            .map(|counts| {
+                crate::timing::flash_model::DIE_OP_NAMES
+                    .iter()
+                    .zip(counts)
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(&name, &n)| (name, n))
+                    .collect()
+            })
+            .collect(),
         gc: PerfGc {
             foreground_pages_moved: counters.foreground_gc_pages_moved,
             background_pages_moved: counters.background_gc_pages_moved,
