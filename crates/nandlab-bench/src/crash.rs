@@ -6,6 +6,7 @@
 //! whole campaign (base runs, warm-up and the counting pass included); a
 //! rate too short to measure is shown as NaN, never as a made-up 0.
 
+use crate::html::{fixed, BenchTable};
 use crate::{median, report_of, Verdict};
 use std::path::Path;
 use std::process::Command;
@@ -18,7 +19,7 @@ const BENCH_CRASH_ARGS: &str = "--rw randwrite --bsrange 8k-64k --blockalign 8k 
 
 /// Run `bench crash`: `points` crash points per run, `runs` runs per FTL
 /// (none: page and optr) on `preset`, `extra` added to every `nandlab
-/// crash` run; printing as it goes.
+/// crash` run; printing as it goes, and the medians into `table`.
 pub fn run(
     exe: &Path,
     points: u64,
@@ -26,7 +27,13 @@ pub fn run(
     ftls: Vec<String>,
     preset: &str,
     extra: &[String],
+    table: &mut BenchTable,
 ) -> Result<Verdict, String> {
+    *table = BenchTable::new(
+        "nandlab bench crash",
+        &["FTL", "runs", "testing only: points/s", "points/CPU-s", "whole run: points/s", "points/CPU-s"],
+        "crash points per CPU-second, testing only",
+    );
     let ftls = if ftls.is_empty() { vec!["page".to_string(), "optr".to_string()] } else { ftls };
     let dir = std::env::temp_dir().join(format!("nandlab-bench-crash-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -35,6 +42,10 @@ pub fn run(
         "nandlab bench crash — preset {preset}, {points} crash points per run, {runs} run(s) per FTL, {cores} threads"
     );
     println!("  workload: {BENCH_CRASH_ARGS} {}", extra.join(" "));
+    table.setup = format!(
+        "preset {preset}, {points} crash points per run, {runs} run(s) per FTL, {cores} threads; workload: {BENCH_CRASH_ARGS} {}",
+        extra.join(" ")
+    );
     let mut failed = false;
     for ftl in &ftls {
         println!("\n{ftl}:");
@@ -89,12 +100,20 @@ pub fn run(
                 med(2),
                 med(3)
             );
+            let mut cells = vec![ftl.clone(), rows.len().to_string()];
+            cells.extend((0..4).map(|k| fixed(med(k), 2)));
+            table.row(cells, Some((ftl.clone(), "median".to_string(), med(1))));
         }
     }
     println!(
         "\n  testing only: the time threads spent testing points (rolling back, tearing, recovering, reading \
          back, more workload);\n  whole run: the campaign's time, every thread's base run with its warm-up and the \
          counting pass included."
+    );
+    table.notes.push(
+        "Testing only: the time threads spent testing points (rolling back, tearing, recovering, reading back, \
+         more workload); whole run: the campaign's time, base runs, warm-up and the counting pass included."
+            .into(),
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Verdict::of(failed))

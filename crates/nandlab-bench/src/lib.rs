@@ -13,6 +13,7 @@
 //! - [`perf`]: MQSim's scenarios and a GC-heavy run, timed, with a locally
 //!   built MQSim on the same flows side by side ([`mqsim`]) when given.
 //! - [`crash`]: crash points checked per second.
+//! - [`html`]: a bench's medians as an HTML page (`--html`).
 //!
 //! Why a crate of its own rather than a module of the library or of the
 //! CLI: benches are not the simulator's subject. They hold other tools'
@@ -28,6 +29,7 @@
 //! for VST, its printed statistics), never from shared memory.
 
 pub mod crash;
+pub mod html;
 pub mod mqsim;
 pub mod perf;
 pub mod stress;

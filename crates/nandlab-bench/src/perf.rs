@@ -20,6 +20,7 @@
 //! preset's typed configuration ([`ConfigFile`]) and written as a
 //! configuration file for the runs (and as MQSim's device file).
 
+use crate::html::{fixed, BenchTable};
 use crate::mqsim::{self, Flow, Mqsim, Stop};
 use crate::{median, report_of, Verdict};
 use nandlab::config::{ConfigFile, PRESETS};
@@ -364,14 +365,31 @@ fn gc_config_text() -> String {
 /// Run `bench perf` on `scenarios` (none: all), `runs` times each, with
 /// `extra` arguments added to every `nandlab perf` run, and with `mqsim`
 /// the same scenarios in MQSim, its runs alternating with nandlab's;
-/// printing as it goes.
+/// printing as it goes and filling `table` (the `--html` page).
 pub fn run(
     exe: &Path,
     scenarios: &[String],
     runs: usize,
     extra: &[String],
     mqsim: Option<&Mqsim>,
+    table: &mut BenchTable,
 ) -> Result<Verdict, String> {
+    *table = BenchTable::new(
+        "nandlab bench perf",
+        &[
+            "scenario",
+            "runs",
+            "requests/CPU-s timed",
+            "incl. setup",
+            "host MB/CPU-s",
+            "IOPS simulated",
+            "WAF",
+            "peak RSS, MiB",
+            "MQSim requests/CPU-s (same run)",
+            "nandlab/MQSim",
+        ],
+        "simulated requests per CPU-second (timed phase)",
+    );
     for s in scenarios {
         if !SCENARIOS.iter().any(|c| c.name == s) {
             let known: Vec<&str> = SCENARIOS.iter().map(|c| c.name).collect();
@@ -384,6 +402,14 @@ pub fn run(
     std::fs::write(&gc_config, gc_config_text()).map_err(|e| format!("{}: {e}", gc_config.display()))?;
     let runs = runs.max(1);
     println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
+    table.setup = format!(
+        "{runs} run(s) per scenario, one process per run (single-threaded), oracle on; extra arguments: {}",
+        if extra.is_empty() { "none".to_string() } else { extra.join(" ") }
+    );
+    table.notes.push(match mqsim {
+        Some(_) => "MQSim ran beside nandlab in this run (same flows, same device; its simulation alone: whole process minus a setup-only run); the ratio is of this run's medians.".into(),
+        None => "MQSim did not run beside nandlab (no --mqsim), so no MQSim figure or ratio is on this page.".into(),
+    });
     match mqsim {
         Some(_) => println!(
             "MQSim beside it: each nandlab run is followed by an MQSim run of the same flows on the same device and an MQSim setup-only run (1 µs simulated); MQSim's CPU time and peak RSS by wait4. Ratios compare this run's medians only."
@@ -511,6 +537,25 @@ pub fn run(
             }
             mqsim_per_cpu_s = Some(m.simulation_per_cpu_s());
         }
+        let (mq_cell, ratio_cell) = match mqsim_per_cpu_s {
+            Some(m) => (fixed(m, 0), format!("{}x", fixed(med(|f| f.req_per_cpu_s) / m, 1))),
+            None => ("—".to_string(), "—".to_string()),
+        };
+        table.row(
+            vec![
+                sc.name.to_string(),
+                figures.len().to_string(),
+                fixed(med(|f| f.req_per_cpu_s), 0),
+                fixed(med(|f| f.req_per_cpu_s_all), 0),
+                fixed(med(|f| f.mb_per_cpu_s), 1),
+                fixed(med(|f| f.iops), 0),
+                fixed(med(|f| f.waf), 3),
+                fixed(med(|f| f.rss_mib), 0),
+                mq_cell,
+                ratio_cell,
+            ],
+            Some((sc.name.to_string(), "median".to_string(), med(|f| f.req_per_cpu_s))),
+        );
         // Extra arguments are perf options: with them the stress twin
         // would not be the same run, so the floor is left out.
         if extra.is_empty() {

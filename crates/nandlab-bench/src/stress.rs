@@ -15,6 +15,7 @@
 //! `-c` (replay the trace once): without it, VST repeats the trace until
 //! its write bound, forever on a trace with no writes.
 
+use crate::html::{fixed, BenchTable};
 use crate::{median, report_of, run_measured, Measured, Verdict};
 use nandlab::config::Config;
 use nandlab::workload::synthetic::{SyntheticSpec, SyntheticWorkload};
@@ -144,6 +145,29 @@ fn median_line(figures: &[Figures]) -> String {
         med(|f| f.cpu_s),
         med(|f| f.rss_mib)
     )
+}
+
+/// The columns of the bench's page ([`crate::html`]).
+const TABLE_COLUMNS: [&str; 9] =
+    ["configuration", "workload", "runs", "host GB/s", "requests/s", "WAF", "CPU s", "peak RSS, MiB", "side by side"];
+
+/// A configuration's medians as a row of the page, and its bar (host GB/s).
+fn table_row(table: &mut BenchTable, label: &str, workload: &str, figures: &[Figures], beside: String) {
+    let med = |g: fn(&Figures) -> f64| median(figures.iter().map(g).collect());
+    table.row(
+        vec![
+            label.to_string(),
+            workload.to_string(),
+            figures.len().to_string(),
+            fixed(med(|f| f.gbps), 2),
+            fixed(med(|f| f.requests_per_s), 0),
+            fixed(med(|f| f.waf), 3),
+            fixed(med(|f| f.cpu_s), 2),
+            fixed(med(|f| f.rss_mib), 0),
+            beside,
+        ],
+        Some((label.to_string(), workload.to_string(), med(|f| f.gbps))),
+    );
 }
 
 struct Figures {
@@ -348,13 +372,21 @@ struct Compared {
 }
 
 /// Run `bench stress`, printing as it goes.
-pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
+pub fn run(a: &StressBenchArgs, table: &mut BenchTable) -> Result<Verdict, String> {
+    *table = BenchTable::new("nandlab bench stress", &TABLE_COLUMNS, "host GB/s (median)");
+    table.setup = format!(
+        "preset {}, {} run(s) per workload and configuration, --write-size {}, one process per run (single-threaded){}",
+        a.preset,
+        a.runs,
+        a.write_size,
+        if a.extra.is_empty() { String::new() } else { format!("; extra arguments: {}", a.extra.join(" ")) }
+    );
     let vst = a.vst.as_deref().map(|p| check_vst(p, a.vst_ftl.as_deref())).transpose()?;
     if let Err(e) = a.write_size.parse::<nandlab::util::size::SizeSpec>() {
         return Err(format!("--write-size {}: {e}", a.write_size));
     }
     if let Some(lib) = &a.ftl_lib {
-        return run_beside_lib(a, lib);
+        return run_beside_lib(a, lib, table);
     }
     let jasmine = a.jasmine.as_deref().map(|d| check_jasmine(&a.nandlab, d)).transpose()?;
     let entries: Vec<&ZooEntry> = if let Some(entry) = jasmine {
@@ -386,7 +418,7 @@ pub fn run(a: &StressBenchArgs) -> Result<Verdict, String> {
         STRESS_WORKLOADS.into_iter().filter(|(name, _, _)| a.workload.as_deref().is_none_or(|w| w == *name)).collect();
     let dir = std::env::temp_dir().join(format!("nandlab-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let outcome = bench_stress_in(a, vst.as_ref(), &a.nandlab, &entries, &workloads, &dir);
+    let outcome = bench_stress_in(a, vst.as_ref(), &a.nandlab, &entries, &workloads, &dir, table);
     let _ = std::fs::remove_dir_all(&dir);
     outcome
 }
@@ -441,7 +473,7 @@ const LIB_LABEL: &str = "c-page";
 /// `bench stress --ftl-lib LIB`: each workload on the Rust `page` FTL and
 /// on the library, runs interleaved (page run i, then the library's run
 /// i), the medians of both and the ratio of their host GB/s.
-fn run_beside_lib(a: &StressBenchArgs, lib: &Path) -> Result<Verdict, String> {
+fn run_beside_lib(a: &StressBenchArgs, lib: &Path, table: &mut BenchTable) -> Result<Verdict, String> {
     if a.vst.is_some() || !a.ftls.is_empty() {
         return Err("--ftl-lib: measured beside the page FTL only (without --vst and --ftl)".to_string());
     }
@@ -501,6 +533,14 @@ fn run_beside_lib(a: &StressBenchArgs, lib: &Path) -> Result<Verdict, String> {
         }
         let ratio = medians[1] / medians[0].max(f64::MIN_POSITIVE);
         println!("  {LIB_LABEL} / page: {ratio:.2}x host GB/s (medians of {} interleaved runs each)", figures[1].len());
+        table_row(table, page.label, name, &figures[0], String::new());
+        table_row(
+            table,
+            LIB_LABEL,
+            name,
+            &figures[1],
+            format!("{LIB_LABEL} / page: {ratio:.2}x host GB/s (interleaved)"),
+        );
         results.push((*name, medians[0], medians[1]));
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -521,6 +561,7 @@ fn bench_stress_in(
     entries: &[&ZooEntry],
     workloads: &[(&str, &str, &str)],
     dir: &Path,
+    table: &mut BenchTable,
 ) -> Result<Verdict, String> {
     let preset = a.preset.as_str();
     let runs = a.runs;
@@ -715,6 +756,19 @@ fn bench_stress_in(
                 }
                 _ => None,
             };
+            let beside = compared.as_ref().map_or_else(String::new, |c| {
+                let ratio = match (c.nandlab_rate, c.vst_rate) {
+                    (Some(x), Some(y)) => format!("{:.2}x", x / y),
+                    _ => "n/a".to_string(),
+                };
+                format!(
+                    "VST {} GB/CPU-s, nandlab {}: nandlab / VST {ratio} GB per CPU-s, {:.2}x peak RSS (alternating runs)",
+                    fmt_rate(c.vst_rate).trim(),
+                    fmt_rate(c.nandlab_rate).trim(),
+                    c.rss_ratio
+                )
+            });
+            table_row(table, entry.label, name, &figures, beside);
             results.push((entry, name, med(|f| f.gbps), med(|f| f.waf), compared));
         }
     }

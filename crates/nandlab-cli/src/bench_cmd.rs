@@ -6,6 +6,7 @@ use crate::options::{DeviceArgs, RunArgs, WorkloadArgs};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nandlab::util::size::parse_bytes;
 use nandlab::workload::trace::TraceFormat;
+use nandlab_bench::html::BenchTable;
 use nandlab_bench::{crash, mqsim, perf, stress, trace, Verdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,10 @@ pub enum BenchCommand {
         /// (unwritten_not_zero=allow, program_out_of_order=warn).
         #[arg(long, value_name = "DIR", conflicts_with_all = ["ftls", "ftl_lib"])]
         jasmine: Option<PathBuf>,
+        /// Write the medians as one self-contained HTML page (table and a
+        /// bar chart of throughput per configuration) to FILE.
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab stress` run (e.g. --ftl-opt …).
         #[arg(last = true)]
         extra: Vec<String>,
@@ -79,6 +84,10 @@ pub enum BenchCommand {
         /// Device preset.
         #[arg(long, default_value = "vst-jasmine")]
         preset: String,
+        /// Write the medians as one self-contained HTML page (table and a
+        /// bar chart of throughput per configuration) to FILE.
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab crash` run (e.g. --no-nested).
         #[arg(last = true)]
         extra: Vec<String>,
@@ -125,6 +134,10 @@ pub struct BenchPerfArgs {
     /// side, and print both speeds and their ratio.
     #[arg(long, value_name = "PATH")]
     pub mqsim: Option<PathBuf>,
+    /// Write the medians as one self-contained HTML page (table and a
+    /// bar chart of throughput per configuration) to FILE.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
     /// Extra arguments passed to each `nandlab perf` run (the untimed
     /// floor, a `nandlab stress` run, is then left out).
     #[arg(last = true)]
@@ -132,10 +145,37 @@ pub struct BenchPerfArgs {
 }
 
 pub fn run(cmd: BenchCommand) -> ExitCode {
+    let html_path = match &cmd {
+        BenchCommand::Stress { html, .. } | BenchCommand::Crash { html, .. } => html.clone(),
+        BenchCommand::Perf(a) => a.html.clone(),
+        BenchCommand::Trace(_) => None,
+    };
+    // The page's file is checked and created before any run; not standard
+    // output, where the bench prints its figures.
+    if html_path.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        return input_error("--html -: the bench prints its figures on standard output; give the page a file");
+    }
+    let html = match crate::outputs::prepare(&[], [("--html", html_path.as_deref())]) {
+        Ok([html]) => html,
+        Err(e) => return input_error(e),
+    };
+    let mut table = BenchTable::default();
     let outcome = match cmd {
-        BenchCommand::Stress { workload, runs, ftls, preset, write_size, vst, vst_ftl, ftl_lib, jasmine, extra } => {
-            nandlab().and_then(|nandlab| {
-                stress::run(&stress::StressBenchArgs {
+        BenchCommand::Stress {
+            workload,
+            runs,
+            ftls,
+            preset,
+            write_size,
+            vst,
+            vst_ftl,
+            ftl_lib,
+            jasmine,
+            html: _,
+            extra,
+        } => nandlab().and_then(|nandlab| {
+            stress::run(
+                &stress::StressBenchArgs {
                     nandlab,
                     workload: workload
                         .to_possible_value()
@@ -151,17 +191,23 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
                     jasmine,
                     extra,
                     read_stress_line: &read_stress_line,
-                })
-            })
-        }
+                },
+                &mut table,
+            )
+        }),
         BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
         BenchCommand::Perf(a) => a.mqsim.as_deref().map(mqsim::Mqsim::locate).transpose().and_then(|m| {
-            nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra, m.as_ref()))
+            nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra, m.as_ref(), &mut table))
         }),
-        BenchCommand::Crash { points, runs, ftls, preset, extra } => {
-            nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra))
+        BenchCommand::Crash { points, runs, ftls, preset, html: _, extra } => {
+            nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra, &mut table))
         }
     };
+    if let (Ok(_), Some(out)) = (&outcome, html) {
+        if let Err(e) = out.write(table.render().as_bytes()) {
+            return input_error(e);
+        }
+    }
     match outcome {
         Ok(Verdict::Measured) => ExitCode::SUCCESS,
         Ok(Verdict::Failed) => ExitCode::from(exit::VIOLATIONS),

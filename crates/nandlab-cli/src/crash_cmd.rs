@@ -98,9 +98,13 @@ pub struct CrashArgs {
     /// (default: the workload's alignment).
     #[arg(long = "oracle-unit", value_parser = options::oracle_unit)]
     pub oracle_unit: Option<u32>,
-    /// No per-point lines for failures (summary only).
+    /// No per-point lines for failures (summary only) and no progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// No progress bar (there is none either when standard error is not a
+    /// terminal).
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
     /// Refuse the campaign if its estimated memory (a drive per thread)
     /// exceeds SIZE (default: the machine's available memory).
     #[arg(long = "max-memory", value_name = "SIZE", value_parser = options::max_memory)]
@@ -164,6 +168,7 @@ impl CrashArgs {
             oracle_unit_sectors: self.oracle_unit,
             verify_chunk_sectors: 128,
             stop: Default::default(),
+            progress: None,
         })
     }
 }
@@ -233,7 +238,11 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
     if let Err(e) = check_memory(&config, &spec, seed, args) {
         return input_error(e);
     }
-    let mut report = match crash::run(&config, &spec, &opts) {
+    let bar = crate::progress::CrashBar::new(args.quiet || args.no_progress);
+    opts.progress = bar.board();
+    let result = crash::run(&config, &spec, &opts);
+    bar.finish();
+    let mut report = match result {
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),
     };

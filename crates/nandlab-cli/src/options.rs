@@ -342,8 +342,9 @@ pub struct RunArgs {
     /// At the end: clean shutdown, mount a fresh FTL, read every sector back.
     #[arg(long)]
     pub remount: bool,
-    /// No progress bar.
-    #[arg(long = "no-progress")]
+    /// No progress bar (there is none either when standard error is not
+    /// a terminal).
+    #[arg(long = "no-progress", visible_alias = "quiet")]
     pub no_progress: bool,
     /// Oracle version grain in sectors, a power of two up to 65536
     /// (default: the workload's alignment; a trace file's is measured by a

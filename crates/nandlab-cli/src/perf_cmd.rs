@@ -3,7 +3,7 @@
 use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
 use crate::outputs::Output;
-use crate::progress::progress_bar;
+use crate::progress::RunBar;
 use crate::trace_cmd::{OracleUnit, StressTraceArgs};
 use clap::Args;
 use nandlab::config::Config;
@@ -294,19 +294,9 @@ pub fn perf_command(
         return input_error(e);
     }
     eprintln!("nandlab perf: preset {}, FTL {}, seed {seed}, {} flow(s)", config.name, config.ftl_name, flows.len());
-    let bar = progress_bar(run.no_progress);
-    let result = perf::run_traced(&config, flows, &opts, &mut |pr| {
-        if let Some(b) = &bar {
-            b.set_message(pr.phase);
-            if let Some(t) = pr.total {
-                b.set_length(t);
-            }
-            b.set_position(pr.done);
-        }
-    });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut bar = RunBar::new(run.no_progress);
+    let result = perf::run_traced(&config, flows, &opts, &mut |p| bar.show(p));
+    bar.finish();
     let (mut report, recorder) = match result {
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),

@@ -3,7 +3,7 @@
 
 use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, RunArgs, WorkloadArgs};
-use crate::progress::progress_bar;
+use crate::progress::RunBar;
 use crate::{outputs, signals, trace_cmd};
 use nandlab::config::Config;
 use nandlab::ftl::mutants::Mutant;
@@ -90,15 +90,8 @@ fn run_stress(
         idle_every: run.idle_every,
         stop,
     };
-    let bar = progress_bar(run.no_progress);
-    let mut show = |p: nandlab::workload::WorkloadProgress| {
-        if let Some(b) = &bar {
-            if let Some(t) = p.total {
-                b.set_length(t);
-            }
-            b.set_position(p.done);
-        }
-    };
+    let mut bar = RunBar::new(run.no_progress);
+    let mut show = |p: &nandlab::run::progress::RunProgress| bar.show(p);
     let result = if mutant == Mutant::None {
         stress::run(config, workload, &opts, &mut show)
     } else {
@@ -107,9 +100,7 @@ fn run_stress(
             Box::new(move |env| nandlab::ftl::mutants::build_mutated(&name, env, &options, mutant));
         stress::run_with_factory(config, factory, workload, &opts, &mut show)
     };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let mut report = match result {
         Ok(r) => r,
         Err(RunError::Input(e)) | Err(RunError::Workload(e)) => return input_error(e),

@@ -151,11 +151,21 @@ fn nandlab(args: &[&str]) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
+/// Photograph `page` at `size` (`W,H`) into the test's target directory as
+/// `name`, and check that a picture came out.
+fn screenshot(chromium: &Path, page: &Path, name: &str, size: &str) -> PathBuf {
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(chromium, page, &[&format!("--window-size={size}"), &format!("--screenshot={}", shot.display())]);
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "screenshot {} of {size} bytes", shot.display());
+    shot
+}
+
 #[test]
 fn every_report_kind_loads_without_errors_and_every_chart_draws() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
     for (kind, _, page) in support::report_runs(dir.path()) {
         let html = std::fs::read_to_string(&page).unwrap();
         let seen = check_in_browser(&chromium, &html, dir.path()).unwrap_or_else(|e| panic!("{kind} page: {e}"));
@@ -165,12 +175,20 @@ fn every_report_kind_loads_without_errors_and_every_chart_draws() {
             _ => 2,
         };
         assert!(seen.charts.len() >= least, "{kind}: {:?}", seen.charts);
-        let shot = shots.join(format!("html-{kind}.png"));
-        let _ = std::fs::remove_file(&shot);
-        run_chromium(&chromium, &page, &["--window-size=1400,1800", &format!("--screenshot={}", shot.display())]);
-        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
-        assert!(size > 10_000, "{kind}: screenshot {} of {size} bytes", shot.display());
+        let shot = screenshot(&chromium, &page, &format!("html-{kind}.png"), "1400,1800");
         eprintln!("{kind}: {} charts drawn; screenshot {}", seen.charts.len(), shot.display());
+    }
+}
+
+#[test]
+fn every_bench_page_loads_without_errors_and_its_chart_draws() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, page, _) in support::bench_pages(dir.path()) {
+        let html = std::fs::read_to_string(&page).unwrap();
+        let seen = check_in_browser(&chromium, &html, dir.path()).unwrap_or_else(|e| panic!("bench {kind} page: {e}"));
+        assert_eq!(seen.charts.len(), 1, "bench {kind}: {:?}", seen.charts);
+        screenshot(&chromium, &page, &format!("html-bench-{kind}.png"), "1400,900");
     }
 }
 

@@ -69,11 +69,14 @@ fn counter_of(name: &str) -> Option<&'static str> {
 struct Found {
     /// (operation, cause) -> pages (planes) over the die tracks.
     by_op: BTreeMap<(String, String), u64>,
-    /// die track -> slices.
-    per_die: BTreeMap<String, u64>,
+    /// die track -> operation -> pages (planes).
+    per_die: BTreeMap<String, BTreeMap<String, u64>>,
     requests: u64,
     events: u64,
     counters: BTreeMap<String, u64>,
+    /// GC runs: (begin µs, end µs, operations), and the GC slices on die tracks.
+    gc_runs: Vec<(f64, f64, u64)>,
+    gc_slices: Vec<(f64, f64)>,
 }
 
 /// Check a timeline's structure: tracks named, every `X` with a
@@ -91,6 +94,7 @@ fn check_trace(trace: &Value, end_us: f64, suspends: bool) -> Result<Found, Stri
     }
     let mut f = Found::default();
     let mut open: HashMap<u64, f64> = HashMap::new();
+    let mut gc_open: HashMap<u64, (f64, u64)> = HashMap::new();
     let mut die_slices: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for e in events {
         let ts = e["ts"].as_f64().ok_or("an event without ts")?;
@@ -107,8 +111,23 @@ fn check_trace(trace: &Value, end_us: f64, suspends: bool) -> Result<Found, Stri
                     counter_of(name).ok_or_else(|| format!("unknown operation {name}"))?;
                     let cause = e["args"]["cause"].as_str().ok_or("a slice without a cause")?;
                     *f.by_op.entry((name.into(), cause.into())).or_default() += e["args"]["planes"].as_u64().unwrap();
-                    *f.per_die.entry(track.clone()).or_default() += 1;
+                    *f.per_die.entry(track.clone()).or_default().entry(name.into()).or_default() +=
+                        e["args"]["planes"].as_u64().unwrap();
+                    if cause == "gc" {
+                        f.gc_slices.push((ts, ts + dur));
+                    }
                     die_slices.entry(track.clone()).or_default().push((ts, ts + dur));
+                }
+            }
+            "b" | "e" if e["name"] == "gc run" => {
+                let id = e["id"].as_u64().ok_or("a gc run without id")?;
+                if e["ph"] == "b" {
+                    gc_open.insert(id, (ts, e["args"]["ops"].as_u64().ok_or("a gc run without ops")?));
+                } else {
+                    match gc_open.remove(&id) {
+                        Some((b, ops)) if b <= ts => f.gc_runs.push((b, ts, ops)),
+                        _ => return Err(format!("gc run end without an earlier begin: {e}")),
+                    }
                 }
             }
             "b" => {
@@ -130,6 +149,9 @@ fn check_trace(trace: &Value, end_us: f64, suspends: bool) -> Result<Found, Stri
     }
     if let Some((id, _)) = open.iter().next() {
         return Err(format!("request {id} begun and never ended"));
+    }
+    if let Some((id, _)) = gc_open.iter().next() {
+        return Err(format!("gc run {id} begun and never ended"));
     }
     if !suspends {
         for (die, mut s) in die_slices {
@@ -157,10 +179,38 @@ fn check_counts(found: &Found, report: &Value) -> Result<(), String> {
     if found.by_op != expected {
         return Err(format!("trace counts {:?}\nreport counts {expected:?}", found.by_op));
     }
-    let per_die: u64 = found.per_die.values().sum();
-    let slices: u64 = report["flash"]["operations"].as_u64().unwrap_or(0);
-    if per_die > slices {
-        return Err(format!("{per_die} die slices, more than the {slices} operations counted"));
+    // Per die: the pages of each operation kind on the die's track equal
+    // the report's `perf.die_operations` for that die.
+    let dies = report["perf"]["die_operations"].as_array().ok_or("no perf.die_operations")?;
+    for (i, counts) in dies.iter().enumerate() {
+        let expected: BTreeMap<String, u64> = counts
+            .as_object()
+            .ok_or("a die_operations entry is not an object")?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+            .collect();
+        let found_die = found.per_die.get(&format!("die {i}")).cloned().unwrap_or_default();
+        if found_die != expected {
+            return Err(format!("die {i}: trace {found_die:?}, report {expected:?}"));
+        }
+    }
+    if found.per_die.len() > dies.len() {
+        return Err(format!("{} die tracks, {} dies in the report", found.per_die.len(), dies.len()));
+    }
+    Ok(())
+}
+
+/// The GC runs against the GC slices: their operations add up to the GC
+/// slices on the die tracks, and every GC slice lies inside a run.
+fn check_gc_runs(found: &Found) -> Result<(), String> {
+    let ops: u64 = found.gc_runs.iter().map(|r| r.2).sum();
+    if ops != found.gc_slices.len() as u64 {
+        return Err(format!("{ops} operations in GC runs, {} GC slices on the dies", found.gc_slices.len()));
+    }
+    for &(a, b) in &found.gc_slices {
+        if !found.gc_runs.iter().any(|&(s, e, _)| s <= a + 1e-6 && b <= e + 1e-6) {
+            return Err(format!("the GC slice {a}..{b} µs is in no GC run"));
+        }
     }
     Ok(())
 }
@@ -183,6 +233,9 @@ fn the_timeline_matches_the_runs_counters_and_is_deterministic() {
     );
     assert_eq!(found.requests, report["perf"]["completed"].as_u64().unwrap());
     assert!(found.counters["queue_depth"] > 0 && found.counters["free_blocks"] > 0, "{:?}", found.counters);
+    // GC runs as spans around the GC operations.
+    assert!(!found.gc_runs.is_empty() && !found.gc_slices.is_empty());
+    check_gc_runs(&found).unwrap();
     assert_eq!(trace["otherData"]["truncated"], false);
     assert_eq!(trace["otherData"]["events"].as_u64(), Some(found.events));
     // Same run, same bytes.
@@ -227,6 +280,22 @@ fn the_timeline_matches_the_runs_counters_and_is_deterministic() {
         ev.insert(i + 1, copy);
     });
     assert!(check_trace(&overlapping, end_us(&report), false).unwrap_err().contains("overlap"));
+    let gc_run_at = |ev: &Vec<Value>, ph: &str| ev.iter().position(|e| e["name"] == "gc run" && e["ph"] == ph).unwrap();
+    let run_missing = broken(&|ev| {
+        let b = gc_run_at(ev, "b");
+        let id = ev[b]["id"].clone();
+        ev.retain(|e| !(e["name"] == "gc run" && e["id"] == id));
+    });
+    let f = check_trace(&run_missing, end_us(&report), false).unwrap();
+    assert!(check_gc_runs(&f).is_err(), "a missing GC run went unnoticed");
+    let run_short = broken(&|ev| {
+        let b = gc_run_at(ev, "b");
+        let id = ev[b]["id"].clone();
+        let e = ev.iter().position(|e| e["name"] == "gc run" && e["ph"] == "e" && e["id"] == id).unwrap();
+        ev[e]["ts"] = ev[b]["ts"].clone();
+    });
+    let f = check_trace(&run_short, end_us(&report), false).unwrap();
+    assert!(check_gc_runs(&f).unwrap_err().contains("in no GC run"));
     std::fs::remove_dir_all(d).ok();
 }
 

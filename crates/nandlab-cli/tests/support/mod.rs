@@ -133,3 +133,48 @@ pub fn report_runs(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, std::pa
         })
         .collect()
 }
+
+/// A small run of each bench with `--html`, writing `bench-KIND.html` into
+/// `dir`: (kind, HTML path, the configurations its table must list).
+pub fn bench_pages(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, &'static [&'static str])> {
+    let runs: [(&str, &[&str], &[&str]); 3] = [
+        (
+            "stress",
+            &[
+                "bench",
+                "stress",
+                "--preset",
+                "tiny",
+                "--ftl",
+                "page",
+                "--ftl",
+                "dftl",
+                "--runs",
+                "1",
+                "--write-size",
+                "1m",
+            ],
+            &["page", "dftl"],
+        ),
+        ("perf", &["bench", "perf", "--scenario", "mqsim-s1", "--runs", "1"], &["mqsim-s1"]),
+        ("crash", &["bench", "crash", "--preset", "tiny", "--points", "40", "--runs", "1", "--ftl", "page"], &["page"]),
+    ];
+    runs.iter()
+        .map(|(kind, args, configurations)| {
+            let html = dir.join(format!("bench-{kind}.html"));
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(["--html", html.to_str().unwrap()]);
+            // Extra arguments go to each run: a short timed perf run; crash
+            // points long enough (more workload after each recovery) for
+            // their CPU time to be measurable, so that the chart has a bar.
+            match *kind {
+                "perf" => all.extend(["--", "--requests", "3000"]),
+                "crash" => all.extend(["--", "--post-requests", "8192"]),
+                _ => {}
+            }
+            let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(&all).output().expect("runs");
+            assert_eq!(out.status.code(), Some(0), "bench {kind}: {}", String::from_utf8_lossy(&out.stderr));
+            (*kind, html, *configurations)
+        })
+        .collect()
+}

@@ -225,6 +225,10 @@ pub struct PerfSection {
     pub latency_cdf: BTreeMap<&'static str, Vec<CdfPoint>>,
     pub breakdown: BreakdownSummary,
     pub utilisation: Utilisation,
+    /// Per die (index = die), pages (planes) per operation kind (`read`,
+    /// `read_oob`, `read_meta`, `program`, `program_meta`, `copyback`,
+    /// `erase`; kinds a die never did are left out).
+    pub die_operations: Vec<BTreeMap<&'static str, u64>>,
     pub gc: PerfGc,
     pub write_cache_mode: &'static str,
     pub write_cache: Option<CacheCounters>,

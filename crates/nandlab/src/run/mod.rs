@@ -29,6 +29,7 @@ pub mod drive;
 pub mod host_side;
 pub mod hunt;
 pub mod perf;
+pub mod progress;
 pub mod serve;
 pub mod stress;
 

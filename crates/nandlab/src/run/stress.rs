@@ -7,12 +7,13 @@
 //! an optional clean power cycle mounts a fresh FTL instance on the same
 //! flash and reads every logical sector back through the oracle.
 
+use super::progress::RunProgress;
 use super::{registry_factory, FtlFactory, Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats};
 use crate::ftl::FtlStats;
 use crate::report::{self, resources, FlashSummary, GcSummary, StressReport, StressSample, WearSummary};
-use crate::workload::{Workload, WorkloadProgress};
+use crate::workload::Workload;
 use std::time::Instant;
 
 /// Options of a stress run.
@@ -112,12 +113,28 @@ fn sample(requests: u64, session: &Session) -> StressSample {
     }
 }
 
+/// How far the run has got (for `progress`).
+fn progress_of(workload: &dyn Workload, session: &Session) -> RunProgress {
+    let w = workload.progress();
+    let s = session.drive().flash().stats();
+    RunProgress {
+        phase: "stress",
+        done: w.done,
+        total: w.total,
+        unit: super::progress::ProgressUnit::Bytes,
+        requests: session.requests(),
+        host_write_bytes: session.host().counters().write_bytes,
+        host_pages_programmed: s.cause(Cause::Host).programs(),
+        pages_programmed: s.total().programs(),
+    }
+}
+
 /// Run `workload` on a fresh drive built from `config` (its FTL by name).
 pub fn run(
     config: &Config,
     workload: &mut dyn Workload,
     opts: &StressOptions,
-    progress: &mut dyn FnMut(WorkloadProgress),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<StressReport, RunError> {
     run_with_factory(config, registry_factory(&config.ftl_name, &config.ftl_options), workload, opts, progress)
 }
@@ -128,7 +145,7 @@ pub fn run_with_factory(
     factory: FtlFactory,
     workload: &mut dyn Workload,
     opts: &StressOptions,
-    progress: &mut dyn FnMut(WorkloadProgress),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<StressReport, RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
@@ -153,7 +170,7 @@ pub fn run_with_factory(
             session.idle(u32::MAX);
         }
         if n % 8192 == 0 {
-            progress(workload.progress());
+            progress(&progress_of(workload, &session));
         }
         if session.ftl_failed() {
             stopped_early = Some("the FTL returned an error".to_string());
@@ -168,7 +185,7 @@ pub fn run_with_factory(
             break;
         }
     }
-    progress(workload.progress());
+    progress(&progress_of(workload, &session));
 
     // Figures of the workload itself, before the power cycle adds its own traffic.
     let end = WorkloadEnd::take(&session, started);

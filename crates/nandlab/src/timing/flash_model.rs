@@ -170,6 +170,23 @@ impl FlashInterval {
     }
 }
 
+/// The operation kinds counted per die, in the order of
+/// [`FlashTiming::die_pages`] (the names the timeline's slices carry).
+pub const DIE_OP_NAMES: [&str; 7] = ["read", "read_oob", "read_meta", "program", "program_meta", "copyback", "erase"];
+
+/// The index of `kind` in [`DIE_OP_NAMES`].
+fn die_op_index(kind: OpKind) -> usize {
+    match kind {
+        OpKind::Read => 0,
+        OpKind::ReadOob => 1,
+        OpKind::ReadMeta => 2,
+        OpKind::Program => 3,
+        OpKind::ProgramMeta => 4,
+        OpKind::Copyback => 5,
+        OpKind::Erase => 6,
+    }
+}
+
 /// Totals of what the model timed.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashTimingCounters {
@@ -226,18 +243,19 @@ pub struct FlashTiming {
     /// End of the operation timed last.
     last_end: u64,
     counters: FlashTimingCounters,
+    /// Pages (planes) each die did per operation kind, indexed by
+    /// [`DIE_OP_NAMES`]: the report's `perf.die_operations`.
+    die_pages: Vec<[u64; DIE_OP_NAMES.len()]>,
     interval_ns: u64,
     flash_series: Vec<FlashInterval>,
     /// The flash series' interval used last: (index, start since `origin_ns`, ns).
     last_bin: (usize, u64),
     /// The last transfer size timed and its channel time: (bytes, ns).
     last_transfer: (u32, u64),
-    /// The phases of the operation timed last (for the trace recorder):
-    /// cell (start, ns), channel uses (start, ns) and how many.
-    last_cell: (u64, u64),
-    last_chan: [(u64, u64); 2],
-    last_chan_n: u8,
-    /// `perf --trace-out` (see [`super::trace_out`]): looked at once per operation.
+    /// `perf --trace-out` (see [`super::trace_out`]). Without it the
+    /// booking paths only test the Option: the phases of an operation are
+    /// noted in the recorder, not in this struct, so the untraced model
+    /// stores nothing more than before the timeline existed.
     trace: Option<Box<TraceRecorder>>,
 }
 
@@ -280,13 +298,11 @@ impl FlashTiming {
             extensions: Vec::new(),
             last_end: 0,
             counters: FlashTimingCounters::default(),
+            die_pages: vec![[0; DIE_OP_NAMES.len()]; geometry.dies() as usize],
             interval_ns: interval_ns.max(1),
             flash_series: Vec::new(),
             last_bin: (0, 0),
             last_transfer: (0, 0),
-            last_cell: (0, 0),
-            last_chan: [(0, 0); 2],
-            last_chan_n: 0,
             trace: None,
             t: t.clone(),
         }
@@ -310,17 +326,27 @@ impl FlashTiming {
         self.trace.as_deref_mut()
     }
 
-    /// Take the trace recorder out.
+    /// Take the trace recorder out (its last GC run closed).
     pub fn take_trace(&mut self) -> Option<Box<TraceRecorder>> {
-        self.trace.take()
+        let mut trace = self.trace.take()?;
+        trace.end_gc_run();
+        Some(trace)
     }
 
     /// Note a channel use of the operation being timed (for the trace).
     #[inline]
     fn note_chan(&mut self, start: u64, ns: u64) {
-        let n = usize::from(self.last_chan_n & 1);
-        self.last_chan[n] = (start, ns);
-        self.last_chan_n = (self.last_chan_n + 1).min(2);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.note_chan(start, ns);
+        }
+    }
+
+    /// Note the cell phase of the operation being timed (for the trace).
+    #[inline]
+    fn note_cell(&mut self, start: u64, ns: u64) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.note_cell(start, ns);
+        }
     }
 
     /// Keep every reservation of every channel and die (tests): see
@@ -401,6 +427,12 @@ impl FlashTiming {
     pub fn channel_busy_ns(&self) -> Vec<u64> {
         self.channels.iter().map(Timeline::reserved_ns).collect()
     }
+    /// Pages (planes) each die did per operation kind, in the order of
+    /// [`DIE_OP_NAMES`].
+    pub fn die_pages(&self) -> &[[u64; DIE_OP_NAMES.len()]] {
+        &self.die_pages
+    }
+
     pub fn die_busy_ns(&self) -> Vec<u64> {
         self.dies.iter().map(Timeline::reserved_ns).collect()
     }
@@ -551,7 +583,7 @@ impl FlashTiming {
         self.note_chan(cs, cmd);
         let earliest = (cs + cmd).max(plane_free);
         let start = self.book_die(die, earliest, cell_ns, gc);
-        self.last_cell = (start, cell_ns);
+        self.note_cell(start, cell_ns);
         path.add(Component::FlashTransfer, cmd);
         if cs > c0 {
             path.add(Component::ChannelWait, cs - c0);
@@ -725,7 +757,7 @@ impl FlashTiming {
         path.add(Component::DieWait, suspend_ns);
         path.add(Component::Cell, t_r);
         let cell_end = t1 + suspend_ns + t_r;
-        self.last_cell = (t1 + suspend_ns, t_r);
+        self.note_cell(t1 + suspend_ns, t_r);
         let xfer = self.transfer_ns(op.transfer_bytes);
         let end = self.fit_channel(ch, cell_end, xfer, gc, path);
         // The suspended operation finishes its remaining work later.
@@ -762,7 +794,7 @@ impl FlashTiming {
             // (The program just booked starts at `start`: not in the wait.)
             self.wait(&mut path, die, t1, start);
             path.add(Component::Cell, t_prog);
-            self.last_cell = (start, t_prog);
+            self.note_cell(start, t_prog);
             (start, start + t_prog)
         } else {
             let t0 = ready.max(self.planes_free(range.clone()));
@@ -790,7 +822,7 @@ impl FlashTiming {
             self.channels[ch].reserve(c, xfer, gc);
             self.note_chan(c, xfer);
             self.reserve_die(die, d, xfer + t_prog, gc);
-            self.last_cell = (d + xfer, t_prog);
+            self.note_cell(d + xfer, t_prog);
             path.add(Component::FlashTransfer, xfer);
             path.add(Component::Cell, t_prog);
             (d + xfer, d + xfer + t_prog)
@@ -844,6 +876,13 @@ impl FlashTiming {
 
     fn count(&mut self, op: &FlashOp) {
         self.counters.operations += 1;
+        let plane = if op.kind == OpKind::Erase {
+            self.blocks_per_plane.quotient(op.address as u32)
+        } else {
+            self.pages_per_plane.quotient(op.address as u32)
+        };
+        let (die, _) = self.place(plane);
+        self.die_pages[die][die_op_index(op.kind)] += u64::from(op.planes);
         let end = self.last_end;
         let n = u64::from(op.planes);
         let gc = is_gc(op.cause);
@@ -885,7 +924,6 @@ impl FlashTiming {
         if !self.enabled {
             return;
         }
-        self.last_chan_n = 0;
         match op.kind {
             OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => self.read(op),
             OpKind::Program | OpKind::ProgramMeta => self.program(op),
@@ -917,7 +955,7 @@ impl FlashTiming {
         };
         let (die, ch) = self.place(plane);
         let range = self.plane_range(plane, op.planes);
-        let r = OpRecord {
+        let mut r = OpRecord {
             kind: op.kind,
             cause: op.cause,
             die: die as u32,
@@ -927,11 +965,12 @@ impl FlashTiming {
             planes: op.planes,
             address: op.address,
             request: op.request_id,
-            cell: self.last_cell,
-            chan: self.last_chan,
-            chan_n: self.last_chan_n,
+            cell: (0, 0),
+            chan: [(0, 0); 2],
+            chan_n: 0,
         };
         if let Some(t) = &mut self.trace {
+            (r.cell, r.chan, r.chan_n) = t.take_phases();
             t.op(r);
         }
     }

@@ -31,10 +31,18 @@
 //!   completion) and `free_blocks` (the FTL's free blocks at the end of each
 //!   time-series interval, when the FTL reports them).
 //!
-//! Garbage collection is not drawn as runs: the timing model sees flash
-//! operations, each with its cause, not where an FTL's collection starts
-//! and ends. GC shows as the operations with cause `gc` (look for the
-//! `gc` category). A program or erase that a read suspended is drawn with
+//! - GC runs are async slices named `gc run` (`cat` `gc`, `id` the run's
+//!   number from 0), from the first phase of the run's first operation to
+//!   the end of its last, `args` counting its operations, page programs
+//!   (with copybacks) and erases. A run is a maximal sequence of
+//!   consecutive operations with cause `gc` in the order the FTL issued
+//!   them: the timing model sees operations with their cause, not the
+//!   FTL's own notion of a collection, so a collection interrupted by a
+//!   host operation shows as two runs and two collections issued back to
+//!   back as one. Async slices, not complete events on one track, because
+//!   runs may overlap in time (their operations go to different dies).
+//!
+//! A program or erase that a read suspended is drawn with
 //! the cell phase it was booked with; the resumed remainder is not drawn.
 //! Flash work may end after the last completion (the end of perf's
 //! simulated time): with a write-back cache, evictions a request started
@@ -52,8 +60,11 @@
 //! inside it. When the cap cuts the trace, `otherData.truncated` is
 //! true and `otherData.dropped_events` counts what was left out.
 //!
-//! The recorder is an `Option` in [`super::FlashTiming`], looked at once
-//! per flash operation; without `--trace-out` nothing else runs.
+//! The recorder is an `Option` in [`super::FlashTiming`]: the model hands
+//! it each phase as it books it (the cell phase, at most two channel uses)
+//! and then the operation; without `--trace-out` each of those is a test
+//! of the `Option` and nothing else runs (the phases live in the recorder,
+//! not in the model, which is as large as before the timeline existed).
 
 use crate::flash::{Cause, OpKind};
 use crate::util::duration::parse_duration_ns;
@@ -143,6 +154,7 @@ enum Rec {
     Op(OpRecord),
     Request { id: u64, op: HostOp, arrival: u64, completion: u64, bytes: u64 },
     QueueDepth { t: u64, depth: u32 },
+    GcRun { id: u64, run: GcRun },
 }
 
 /// The device's tracks.
@@ -161,11 +173,52 @@ pub struct TraceRecorder {
     recs: Vec<Rec>,
     events: u64,
     dropped: u64,
+    /// The phases of the operation being timed, noted by the model as it
+    /// books them: cell (start, ns), channel uses (start, ns) and how many.
+    cell: (u64, u64),
+    chan: [(u64, u64); 2],
+    chan_n: u8,
+    /// The GC run being recorded (its operations so far), and runs seen.
+    gc_run: Option<GcRun>,
+    gc_runs: u64,
+}
+
+/// A run of consecutive GC operations (see the module docs).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct GcRun {
+    start: u64,
+    end: u64,
+    ops: u64,
+    programs: u64,
+    erases: u64,
 }
 
 impl TraceRecorder {
     pub fn new(opts: TraceOptions) -> TraceRecorder {
-        TraceRecorder { opts, origin: 0, recs: Vec::new(), events: 0, dropped: 0 }
+        TraceRecorder {
+            opts,
+            origin: 0,
+            recs: Vec::new(),
+            events: 0,
+            dropped: 0,
+            cell: (0, 0),
+            chan: [(0, 0); 2],
+            chan_n: 0,
+            gc_run: None,
+            gc_runs: 0,
+        }
+    }
+
+    /// The operation being timed uses a channel from `start` for `ns`.
+    pub fn note_chan(&mut self, start: u64, ns: u64) {
+        let n = usize::from(self.chan_n & 1);
+        self.chan[n] = (start, ns);
+        self.chan_n = (self.chan_n + 1).min(2);
+    }
+
+    /// The operation being timed has its cell phase from `start` for `ns`.
+    pub fn note_cell(&mut self, start: u64, ns: u64) {
+        self.cell = (start, ns);
     }
 
     /// Simulated time 0 (the first arrival), absolute ns.
@@ -196,7 +249,20 @@ impl TraceRecorder {
         self.recs.push(rec);
     }
 
+    /// The phases noted for the operation just timed (cell, channel uses
+    /// and how many); the next operation starts with none.
+    pub fn take_phases(&mut self) -> ((u64, u64), [(u64, u64); 2], u8) {
+        let phases = (self.cell, self.chan, self.chan_n);
+        self.chan_n = 0;
+        phases
+    }
+
     pub fn op(&mut self, r: OpRecord) {
+        if r.cause == Cause::Gc {
+            self.gc_op(&r);
+        } else {
+            self.end_gc_run();
+        }
         let events = 1 + u64::from(r.plane_span) + u64::from(r.chan_n);
         self.keep(r.cell.0, r.cell.0 + r.cell.1, events, Rec::Op(r));
     }
@@ -204,6 +270,31 @@ impl TraceRecorder {
     /// A host request, once its completion is final.
     pub fn request(&mut self, id: u64, op: HostOp, arrival: u64, completion: u64, bytes: u64) {
         self.keep(arrival, completion, 2, Rec::Request { id, op, arrival, completion, bytes });
+    }
+
+    /// Add a GC operation to the run being recorded (opening one).
+    fn gc_op(&mut self, r: &OpRecord) {
+        let phases = std::iter::once(r.cell).chain(r.chan[..usize::from(r.chan_n)].iter().copied());
+        let (start, end) = phases.fold((u64::MAX, 0), |(a, b), (t, ns)| (a.min(t), b.max(t + ns)));
+        let run = self.gc_run.get_or_insert(GcRun { start, end, ops: 0, programs: 0, erases: 0 });
+        run.start = run.start.min(start);
+        run.end = run.end.max(end);
+        run.ops += 1;
+        match r.kind {
+            OpKind::Program | OpKind::ProgramMeta | OpKind::Copyback => run.programs += u64::from(r.planes),
+            OpKind::Erase => run.erases += u64::from(r.planes),
+            _ => {}
+        }
+    }
+
+    /// Close the GC run being recorded, if any (a non-GC operation came,
+    /// or the run ended: call it before [`TraceRecorder::write`]).
+    pub fn end_gc_run(&mut self) {
+        if let Some(run) = self.gc_run.take() {
+            let id = self.gc_runs;
+            self.gc_runs += 1;
+            self.keep(run.start, run.end, 2, Rec::GcRun { id, run });
+        }
     }
 
     pub fn queue_depth(&mut self, t: u64, depth: u32) {
@@ -268,19 +359,19 @@ impl TraceRecorder {
                     }
                 }
                 Rec::Request { id, op, arrival, completion, bytes } => {
-                    let ev = |ph, t| Ev {
-                        name: "request",
-                        cat: op.name(),
-                        ph,
-                        ts: us(t),
-                        dur: None,
-                        pid: 1,
-                        tid: 0,
-                        id: Some(id),
-                        args: Args { bytes: Some(bytes), ..Args::default() },
+                    let args = Args { bytes: Some(bytes), ..Args::default() };
+                    w.event(&Ev::async_slice("request", op.name(), "b", us(arrival), id, args))?;
+                    w.event(&Ev::async_slice("request", op.name(), "e", us(completion), id, args))?;
+                }
+                Rec::GcRun { id, run } => {
+                    let counts = Args {
+                        ops: Some(run.ops),
+                        programs: Some(run.programs),
+                        erases: Some(run.erases),
+                        ..Args::default()
                     };
-                    w.event(&ev("b", arrival))?;
-                    w.event(&ev("e", completion))?;
+                    w.event(&Ev::async_slice("gc run", "gc", "b", us(run.start), id, counts))?;
+                    w.event(&Ev::async_slice("gc run", "gc", "e", us(run.end), id, Args::default()))?;
                 }
                 Rec::QueueDepth { t, depth } => {
                     w.event(&Ev::counter(
@@ -371,6 +462,12 @@ struct Args {
     requests: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     blocks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ops: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    programs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    erases: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -392,6 +489,11 @@ struct Ev<'a> {
 impl<'a> Ev<'a> {
     fn counter(name: &'a str, ts: f64, args: Args) -> Ev<'a> {
         Ev { name, cat: "", ph: "C", ts, dur: None, pid: 1, tid: 0, id: None, args }
+    }
+
+    /// The begin (`ph` `b`) or end (`e`) of async slice `id`.
+    fn async_slice(name: &'a str, cat: &'a str, ph: &'static str, ts: f64, id: u64, args: Args) -> Ev<'a> {
+        Ev { name, cat, ph, ts, dur: None, pid: 1, tid: 0, id: Some(id), args }
     }
 }
 
@@ -460,5 +562,36 @@ mod tests {
         r.queue_depth(10_000 + 1_500, 3);
         r.queue_depth(10_000 + 2_500, 3);
         assert_eq!(r.counts(), (3 + 1, 0));
+    }
+
+    #[test]
+    fn consecutive_gc_operations_are_one_run_spanning_their_phases() {
+        let mut r = TraceRecorder::new(TraceOptions::default());
+        let gc = |start, kind| OpRecord { kind, cause: Cause::Gc, request: None, ..op(start, 1) };
+        r.op(op(0, 1));
+        r.op(gc(1_000, OpKind::Read)); // transfer from 950
+        r.op(gc(500, OpKind::Program)); // another die, earlier: transfer from 450
+        r.op(gc(3_000, OpKind::Erase)); // cell to 3100
+        r.op(op(4_000, 1)); // host: the run ends
+        r.op(gc(5_000, OpKind::Copyback)); // a second run, ended by the end of the recording
+        r.end_gc_run();
+        r.end_gc_run(); // nothing open: nothing added
+        let mut out = Vec::new();
+        r.write(&mut out, Tracks { channels: 1, dies: 1, planes: 1 }, &[], &[]).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let runs: Vec<_> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "gc run").collect();
+        assert_eq!(runs.len(), 4, "{runs:?}");
+        assert_eq!(
+            (runs[0]["ph"].as_str(), runs[0]["ts"].as_f64(), runs[0]["id"].as_u64()),
+            (Some("b"), Some(0.45), Some(0))
+        );
+        assert_eq!((runs[0]["args"]["ops"].as_u64(), runs[0]["args"]["programs"].as_u64()), (Some(3), Some(1)));
+        assert_eq!(runs[0]["args"]["erases"], 1);
+        assert_eq!(
+            (runs[1]["ph"].as_str(), runs[1]["ts"].as_f64(), runs[1]["id"].as_u64()),
+            (Some("e"), Some(3.1), Some(0))
+        );
+        assert_eq!((runs[2]["id"].as_u64(), runs[2]["args"]["ops"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(runs[3]["ts"], 5.1);
     }
 }

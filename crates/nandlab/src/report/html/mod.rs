@@ -213,6 +213,13 @@ impl Page {
         Page { body, title, charts: 0 }
     }
 
+    /// A page not drawn from run reports (a bench's table): `title` and a
+    /// line under it, both escaped; fill it, then [`Page::finish`] it.
+    pub fn titled(title: &str, meta: &str) -> Page {
+        let body = format!("<h1>{}</h1>\n<p class=\"meta\">{}</p>\n", escape(title), escape(meta));
+        Page { body, title: title.to_string(), charts: 0 }
+    }
+
     /// Start a section.
     pub fn section(&mut self, heading: &str) {
         let _ = writeln!(self.body, "<h2>{}</h2>", escape(heading));
@@ -279,7 +286,8 @@ impl Page {
         self.charts
     }
 
-    fn finish(self) -> String {
+    /// The whole page.
+    pub fn finish(self) -> String {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"generator\" content=\"nandlab {}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n\

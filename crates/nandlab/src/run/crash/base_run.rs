@@ -103,7 +103,11 @@ fn run_thread(plan: &Plan, points: &[Planned]) -> ThreadOutcome {
             if !cuts.is_empty() {
                 let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
                 let request = point::Request { id: request_id, in_flight, history: &history };
-                out.results.extend(point::test_request(plan, &mut session, &request, &cuts));
+                let results = point::test_request(plan, &mut session, &request, &cuts);
+                if let Some(board) = &plan.opts.progress {
+                    board.tested(results.len() as u64, results.iter().filter(|p| !p.passed).count() as u64);
+                }
+                out.results.extend(results);
                 out.test_cpu += thread_cpu_seconds() - cpu;
                 out.test_wall += wall.elapsed().as_secs_f64();
             }

@@ -183,6 +183,9 @@ pub struct CrashOptions {
     /// Stop at the next request boundary of the base runs when set (see
     /// [`StopFlag`](super::StopFlag)); the points not reached are untested.
     pub stop: super::StopFlag,
+    /// A board the campaign posts its progress to (points tested, failed,
+    /// shrink rounds) for a display on another thread; none by default.
+    pub progress: Option<std::sync::Arc<super::progress::CrashProgress>>,
 }
 
 impl Default for CrashOptions {
@@ -203,6 +206,7 @@ impl Default for CrashOptions {
             oracle_unit_sectors: None,
             verify_chunk_sectors: 128,
             stop: super::StopFlag::default(),
+            progress: None,
         }
     }
 }
@@ -284,6 +288,9 @@ pub fn run_with_factory(
         _ if opts.stop.is_set() => Vec::new(),
         planned => planned?,
     };
+    if let Some(board) = &opts.progress {
+        board.planned(planned.len() as u64);
+    }
     let threads = thread_count(opts.threads, planned.len());
     let outcome = run_points(&plan, &planned, threads);
     let mut report = assemble(&plan, info.name, &workload.describe(), planned.len(), outcome, threads);

@@ -26,6 +26,8 @@ pub(super) fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Optio
         shrink: false,
         nested_at: first.nested_cut,
         max_requests: Some(max_requests),
+        // The points tried here are counted as shrink rounds, not as the campaign's.
+        progress: None,
         ..plan.opts.clone()
     };
     let sub = Plan { opts: &opts, factory: plan.factory.clone(), ..*plan };
@@ -46,6 +48,9 @@ pub(super) fn shrink(plan: &Plan, report: &CrashReport, threads: usize) -> Optio
         };
         rounds += 1;
         tried += cuts.len() as u64;
+        if let Some(board) = &plan.opts.progress {
+            board.shrink_round(cuts.len() as u64);
+        }
         match earliest_failing(&sub, &cuts, threads, signature) {
             Some(earlier) => best = earlier,
             // The sampled points passed: search the gap just below the best.

@@ -56,6 +56,7 @@
 pub mod precondition;
 
 use super::device::TimedDevice;
+use super::progress::{ProgressUnit, RunProgress};
 use super::{Lookahead, RunError, Session, StopFlag};
 use crate::config::Config;
 use crate::flash::{Cause, FlashStats, OpCounts};
@@ -170,14 +171,6 @@ impl Flow {
             })
             .collect()
     }
-}
-
-/// Progress of a perf run.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct PerfProgress {
-    pub phase: &'static str,
-    pub done: u64,
-    pub total: Option<u64>,
 }
 
 struct FlowState {
@@ -316,7 +309,7 @@ pub fn run(
     config: &Config,
     flows: Vec<Flow>,
     opts: &PerfOptions,
-    progress: &mut dyn FnMut(PerfProgress),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<PerfReport, RunError> {
     run_traced(config, flows, opts, progress).map(|(report, _)| report)
 }
@@ -327,7 +320,7 @@ pub fn run_traced(
     config: &Config,
     flows: Vec<Flow>,
     opts: &PerfOptions,
-    progress: &mut dyn FnMut(PerfProgress),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<(PerfReport, Option<Box<TraceRecorder>>), RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
@@ -348,7 +341,7 @@ pub fn run_traced(
     let precondition = match &opts.precondition {
         Some(spec) => {
             Some(precondition::precondition(device.session_mut(), spec, opts.seed, &opts.stop, &mut |done, total| {
-                progress(PerfProgress { phase: "precondition", done, total: Some(total) })
+                progress(&RunProgress { phase: "precondition", done, total: Some(total), ..RunProgress::default() })
             })?)
         }
         None => None,
@@ -426,7 +419,7 @@ pub fn run_traced(
         }
         events += 1;
         if events % 65_536 == 0 {
-            progress(PerfProgress { phase: "timed", done: sim.issued, total: opts.max_requests });
+            progress(&timed_progress(&sim, &device, opts, &base_stats, &base_host));
         }
         match ev.kind {
             Kind::Arrival(f) => arrive(&mut sim, &mut device, opts, f as usize, ev.time)?,
@@ -468,7 +461,7 @@ pub fn run_traced(
             }
         }
     }
-    progress(PerfProgress { phase: "timed", done: sim.issued, total: opts.max_requests });
+    progress(&timed_progress(&sim, &device, opts, &base_stats, &base_host));
 
     let timed_cpu = resources::cpu_seconds() - cpu_timed;
     let timed_wall = wall_timed.elapsed().as_secs_f64();
@@ -719,6 +712,18 @@ fn build_report(
         latency_cdf,
         breakdown,
         utilisation,
+        die_operations: model
+            .die_pages()
+            .iter()
+            .map(|counts| {
+                crate::timing::flash_model::DIE_OP_NAMES
+                    .iter()
+                    .zip(counts)
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(&name, &n)| (name, n))
+                    .collect()
+            })
+            .collect(),
         gc: PerfGc {
             foreground_pages_moved: counters.foreground_gc_pages_moved,
             background_pages_moved: counters.background_gc_pages_moved,
@@ -807,6 +812,38 @@ fn last_quarter_waf(series: &[crate::timing::FlashInterval]) -> f64 {
 }
 
 /// Flash counts since `before`, by cause.
+/// How far the timed phase has got (for the progress callback): requests
+/// issued of `--max-requests` when it bounds the run, else the flows'
+/// bytes; host and flash figures since the timed phase began.
+fn timed_progress(
+    sim: &Sim,
+    device: &TimedDevice,
+    opts: &PerfOptions,
+    base_stats: &FlashStats,
+    base_host: &crate::report::HostCounters,
+) -> RunProgress {
+    let (done, total, unit) = match opts.max_requests {
+        Some(max) => (sim.issued, Some(max), ProgressUnit::Requests),
+        None => {
+            let ws: Vec<_> = sim.flows.iter().map(|f| f.flow.workload.progress()).collect();
+            let total = ws.iter().map(|w| w.total).sum::<Option<u64>>();
+            (ws.iter().map(|w| w.done).sum(), total, ProgressUnit::Bytes)
+        }
+    };
+    let session = device.session();
+    let stats = session.drive().flash().stats();
+    RunProgress {
+        phase: "timed",
+        done,
+        total,
+        unit,
+        requests: sim.issued,
+        host_write_bytes: session.host().counters().write_bytes - base_host.write_bytes,
+        host_pages_programmed: counts_since(stats, base_stats, Cause::Host).programs(),
+        pages_programmed: stats.total().programs() - base_stats.total().programs(),
+    }
+}
+
 fn counts_since(now: &FlashStats, before: &FlashStats, cause: Cause) -> OpCounts {
     let (a, b) = (now.cause(cause), before.cause(cause));
     OpCounts {
