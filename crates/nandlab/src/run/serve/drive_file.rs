@@ -582,6 +582,7 @@ mod tests {
     use crate::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, IdleOutcome, IoRequest};
     use crate::host::nbd::transmission::Command;
     use crate::run::registry_factory;
+    use crate::run::serve::tests_support::pattern;
     use crate::violation::Rule;
 
     fn config(ftl: &str) -> Config {
@@ -598,18 +599,6 @@ mod tests {
 
     fn reopen(path: &Path, config: &Config, factory: FtlFactory) -> Opened {
         open(path, config, factory, None, 20, 1 << 20, ViolationPolicy::Continue).unwrap_or_else(|e| panic!("{e:?}"))
-    }
-
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) {

@@ -351,6 +351,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::host::nbd::transmission;
+    use crate::run::serve::tests_support::pattern;
 
     fn drive(ftl: &str, bug: Option<&str>, policy: ViolationPolicy) -> ServeDrive {
         let mut config = Config::preset("tiny").unwrap();
@@ -360,18 +361,6 @@ mod tests {
             config.ftl_options.insert("bug".into(), toml::Value::String(bug.into()));
         }
         ServeDrive::new(Session::new(&config, 9, 1, 20).unwrap(), 1 << 20, policy)
-    }
-
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) -> Answer {

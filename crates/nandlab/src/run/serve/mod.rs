@@ -469,6 +469,19 @@ fn finish(
 pub(crate) mod tests_support {
     use std::io::{Read, Write};
 
+    /// Deterministic pseudo-random bytes (xorshift) for test data.
+    pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
     /// A connection made of a reader and a writer (tests).
     pub struct Duplex<'a, R: Read, W: Write> {
         pub input: &'a mut R,
