@@ -86,7 +86,8 @@ pub struct ServeArgs {
     /// Keep the drive in FILE across runs: a new FILE is formatted, an
     /// existing one is checked (device, checksums, version) and mounted
     /// by a fresh FTL; at a clean exit the FTL shuts down and FILE is saved.
-    #[arg(long, value_name = "FILE")]
+    /// Not with --timed (its timing model would start from a fresh drive).
+    #[arg(long, value_name = "FILE", conflicts_with = "timed")]
     pub drive: Option<PathBuf>,
     /// At exit, leave the drive as a power cut would (no FTL shutdown, its
     /// volatile state lost) and save it: the next `serve --drive FILE`
