@@ -1,6 +1,6 @@
 //! # nandlab-bench — nandlab's benches
 //!
-//! Standard workloads, measured honestly: `nandlab bench stress|trace|perf|crash`.
+//! Standard workloads, measured honestly: `nandlab bench stress|trace|perf|crash|serve`.
 //! The CLI parses the bench's arguments and calls into this crate; this
 //! crate runs the `nandlab` executable it is given, one process per
 //! measurement, reads each run's JSON report back and prints the runs and
@@ -13,6 +13,8 @@
 //! - [`perf`]: MQSim's scenarios and a GC-heavy run, timed, with a locally
 //!   built MQSim on the same flows side by side ([`mqsim`]) when given.
 //! - [`crash`]: crash points checked per second.
+//! - [`serve`]: `nandlab serve` beside `nbdkit memory` under fio: IOPS,
+//!   MiB/s, server CPU per request, peak RSS.
 //! - [`html`]: a bench's medians as an HTML page (`--html`).
 //!
 //! Why a crate of its own rather than a module of the library or of the
@@ -32,6 +34,7 @@ pub mod crash;
 pub mod html;
 pub mod mqsim;
 pub mod perf;
+pub mod serve;
 pub mod stress;
 pub mod trace;
 

@@ -1,4 +1,4 @@
-//! `nandlab bench stress|trace|perf|crash`: the arguments, handed to the
+//! `nandlab bench stress|trace|perf|crash|serve`: the arguments, handed to the
 //! harness in the `nandlab-bench` crate, which runs this very executable.
 
 use crate::exit::{self, input_error};
@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use nandlab::util::size::parse_bytes;
 use nandlab::workload::trace::TraceFormat;
 use nandlab_bench::html::BenchTable;
-use nandlab_bench::{crash, mqsim, perf, stress, trace, Verdict};
+use nandlab_bench::{crash, mqsim, perf, serve, stress, trace, Verdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -92,6 +92,30 @@ pub enum BenchCommand {
         #[arg(last = true)]
         extra: Vec<String>,
     },
+    /// `nandlab serve` beside `nbdkit memory` in the same run, runs
+    /// interleaved: fio 4 KiB random write and read and 128 KiB
+    /// sequential write at iodepth 16; IOPS, MiB/s, server CPU time per
+    /// request, peak RSS, medians and ratios (skipped without fio or nbdkit).
+    Serve {
+        /// Runs per workload and server (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Seconds of fio per run.
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Device preset.
+        #[arg(long, default_value = "femu-bbssd")]
+        preset: String,
+        /// FTL.
+        #[arg(long, default_value = "page")]
+        ftl: String,
+        /// Bytes of the export fio uses (and nbdkit's RAM disk size).
+        #[arg(long, default_value = "1g", value_name = "SIZE")]
+        region: String,
+        /// Extra arguments passed to each `nandlab serve`.
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -148,7 +172,7 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
     let html_path = match &cmd {
         BenchCommand::Stress { html, .. } | BenchCommand::Crash { html, .. } => html.clone(),
         BenchCommand::Perf(a) => a.html.clone(),
-        BenchCommand::Trace(_) => None,
+        BenchCommand::Trace(_) | BenchCommand::Serve { .. } => None,
     };
     // The page's file is checked and created before any run; not standard
     // output, where the bench prints its figures.
@@ -201,6 +225,26 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         }),
         BenchCommand::Crash { points, runs, ftls, preset, html: _, extra } => {
             nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra, &mut table))
+        }
+        BenchCommand::Serve { runs, seconds, preset, ftl, region, extra } => {
+            let region_bytes = match parse_bytes(&region) {
+                Ok(b) if b >= 1 << 20 => b,
+                _ => return input_error(format!("--region {region}: expected a size of at least 1m")),
+            };
+            if seconds == 0 {
+                return input_error("--seconds 0: at least 1");
+            }
+            nandlab().and_then(|nandlab| {
+                serve::run(&serve::ServeBenchArgs {
+                    nandlab,
+                    preset,
+                    ftl,
+                    runs: runs.max(1),
+                    seconds,
+                    region_bytes,
+                    extra,
+                })
+            })
         }
     };
     if let (Ok(_), Some(out)) = (&outcome, html) {

@@ -114,7 +114,7 @@ enum Command {
         #[command(subcommand)]
         which: jasmine_cmd::JasmineCommand,
     },
-    /// Benchmarks: `nandlab bench stress|trace|perf|crash`.
+    /// Benchmarks: `nandlab bench stress|trace|perf|crash|serve`.
     Bench {
         #[command(subcommand)]
         which: bench_cmd::BenchCommand,

@@ -13,9 +13,12 @@ use crate::exit::{self, input_error};
 use crate::options::{self, DeviceArgs, WorkloadArgs};
 use crate::signals;
 use clap::Args;
+use nandlab::config::Config;
+use nandlab::run::drive::Drive;
+use nandlab::run::serve::drive_file::{self, OpenError};
 use nandlab::run::serve::executor::{ServeDrive, ViolationPolicy};
 use nandlab::run::serve::stream::Listener;
-use nandlab::run::serve::{self, ServeOptions};
+use nandlab::run::serve::{self, AtExit, ServeOptions};
 use nandlab::run::{registry_factory, Session};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
@@ -80,6 +83,17 @@ pub struct ServeArgs {
     /// Violations kept in full in the report.
     #[arg(long = "keep-violations", default_value_t = 20)]
     pub keep_violations: usize,
+    /// Keep the drive in FILE across runs: a new FILE is formatted, an
+    /// existing one is checked (device, checksums, version) and mounted
+    /// by a fresh FTL; at a clean exit the FTL shuts down and FILE is saved.
+    /// Not with --timed (its timing model would start from a fresh drive).
+    #[arg(long, value_name = "FILE", conflicts_with = "timed")]
+    pub drive: Option<PathBuf>,
+    /// At exit, leave the drive as a power cut would (no FTL shutdown, its
+    /// volatile state lost) and save it: the next `serve --drive FILE`
+    /// recovers it and checks every sector against what was flushed.
+    #[arg(long = "power-cut-on-exit", requires = "drive", conflicts_with = "remount")]
+    pub power_cut_on_exit: bool,
 }
 
 fn size_bytes(text: &str) -> Result<u64, String> {
@@ -119,6 +133,52 @@ fn bind(args: &ServeArgs) -> Result<(Listener, String), String> {
     Ok((Listener::Tcp(l), format!("nbd://{local}")))
 }
 
+/// The drive to serve and its seed: a fresh one, or the one `--drive`
+/// keeps (formatted when the file does not exist yet). The exit code when
+/// it cannot be had (the file is damaged or for another device: exit 2;
+/// the FTL failed to mount it: exit 1).
+fn open_drive(config: &Config, args: &ServeArgs) -> Result<(ServeDrive, u64), ExitCode> {
+    let factory = registry_factory(&config.ftl_name, &config.ftl_options);
+    if let Some(path) = args.drive.as_ref().filter(|p| p.exists()) {
+        let opened = drive_file::open(
+            path,
+            config,
+            factory,
+            args.seed,
+            args.keep_violations,
+            args.stale_bytes_max,
+            args.on_violation,
+        );
+        return match opened {
+            Ok(o) => {
+                eprintln!("nandlab serve: drive {}: {}", path.display(), o.how);
+                for v in o.drive.session().drive().flash().log().kept() {
+                    eprintln!("nandlab serve: violation (recovery): {v}");
+                }
+                Ok((o.drive, o.seed))
+            }
+            Err(OpenError::Input(e)) => Err(input_error(e)),
+            Err(OpenError::Mount(e)) => {
+                eprintln!("error: {e}");
+                Err(ExitCode::from(exit::VIOLATIONS))
+            }
+        };
+    }
+    if let Some(path) = &args.drive {
+        // Refused now, not after serving: the directory must take the file.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(input_error(format!("--drive {}: {} is not a directory", path.display(), dir.display())));
+        }
+    }
+    let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
+    let session = Session::with_factory(config, factory, seed, 1, args.keep_violations).map_err(input_error)?;
+    if let Some(path) = &args.drive {
+        eprintln!("nandlab serve: drive {}: new, formatted", path.display());
+    }
+    Ok((ServeDrive::new(session, args.stale_bytes_max, args.on_violation), seed))
+}
+
 pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
     let ([json], stop, config) = match device.start(&WorkloadArgs::default(), &[], [("--json", args.json.as_deref())]) {
         Ok(started) => started,
@@ -136,13 +196,17 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
             return input_error(format!("--timed: {e}"));
         }
     }
-    let seed = args.seed.unwrap_or_else(nandlab::seed::draw_run_seed);
-    let factory = registry_factory(&config.ftl_name, &config.ftl_options);
-    let session = match Session::with_factory(&config, factory, seed, 1, args.keep_violations) {
-        Ok(s) => s,
-        Err(e) => return input_error(e),
+    let (mut drive, seed) = match open_drive(&config, args) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
-    let drive = ServeDrive::new(session, args.stale_bytes_max, args.on_violation);
+    if args.power_cut_on_exit {
+        let factory = registry_factory(&config.ftl_name, &config.ftl_options);
+        match Drive::ftl_needs(&config, &factory, seed) {
+            Ok((_, guarantee)) => drive.track_power_cut(guarantee),
+            Err(e) => return input_error(e),
+        }
+    }
     let (listener, url) = match bind(args) {
         Ok(bound) => bound,
         Err(e) => return input_error(e),
@@ -170,15 +234,30 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
         stats_now: Some(stats_now),
         stats_interval: args.stats_interval,
         timed: args.timed,
+        at_exit: match (&args.drive, args.power_cut_on_exit) {
+            (None, _) => AtExit::Flush,
+            (Some(_), false) => AtExit::Shutdown,
+            (Some(_), true) => AtExit::PowerCut,
+        },
     };
     let result = serve::run(&config, drive, listener, &opts, &mut |line| eprintln!("nandlab serve: {line}"));
     if let Some(path) = &args.unix {
         let _ = std::fs::remove_file(path);
     }
-    let mut report = match result {
+    let (mut report, drive) = match result {
         Ok(r) => r,
         Err(e) => return input_error(e),
     };
+    if let Some(path) = &args.drive {
+        let how = if args.power_cut_on_exit { "as a power cut left it" } else { "after a clean shutdown" };
+        match drive_file::save_drive(path, &config, &drive, seed, args.power_cut_on_exit) {
+            Ok(()) => eprintln!("nandlab serve: drive saved to {} ({how})", path.display()),
+            Err(e) => {
+                eprintln!("error: --drive {}: cannot save the drive: {e}", path.display());
+                return ExitCode::from(exit::VIOLATIONS);
+            }
+        }
+    }
     if report.run.interrupted {
         signals::announce();
     }

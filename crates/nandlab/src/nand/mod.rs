@@ -48,6 +48,7 @@
 //! - garbage (a torn or corrupted page): the read fails as uncorrectable.
 
 pub mod geometry;
+pub mod image;
 mod journal;
 pub mod payload;
 pub mod power;

@@ -149,6 +149,79 @@ impl Oracle {
         }
     }
 
+    /// Every sector not [`SectorVersion::Never`], as runs `(first LBA,
+    /// sectors, version)` of one version each, in LBA order; units never
+    /// written are skipped without being read.
+    pub fn written_runs(&self) -> Vec<(u64, u64, SectorVersion)> {
+        let mut runs: Vec<(u64, u64, SectorVersion)> = Vec::new();
+        let unit_len = 1u64 << self.unit_shift;
+        self.units.for_each_nonzero(|unit, _| {
+            let first = (unit as u64) << self.unit_shift;
+            for lba in first..(first + unit_len).min(self.logical_sectors) {
+                let v = self.version(lba);
+                match runs.last_mut() {
+                    Some((at, n, last)) if *at + *n == lba && *last == v => *n += 1,
+                    _ if v == SectorVersion::Never => {}
+                    _ => runs.push((lba, 1, v)),
+                }
+            }
+        });
+        runs
+    }
+
+    /// Write the shadow disk: its size, unit and [`Oracle::written_runs`].
+    pub fn save_image<W: std::io::Write>(&self, e: &mut crate::util::codec::Enc<W>) -> std::io::Result<()> {
+        e.u64(self.logical_sectors)?;
+        e.u32(self.sectors_per_unit())?;
+        let runs = self.written_runs();
+        e.u64(runs.len() as u64)?;
+        for (lba, n, v) in runs {
+            e.u64(lba)?;
+            e.u64(n)?;
+            e.u32(match v {
+                SectorVersion::Never => NEVER,
+                SectorVersion::Trimmed => TRIMMED,
+                SectorVersion::Written(w) => w,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A shadow disk [`Oracle::save_image`] wrote; `what` names it in
+    /// errors. Its size must be `logical_sectors` and every write id below
+    /// `next_write_id`.
+    pub fn load_image<R: std::io::Read>(
+        d: &mut crate::util::codec::Dec<R>,
+        what: &str,
+        logical_sectors: u64,
+        next_write_id: WriteId,
+    ) -> Result<Oracle, String> {
+        let size = d.u64(&format!("{what} size"))?;
+        if size != logical_sectors {
+            return Err(format!("{what}: {size} sectors, the device has {logical_sectors}"));
+        }
+        let unit = d.u32(&format!("{what} unit"))?;
+        check_unit_sectors(unit).map_err(|e| format!("{what} unit: {e}"))?;
+        let mut o = Oracle::new(logical_sectors, unit);
+        let count = d.u64_below(&format!("{what} run count"), logical_sectors + 1)?;
+        let mut next = 0;
+        for k in 0..count {
+            let lba = d.u64(&format!("{what} run {k} LBA"))?;
+            let n = d.u64(&format!("{what} run {k} length"))?;
+            let v = d.u32(&format!("{what} run {k} version"))?;
+            if lba < next || n == 0 || n > logical_sectors - lba.min(logical_sectors) {
+                return Err(format!("{what} run {k}: {n} sectors at LBA {lba} is out of order or beyond the disk"));
+            }
+            next = lba + n;
+            match v {
+                TRIMMED => o.record_trim(lba, n),
+                w if w != NEVER && w < next_write_id => o.record_write(lba, n, w),
+                w => return Err(format!("{what} run {k}: write id {w} was never handed out (next: {next_write_id})")),
+            }
+        }
+        Ok(o)
+    }
+
     /// Record a completed write of `sectors` sectors at `lba` by write `write`.
     pub fn record_write(&mut self, lba: u64, sectors: u64, write: WriteId) {
         assert!(write != NEVER && write <= MAX_WRITE_ID, "write id {write} out of range");

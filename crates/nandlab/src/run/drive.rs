@@ -83,25 +83,70 @@ impl Drive {
     /// Build the drive for `config` with an FTL from `factory`, formatted
     /// and ready.
     pub fn build(config: &Config, factory: FtlFactory, seed: u64, keep_violations: usize) -> Result<Drive, RunError> {
-        let env = FtlEnv {
-            geometry: config.geometry.clone(),
-            logical_sectors: config.logical_sectors,
-            dram_budget_bytes: config.dram_budget_bytes,
-            seed: derive_seed(seed, "ftl"),
-        };
-        let mut ftl = factory(&env).map_err(|e| RunError::Input(config.locate_error(&e)))?;
-        let info = ftl.info();
-        // What the FTL needs of the geometry is checked before the drive is
-        // built, so a device file that cannot hold it is bad input, not an
-        // FTL failure found at the first program.
-        ftl::check_geometry(&info, &config.geometry)
-            .map_err(|(field, reason)| RunError::Input(config.field_error("geometry", field, reason).to_string()))?;
+        let (env, mut ftl, info) = Drive::instance(config, &factory, seed)?;
         let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed))
             .map_err(RunError::Input)?;
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
         ftl.format(&mut flash)
             .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
         Ok(Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false })
+    }
+
+    /// The FTL's environment for `config`, a fresh instance from
+    /// `factory` and what it declares, checked against the geometry.
+    fn instance(
+        config: &Config,
+        factory: &FtlFactory,
+        seed: u64,
+    ) -> Result<(FtlEnv, Box<dyn Ftl>, ftl::FtlInfo), RunError> {
+        let env = FtlEnv {
+            geometry: config.geometry.clone(),
+            logical_sectors: config.logical_sectors,
+            dram_budget_bytes: config.dram_budget_bytes,
+            seed: derive_seed(seed, "ftl"),
+        };
+        let ftl = factory(&env).map_err(|e| RunError::Input(config.locate_error(&e)))?;
+        let info = ftl.info();
+        // What the FTL needs of the geometry is checked before the drive is
+        // built, so a device file that cannot hold it is bad input, not an
+        // FTL failure found at the first program.
+        ftl::check_geometry(&info, &config.geometry)
+            .map_err(|(field, reason)| RunError::Input(config.field_error("geometry", field, reason).to_string()))?;
+        Ok((env, ftl, info))
+    }
+
+    /// The spare bytes per page the FTL of `config` stores (what its NAND
+    /// keeps of each page's OOB), and the crash guarantee it declares.
+    pub fn ftl_needs(config: &Config, factory: &FtlFactory, seed: u64) -> Result<(u32, ftl::Guarantee), RunError> {
+        let (_, _, info) = Drive::instance(config, factory, seed)?;
+        Ok((info.oob_bytes.min(config.geometry.oob_size_bytes()), info.guarantee))
+    }
+
+    /// A drive on flash that already holds a drive (`serve --drive`): a
+    /// fresh FTL instance mounts it (no format), as after a power cycle.
+    /// The mount's error is returned with the drive unmounted.
+    pub fn mount_on(
+        config: &Config,
+        factory: FtlFactory,
+        seed: u64,
+        keep_violations: usize,
+        nand: Nand,
+    ) -> Result<Result<Drive, (Drive, FtlError)>, RunError> {
+        let (env, mut ftl, _) = Drive::instance(config, &factory, seed)?;
+        let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
+        let mounted = ftl.mount(&mut flash);
+        let drive = Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false };
+        Ok(match mounted {
+            Ok(()) => Ok(drive),
+            Err(e) => Err((drive, e)),
+        })
+    }
+
+    /// The FTL's clean shutdown (the drive is powered off after it: no
+    /// FTL call may follow but a [`Drive::power_cycle`]).
+    pub fn shutdown(&mut self) -> Result<(), FtlError> {
+        let (ftl, flash) = self.running();
+        ftl.shutdown(flash)
     }
 
     /// The flash controller (NAND, stats, violation log), read-only.

@@ -64,6 +64,13 @@ impl HostSide {
         }
     }
 
+    /// A host whose disk was shadowed by another process (`serve
+    /// --drive`): `oracle` as it left it, write ids continuing from
+    /// `next_write_id`; counters from zero.
+    pub fn restored(oracle: Oracle, next_write_id: WriteId, sector_bytes: u64) -> HostSide {
+        HostSide { next_write_id, ..HostSide::new(0, 1, sector_bytes) }.continued_with(oracle)
+    }
+
     /// The same host carrying on with another view of the disk (after a
     /// crash test's recovery: what the recovered drive showed), its ids and
     /// counters continuing from here.

@@ -151,6 +151,11 @@ impl Session {
         Ok(Session { drive, host: HostSide::new(config.logical_sectors, oracle_unit_sectors, sector_bytes) })
     }
 
+    /// A session of a drive and a host built apart (`serve --drive`).
+    pub fn from_parts(drive: Drive, host: HostSide) -> Session {
+        Session { drive, host }
+    }
+
     /// The drive: flash, FTL.
     pub fn drive(&self) -> &Drive {
         &self.drive

@@ -2,6 +2,7 @@
 //! arithmetic the layers share, and sizes as people write them.
 //!
 //! - [`assignment`]: `KEY=VALUE` as options give them, values read as TOML.
+//! - [`codec`]: little-endian fields on a byte stream, lengths checked before allocating.
 //! - [`duration`]: durations such as `10s` or `500ms`, in nanoseconds.
 //! - [`size`]: fio-style sizes (`4k`, `50%`, `2x`) and byte counts for messages.
 //! - [`fast_div`]: division by a fixed divisor with one multiply.
@@ -10,6 +11,7 @@
 //! - [`sparse_table`]: a table of mostly-absent entries stored by chunks.
 
 pub mod assignment;
+pub mod codec;
 pub mod duration;
 pub mod fast_div;
 pub mod prefetch;

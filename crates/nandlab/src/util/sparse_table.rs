@@ -144,6 +144,28 @@ impl SparseTable {
         (0..self.len).map(|i| self.get(i))
     }
 
+    /// Call `f(index, value)` for every non-zero entry, in order; chunks
+    /// never written are skipped without being read.
+    pub fn for_each_nonzero(&self, mut f: impl FnMut(usize, u32)) {
+        if self.directory.is_empty() {
+            for (i, &v) in self.arena[..self.len].iter().enumerate() {
+                if v != 0 {
+                    f(i, v);
+                }
+            }
+            return;
+        }
+        for (c, &chunk) in self.directory.iter().enumerate().filter(|(_, &chunk)| chunk != 0) {
+            let base = (chunk as usize) << CHUNK_SHIFT;
+            for k in 0..CHUNK_LEN.min(self.len - (c << CHUNK_SHIFT)) {
+                let v = self.arena[base + k];
+                if v != 0 {
+                    f((c << CHUNK_SHIFT) + k, v);
+                }
+            }
+        }
+    }
+
     /// Heap bytes reserved (most of them never resident).
     pub fn memory_bytes(&self) -> usize {
         (self.directory.capacity() + self.arena.capacity()) * 4

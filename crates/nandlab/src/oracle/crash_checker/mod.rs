@@ -131,6 +131,26 @@ impl CrashHistory {
         }
     }
 
+    /// A history carried over from another process (`serve --drive`
+    /// after a power cut): `floor` and the operations pending over it, in
+    /// order. What only the live history knew (which operations a durable
+    /// write implied under OPTR) is not carried: such a loss is reported as
+    /// `lost_durable_write` instead of `not_a_prefix`.
+    pub fn restored(guarantee: Guarantee, floor: Oracle, pending: &[PendingOp]) -> CrashHistory {
+        let mut h = CrashHistory {
+            guarantee,
+            floor,
+            ops: Vec::new(),
+            writes: Vec::new(),
+            by_unit: HashMap::new(),
+            implied: Vec::new(),
+        };
+        for &op in pending {
+            h.record(Some(op), false, None);
+        }
+        h
+    }
+
     /// The durable floor.
     pub fn floor(&self) -> &Oracle {
         &self.floor

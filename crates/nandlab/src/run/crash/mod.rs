@@ -85,7 +85,7 @@
 
 mod base_run;
 mod plan;
-mod point;
+pub(crate) mod point;
 mod shrink;
 
 pub use plan::MAX_CRASH_POINTS;

@@ -240,7 +240,7 @@ fn draw_nested(rng: &mut crate::seed::Rng, n: u32) -> NestedCut {
 
 /// Read every logical sector through the recovered FTL into the checker.
 /// False if the FTL failed a read (recorded).
-fn verify_disk(drive: &mut Drive, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
+pub(crate) fn verify_disk(drive: &mut Drive, checker: &mut CrashChecker, total: u64, chunk: u32) -> bool {
     let mut lba = 0;
     let chunk = u64::from(chunk.max(1));
     // Hints two chunks ahead: the FTL warms its map for the later one and

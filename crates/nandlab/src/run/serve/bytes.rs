@@ -28,6 +28,7 @@
 
 use crate::nand::payload::{Run, RunKind, WriteId};
 use crate::oracle::{Oracle, SectorVersion};
+use crate::util::codec::{Dec, Enc};
 use std::collections::{HashMap, VecDeque};
 
 /// A stale version no longer kept, as the client sees it.
@@ -151,6 +152,97 @@ impl ByteStore {
             if let Some(v) = self.versions.remove(&old) {
                 self.stats.stale_bytes -= v.cost_bytes();
                 self.stats.versions_forgotten += 1;
+            }
+        }
+    }
+
+    /// Write the versions kept (live and stale, oldest stale first).
+    pub fn save_image<W: std::io::Write>(&self, e: &mut Enc<W>) -> std::io::Result<()> {
+        let mut ids: Vec<WriteId> = self.versions.keys().copied().collect();
+        ids.sort_unstable();
+        e.u64(ids.len() as u64)?;
+        for id in ids {
+            let v = &self.versions[&id];
+            e.u32(id)?;
+            e.u64(v.lba)?;
+            e.u32(v.sectors)?;
+            e.u8(u8::from(v.data.is_some()))?;
+            if let Some(data) = &v.data {
+                e.raw(data)?;
+            }
+        }
+        e.u64(self.stale.len() as u64)?;
+        for &id in &self.stale {
+            e.u32(id)?;
+        }
+        Ok(())
+    }
+
+    /// Read the versions [`ByteStore::save_image`] wrote into this (empty)
+    /// store, for a disk of `logical_sectors`: versions of at most
+    /// `max_sectors` sectors, ids below `next_write_id`. Returns the stale
+    /// order saved, for [`ByteStore::settle`].
+    pub fn load_image<R: std::io::Read>(
+        &mut self,
+        d: &mut Dec<R>,
+        logical_sectors: u64,
+        max_sectors: u32,
+        next_write_id: WriteId,
+    ) -> Result<Vec<WriteId>, String> {
+        let count = d.u64_below("byte versions count", u64::from(next_write_id))?;
+        let mut last = 0;
+        for k in 0..count {
+            let what = |f: &str| format!("byte version {k} {f}");
+            let id = d.u32(&what("write id"))?;
+            if id <= last || id >= next_write_id {
+                return Err(format!("{}: {id} is out of order or was never handed out", what("write id")));
+            }
+            last = id;
+            let lba = d.u64_below(&what("LBA"), logical_sectors)?;
+            let sectors = d.u32_max(&what("sectors"), max_sectors)?;
+            if sectors == 0 || u64::from(sectors) > logical_sectors - lba {
+                return Err(format!("{}: {sectors} sectors at LBA {lba} do not fit the disk", what("sectors")));
+            }
+            let data = match d.u8(&what("kind"))? {
+                0 => None,
+                1 => {
+                    let mut data = vec![0; sectors as usize * self.sector_bytes];
+                    d.raw(&what("bytes"), &mut data)?;
+                    Some(data.into_boxed_slice())
+                }
+                other => return Err(format!("{}: {other} is neither 0 (zeros) nor 1 (bytes)", what("kind"))),
+            };
+            self.versions.insert(id, Version { lba, sectors, live_sectors: 0, data });
+        }
+        let stale = d.u64_below("byte versions stale count", count + 1)?;
+        let mut order = Vec::new();
+        for k in 0..stale {
+            order.push(d.u32(&format!("byte versions stale {k}"))?);
+        }
+        Ok(order)
+    }
+
+    /// After [`ByteStore::load_image`]: a version is live for the sectors
+    /// `oracle` names it on (after a power cut, maybe fewer than at the
+    /// save), stale otherwise, the stale ones in the order saved first.
+    pub fn settle(&mut self, stale_order: Vec<WriteId>, oracle: &Oracle) {
+        for (_, n, v) in oracle.written_runs() {
+            if let SectorVersion::Written(w) = v {
+                if let Some(version) = self.versions.get_mut(&w) {
+                    version.live_sectors = (version.live_sectors + n as u32).min(version.sectors);
+                }
+            }
+        }
+        let mut ids: Vec<WriteId> = self.versions.keys().copied().collect();
+        ids.sort_unstable();
+        self.stats = ByteStoreStats::default();
+        for &id in &ids {
+            self.stats.live_bytes += self.versions[&id].cost_bytes();
+        }
+        let mut seen = std::collections::HashSet::new();
+        for id in stale_order.into_iter().chain(ids) {
+            if self.versions.get(&id).is_some_and(|v| v.live_sectors == 0) && seen.insert(id) {
+                self.make_stale(id);
             }
         }
     }

@@ -17,9 +17,10 @@
 
 use super::bytes::ByteStore;
 use crate::flash::BufId;
-use crate::ftl::IoRequest;
+use crate::ftl::{Guarantee, IoRequest};
 use crate::host::nbd::errno;
 use crate::host::nbd::transmission::Command;
+use crate::oracle::crash_checker::{CrashHistory, PendingOp};
 use crate::run::{RunError, Session};
 
 /// Sectors per host request to the FTL (a longer command is split).
@@ -65,12 +66,35 @@ pub struct ServeDrive {
     bytes: ByteStore,
     policy: ViolationPolicy,
     sector_bytes: u64,
+    /// With `--power-cut-on-exit`: the durable floor and the writes and
+    /// trims since, for the next run to check its recovery against.
+    history: Option<CrashHistory>,
 }
 
 impl ServeDrive {
     pub fn new(session: Session, stale_bytes_max: u64, policy: ViolationPolicy) -> ServeDrive {
         let sector_bytes = session.host().bytes(1);
-        ServeDrive { session, bytes: ByteStore::new(sector_bytes as u32, stale_bytes_max), policy, sector_bytes }
+        let bytes = ByteStore::new(sector_bytes as u32, stale_bytes_max);
+        ServeDrive { session, bytes, policy, sector_bytes, history: None }
+    }
+
+    /// A drive whose bytes were kept by another run (`serve --drive`).
+    pub fn with_bytes(session: Session, bytes: ByteStore, policy: ViolationPolicy) -> ServeDrive {
+        let sector_bytes = session.host().bytes(1);
+        ServeDrive { session, bytes, policy, sector_bytes, history: None }
+    }
+
+    /// Keep what a power cut may lose from here on (everything the oracle
+    /// holds now is durable): the writes and trims since the last flush,
+    /// for `guarantee`.
+    pub fn track_power_cut(&mut self, guarantee: Guarantee) {
+        let floor = self.session.host().oracle().clone();
+        self.history = Some(CrashHistory::restored(guarantee, floor, &[]));
+    }
+
+    /// What a power cut now may lose, when tracked.
+    pub fn power_cut_history(&self) -> Option<&CrashHistory> {
+        self.history.as_ref()
     }
 
     pub fn session(&self) -> &Session {
@@ -144,8 +168,13 @@ impl ServeDrive {
             let (drive, host) = self.session.parts_mut();
             let id = host.start_request();
             drive.set_request(Some(id));
-            if let Err(e) = drive.flush() {
-                drive.ftl_error("flush", e);
+            match drive.flush() {
+                Ok(()) => {
+                    if let Some(h) = &mut self.history {
+                        h.record(None, true, None);
+                    }
+                }
+                Err(e) => drive.ftl_error("flush", e),
             }
             host.count_flush();
             drive.set_request(None);
@@ -255,6 +284,10 @@ impl ServeDrive {
             Ok(durability) => {
                 self.bytes.supersede(host.oracle(), lba, u64::from(sectors), w.write);
                 host.acknowledge_write(&w, durability);
+                if let Some(h) = &mut self.history {
+                    let op = PendingOp { request: id, trim: false, lba, sectors, write: w.write };
+                    h.record(Some(op), false, Some(durability));
+                }
             }
             Err(e) => {
                 drive.ftl_error(&format!("write of {sectors} sectors at LBA {lba}"), e);
@@ -278,6 +311,10 @@ impl ServeDrive {
                 Ok(()) => {
                     self.bytes.supersede(host.oracle(), lba, u64::from(sectors), 0);
                     host.acknowledge_trim(lba, u64::from(sectors));
+                    if let Some(h) = &mut self.history {
+                        let write = host.next_write_id() - 1;
+                        h.record(Some(PendingOp { request: id, trim: true, lba, sectors, write }), false, None);
+                    }
                 }
                 Err(e) => drive.ftl_error(&format!("trim of {sectors} sectors at LBA {lba}"), e),
             }
@@ -314,6 +351,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::host::nbd::transmission;
+    use crate::run::serve::tests_support::pattern;
 
     fn drive(ftl: &str, bug: Option<&str>, policy: ViolationPolicy) -> ServeDrive {
         let mut config = Config::preset("tiny").unwrap();
@@ -323,18 +361,6 @@ mod tests {
             config.ftl_options.insert("bug".into(), toml::Value::String(bug.into()));
         }
         ServeDrive::new(Session::new(&config, 9, 1, 20).unwrap(), 1 << 20, policy)
-    }
-
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) -> Answer {

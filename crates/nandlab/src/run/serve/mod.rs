@@ -40,6 +40,7 @@
 
 pub mod bytes;
 pub mod connection;
+pub mod drive_file;
 pub mod executor;
 pub mod stream;
 pub mod timed;
@@ -95,6 +96,20 @@ pub struct ServeOptions {
     /// Hold each reply until the simulated drive would complete it
     /// ([`timed`]; the preset needs a timing model).
     pub timed: bool,
+    /// What the drive does at exit (after `remount_verify`'s check).
+    pub at_exit: AtExit,
+}
+
+/// What the drive does when the server stops.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AtExit {
+    /// The FTL flushes (the drive stays powered: nothing is kept).
+    Flush,
+    /// The FTL's clean shutdown (`--drive`: the flash is then saved).
+    Shutdown,
+    /// Nothing: the power is cut (`--drive --power-cut-on-exit`; the
+    /// next run's FTL recovers).
+    PowerCut,
 }
 
 /// A message to the drive thread.
@@ -194,7 +209,7 @@ pub fn run(
     listener: Listener,
     opts: &ServeOptions,
     log: &mut dyn FnMut(&str),
-) -> Result<ServeReport, RunError> {
+) -> Result<(ServeReport, ServeDrive), RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
     let mut pacer = if opts.timed { Some(Pacer::new(config, opts.seed, started)?) } else { None };
@@ -273,9 +288,9 @@ pub fn run(
     for stream in streams.lock().expect("streams lock").values() {
         stream.shutdown();
     }
-    let mut report = finish(config, drive, counters, interrupted, opts.seed, opts.remount_verify, started, cpu_start);
+    let mut report = finish(config, &mut drive, counters, interrupted, opts, started, cpu_start);
     report.timed = pacer.as_ref().map(Pacer::report);
-    Ok(report)
+    Ok((report, drive))
 }
 
 /// Serve one connection's whole byte stream on this thread, replies
@@ -400,26 +415,37 @@ fn live_line(drive: &ServeDrive, counters: &ServeCounters, open: u64) -> String 
     )
 }
 
-/// The clean shutdown, the check of every sector, and the report.
+/// The clean shutdown (or none: see [`AtExit`]), the check of every
+/// sector, and the report.
 fn finish(
     config: &Config,
-    mut drive: ServeDrive,
+    drive: &mut ServeDrive,
     mut counters: ServeCounters,
     interrupted: bool,
-    seed: u64,
-    remount_verify: bool,
+    opts: &ServeOptions,
     started: Instant,
     cpu_start: f64,
 ) -> ServeReport {
+    let (seed, remount_verify) = (opts.seed, opts.remount_verify && opts.at_exit != AtExit::PowerCut);
     counters.bytes = drive.bytes().stats().clone();
     let session = drive.session_mut();
     let end = WorkloadEnd::take(session, started);
     let stopped_early = session.ftl_failed().then(|| "the FTL returned an error".to_string());
     let remount = (remount_verify && !session.ftl_failed()).then(|| session.remount_and_verify());
-    if !remount_verify && !session.ftl_failed() {
+    if !session.ftl_failed() {
         let drive = session.drive_mut();
-        if let Err(e) = drive.flush() {
-            drive.ftl_error("the flush at exit", e);
+        match opts.at_exit {
+            AtExit::Flush if !remount_verify => {
+                if let Err(e) = drive.flush() {
+                    drive.ftl_error("the flush at exit", e);
+                }
+            }
+            AtExit::Shutdown => {
+                if let Err(e) = drive.shutdown() {
+                    drive.ftl_error("the shutdown at exit", e);
+                }
+            }
+            AtExit::Flush | AtExit::PowerCut => {}
         }
     }
     let outline = RunOutline {
@@ -442,6 +468,19 @@ fn finish(
 #[cfg(test)]
 pub(crate) mod tests_support {
     use std::io::{Read, Write};
+
+    /// Deterministic pseudo-random bytes (xorshift) for test data.
+    pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
 
     /// A connection made of a reader and a writer (tests).
     pub struct Duplex<'a, R: Read, W: Write> {
