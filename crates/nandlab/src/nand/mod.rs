@@ -51,6 +51,7 @@ pub mod geometry;
 mod journal;
 pub mod payload;
 pub mod power;
+pub mod reliability;
 
 use crate::violation::{Checker, Rule};
 mod error;
