@@ -389,7 +389,7 @@ impl FlashController {
         self.refuse_grown_bad(op, page)?;
         let mut ck = checker!(self, op);
         let result = self.nand.program(&mut ck, page, &programmed, oob);
-        let failed = result.is_ok() && self.program_fails(page);
+        let failed = result.is_ok() && op.cause == Cause::Host && self.program_fails(page);
         if failed {
             if let Some(r) = self.reliability.as_deref_mut() {
                 r.record_failed_program(&programmed);
@@ -573,10 +573,6 @@ impl Flash for FlashController {
         }
         let mut ck = checker!(self, op);
         self.nand.program_meta(&mut ck, page, data, oob)?;
-        if self.reliability.is_some() && self.program_fails(page) {
-            self.nand.corrupt_page(page);
-            return Err(FlashError::ProgramFailed);
-        }
         self.finish(&op)
     }
 

@@ -25,9 +25,11 @@
 //!   metadata in pSLC or under a stronger code; copybacks move the raw
 //!   page without a decode (their errors are left for the second
 //!   session, with refresh).
-//! - **Programs** of host data (and metadata) may fail: the page is left
+//! - **Host-data programs** (cause `Host`) may fail: the page is left
 //!   unreadable (its OOB as written, like a torn program) and the block
-//!   becomes a grown bad block. The NAND refuses programs and erases of a
+//!   becomes a grown bad block. GC copies and metadata programs do not
+//!   fail in this first slice (their handling in every FTL is the issue's
+//!   second session); they are refused on a grown bad block all the same. The NAND refuses programs and erases of a
 //!   grown bad block (`used_bad_block`) but still reads it, so the
 //!   firmware can copy its other pages out.
 //! - **Erases** may fail (always, past the worn-out P/E count): the block
