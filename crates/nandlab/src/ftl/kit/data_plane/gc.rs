@@ -183,8 +183,7 @@ impl DataPlane {
         match erased {
             Ok(()) => {}
             Err(FlashError::EraseFailed) if self.mutant != Mutant::ReusesFailedBlock => {
-                self.retire_after_erase_failure(group);
-                return Ok(());
+                return self.retire_after_erase_failure(flash, group, cause);
             }
             Err(FlashError::EraseFailed) => {} // BUG (deliberate): freed all the same
             Err(e) => return Err(e.into()),

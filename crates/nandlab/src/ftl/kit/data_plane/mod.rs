@@ -255,9 +255,8 @@ struct Unit {
 #[derive(Default, Clone, Debug)]
 pub struct DataPlaneCounters {
     pub gc_runs: u64,
-    /// Groups retired after a program or erase failure, and their blocks
-    /// (media reliability; see `retire.rs`).
-    pub retired_groups: u64,
+    /// Blocks retired after a program or erase failure (media
+    /// reliability; see `retire.rs`).
     pub retired_blocks: u64,
     pub gc_background_runs: u64,
     /// Victims that held the FTL's metadata pages (`dftl`: translation blocks).
