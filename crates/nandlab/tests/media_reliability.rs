@@ -92,6 +92,23 @@ fn page_and_dftl_retire_dozens_of_failing_blocks_over_100x_capacity_and_lose_not
 }
 
 #[test]
+fn block_retires_blocks_whose_erase_fails_and_loses_nothing() {
+    // `block` (and `hybrid`) handle erase failures only (see the README):
+    // programs do not fail here.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let mut config = Config::parse(text, "tlc-failing.toml").expect("example device");
+    config.ftl_name = "block".into();
+    config.set_reliability(Some("program_fail_probability=0,erase_fail_probability=0.0005"), &[]).unwrap();
+    let r = run(&config, Mutant::None, &random(RwMode::RandWrite, 3.0), true);
+    assert_clean(&r);
+    let media = r.reliability.as_ref().expect("section");
+    assert!(media.erase_failures >= 5, "{media:?}");
+    let retired = r.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(retired, media.grown_bad_blocks);
+    assert!(r.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none()));
+}
+
+#[test]
 fn a_drive_out_of_spare_blocks_stops_with_a_clear_error_not_wrong_data() {
     // Every fifth program fails: the spare blocks run out.
     let config = device("page", "preset:tlc,program_fail_probability=0.2");

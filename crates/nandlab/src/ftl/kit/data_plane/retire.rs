@@ -121,8 +121,6 @@ impl DataPlane {
     /// The retirement counter as an FTL metric, when a block was retired
     /// (absent otherwise, so reports without media failures are unchanged).
     pub fn retirement_stats(&self, extra: &mut std::collections::BTreeMap<String, serde_json::Value>) {
-        if self.counters.retired_blocks > 0 {
-            extra.insert("retired_blocks".into(), serde_json::json!(self.counters.retired_blocks));
-        }
+        crate::ftl::kit::free_blocks::insert_retired_blocks(extra, self.counters.retired_blocks);
     }
 }
