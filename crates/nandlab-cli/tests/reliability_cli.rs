@@ -83,3 +83,15 @@ fn modes_without_the_model_refuse_it_before_any_work() {
         assert!(err.contains(&format!("{mode} does not support the media reliability model yet")), "{mode}: {err}");
     }
 }
+
+#[test]
+fn the_media_rules_are_listed() {
+    let (code, out, _) = nandlab(&["rules"]);
+    assert_eq!(code, 0);
+    for rule in
+        ["lost_after_program_failure", "used_bad_block", "uncorrectable_returned_as_data", "read_error_on_good_data"]
+    {
+        let line = out.lines().find(|l| l.starts_with(rule)).unwrap_or_else(|| panic!("{rule}: {out}"));
+        assert!(line.contains("media") && line.contains("default error"), "{line}");
+    }
+}

@@ -176,6 +176,18 @@ impl Rule {
         )
     }
 
+    /// True for the media rules (checked with the reliability model on;
+    /// always errors).
+    pub fn is_media_rule(self) -> bool {
+        matches!(
+            self,
+            Rule::LostAfterProgramFailure
+                | Rule::UsedBadBlock
+                | Rule::UncorrectableReturnedAsData
+                | Rule::ReadErrorOnGoodData
+        )
+    }
+
     /// True for rules whose severity a configuration may change: the NAND
     /// rules and `unwritten_not_zero` (see the module docs).
     pub fn is_configurable(self) -> bool {
