@@ -135,6 +135,7 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     }
     let stop = signals::install();
     let config = device.load()?;
+    crate::options::refuse_reliability(&config, "hunt")?;
     nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
     if config.ftl_name == "buggy" {
         // Every hunt run ends with a mount, and `buggy` has no recovery.

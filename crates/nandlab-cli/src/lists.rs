@@ -30,7 +30,13 @@ pub fn ftls() -> ExitCode {
 /// The rules nandlab checks, their group and default severity.
 pub fn rules() -> ExitCode {
     for r in Rule::ALL {
-        let group = if r.is_nand_rule() { "nand" } else { "oracle" };
+        let group = if r.is_nand_rule() {
+            "nand"
+        } else if r.is_media_rule() {
+            "media"
+        } else {
+            "oracle"
+        };
         println!(
             "{:22} {:6} default {:6} {}",
             r.name(),

@@ -53,6 +53,17 @@ pub struct DeviceArgs {
     /// Severity of a NAND rule, RULE=allow|warn|error (repeatable; see `nandlab rules`).
     #[arg(long = "rule", value_name = "RULE=SEVERITY")]
     pub rules: Vec<String>,
+    /// Turn the media reliability model on: `preset:slc|mlc|tlc|qlc`, then
+    /// any `[reliability]` key as KEY=VALUE, comma-separated, e.g.
+    /// `preset:tlc,program_fail_probability=0.001` (see the README, "Media
+    /// reliability"). Over the device file's [reliability] table.
+    #[arg(long, value_name = "preset:NAME[,KEY=VALUE...]")]
+    pub reliability: Option<String>,
+    /// Fail one flash operation (repeatable): `program@block=B,page=P` (the
+    /// first program of that page) or `erase@block=B` (its first erase
+    /// after the format). Needs the reliability model on.
+    #[arg(long = "fail", value_name = "program@block=B,page=P|erase@block=B")]
+    pub fail: Vec<String>,
     /// TEST ONLY (hidden): build the shipped FTL with a deliberate bug, by
     /// its kebab-case name (`nandlab::ftl::mutants::SHIPPED_MUTANTS`), to
     /// measure what `stress` and `hunt` find.
@@ -167,6 +178,7 @@ impl DeviceArgs {
         for r in &self.rules {
             config.rules.parse_assignment(r).map_err(|e| format!("--rule {e}"))?;
         }
+        config.set_reliability(self.reliability.as_deref(), &self.fail)?;
         if let Some(lib) = config.ftl_lib.clone() {
             let how = if jasmine_dir.is_some() {
                 "--ftl jasmine:".to_string()
@@ -180,6 +192,18 @@ impl DeviceArgs {
         }
         Ok(config)
     }
+}
+
+/// Refuse the media reliability model in a mode that does not support it
+/// yet (`what`): an input error before any work.
+pub fn refuse_reliability(config: &Config, what: &str) -> Result<(), String> {
+    if config.reliability.is_some() {
+        return Err(format!(
+            "{what} does not support the media reliability model yet (--reliability, --fail or a [reliability] \
+             table): use stress or perf"
+        ));
+    }
+    Ok(())
 }
 
 /// Workload options, with fio's names.

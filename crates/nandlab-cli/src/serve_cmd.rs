@@ -184,6 +184,9 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
+    if let Err(e) = crate::options::refuse_reliability(&config, "serve") {
+        return input_error(e);
+    }
     let sector_bytes = config.geometry.sector_size_bytes();
     if !args.block_min.is_power_of_two() || args.block_min > sector_bytes {
         return input_error(format!(

@@ -38,6 +38,8 @@
 
 use crate::ftl::FtlOptions;
 use crate::host::{Host, HostConfig};
+use crate::nand::reliability::failures::FailAt;
+use crate::nand::reliability::{default_preset, ReliabilitySettings, ReliabilityTable};
 use crate::nand::{BlockAddr, Geometry, GeometryConfig};
 use crate::seed::rng_for;
 use crate::timing::{Timing, TimingConfig};
@@ -122,6 +124,8 @@ pub struct ConfigFile {
     pub timing: Option<TimingConfig>,
     /// Host interface (`perf` only; NVMe PCIe 3.0 x4 when absent).
     pub host: Option<HostConfig>,
+    /// Media reliability (off when absent; see [`crate::nand::reliability`]).
+    pub reliability: Option<ReliabilityTable>,
 }
 
 /// A validated configuration.
@@ -144,6 +148,10 @@ pub struct Config {
     pub workload: Option<SyntheticSpec>,
     pub timing: Option<Timing>,
     pub host: Host,
+    /// The media reliability model, when on (`[reliability]` or `--reliability`).
+    pub reliability: Option<ReliabilitySettings>,
+    /// The `[reliability]` table as written (command-line items merge over it).
+    reliability_table: Option<ReliabilityTable>,
     /// Where the configuration came from (a path, or `presets/NAME.toml`)
     /// and its text, so checks made after loading still name file and line.
     file: String,
@@ -230,6 +238,12 @@ impl Config {
             .transpose()
             .map_err(|(k, r)| err("timing", k, r))?;
         let host = raw.host.clone().unwrap_or_default().validate().map_err(|(k, r)| err("host", k, r))?;
+        let reliability = raw
+            .reliability
+            .as_ref()
+            .map(|t| t.resolve(default_preset(&geometry), &geometry))
+            .transpose()
+            .map_err(|(k, r)| err("reliability", &k, r))?;
         let mut ftl_options = raw.ftl.clone();
         let ftl_name = match ftl_options.remove("name") {
             None => "page".to_string(),
@@ -256,6 +270,8 @@ impl Config {
             workload: raw.workload,
             timing,
             host,
+            reliability,
+            reliability_table: raw.reliability.clone(),
             file: file.to_string(),
             text: text.into(),
             capacity_field,
@@ -266,6 +282,39 @@ impl Config {
     /// An error about `table.key` of this configuration found after it was
     /// loaded (e.g. a requirement of the FTL chosen on the command line),
     /// naming the file and, where the key is set, its line.
+    /// Turn the reliability model on, or change it, from the
+    /// `--reliability` option (`preset:tlc,read_retries=3`), its items
+    /// over the `[reliability]` table's; and add the exact failures of
+    /// `--fail` options. Errors name the option.
+    pub fn set_reliability(&mut self, spec: Option<&str>, fails: &[String]) -> Result<(), String> {
+        if spec.is_none() && fails.is_empty() {
+            return Ok(());
+        }
+        let mut table = self.reliability_table.clone();
+        if let Some(spec) = spec {
+            let over = ReliabilityTable::parse_option(spec).map_err(|r| format!("--reliability {spec}: {r}"))?;
+            table = Some(table.unwrap_or_default().merged(&over));
+        }
+        let Some(table) = table else {
+            return Err("--fail needs the reliability model on: add --reliability preset:NAME \
+                        (or a [reliability] table to the device file)"
+                .into());
+        };
+        let mut settings =
+            table.resolve(default_preset(&self.geometry), &self.geometry).map_err(|(k, r)| match spec {
+                Some(spec) => format!("--reliability {spec}: `{k}`: {r}"),
+                None => self.field_error("reliability", &k, r).to_string(),
+            })?;
+        for f in fails {
+            let at = FailAt::parse(f).map_err(|r| format!("--fail {f}: {r}"))?;
+            at.check(self.geometry.blocks(), self.geometry.pages_per_block())
+                .map_err(|r| format!("--fail {f}: {r}"))?;
+            settings.fail_at.push(at);
+        }
+        self.reliability = Some(settings);
+        Ok(())
+    }
+
     pub fn field_error(&self, table: &str, key: &str, reason: String) -> ConfigError {
         if let Some((_, option)) = self.overrides.iter().find(|((t, k), _)| t == table && k == key) {
             return ConfigError { file: option.clone(), line: None, field: String::new(), reason };

@@ -83,10 +83,24 @@ pub enum Rule {
     TornWriteRequest,
     /// The FTL failed to mount after a power cut.
     RecoveryFailed,
+
+    // --- Media rules (with the reliability model on; see `nand::reliability`) ---
+    /// A host read failed, or returned wrong data, for a sector whose
+    /// latest version the FTL had been told failed to program: the FTL
+    /// kept it mapped to the failed page instead of programming it again.
+    LostAfterProgramFailure,
+    /// A program or erase of a grown bad block (one that failed before).
+    UsedBadBlock,
+    /// A host read returned the undecodable data of an uncorrectable flash
+    /// read as if it were good, instead of a read error.
+    UncorrectableReturnedAsData,
+    /// A host read failed with a media error although none of its
+    /// sectors' data was lost to the media.
+    ReadErrorOnGoodData,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 21] = [
+    pub const ALL: [Rule; 25] = [
         Rule::ProgramNotErased,
         Rule::ProgramOutOfOrder,
         Rule::BadBlock,
@@ -108,6 +122,10 @@ impl Rule {
         Rule::NotAPrefix,
         Rule::TornWriteRequest,
         Rule::RecoveryFailed,
+        Rule::LostAfterProgramFailure,
+        Rule::UsedBadBlock,
+        Rule::UncorrectableReturnedAsData,
+        Rule::ReadErrorOnGoodData,
     ];
 
     pub fn name(self) -> &'static str {
@@ -133,6 +151,10 @@ impl Rule {
             Rule::NotAPrefix => "not_a_prefix",
             Rule::TornWriteRequest => "torn_write_request",
             Rule::RecoveryFailed => "recovery_failed",
+            Rule::LostAfterProgramFailure => "lost_after_program_failure",
+            Rule::UsedBadBlock => "used_bad_block",
+            Rule::UncorrectableReturnedAsData => "uncorrectable_returned_as_data",
+            Rule::ReadErrorOnGoodData => "read_error_on_good_data",
         }
     }
 
@@ -151,6 +173,18 @@ impl Rule {
                 | Rule::MultiPlaneMismatch
                 | Rule::ReadErasedPage
                 | Rule::CopybackCrossPlane
+        )
+    }
+
+    /// True for the media rules (checked with the reliability model on;
+    /// always errors).
+    pub fn is_media_rule(self) -> bool {
+        matches!(
+            self,
+            Rule::LostAfterProgramFailure
+                | Rule::UsedBadBlock
+                | Rule::UncorrectableReturnedAsData
+                | Rule::ReadErrorOnGoodData
         )
     }
 
@@ -190,6 +224,12 @@ impl Rule {
             Rule::NotAPrefix => "after a power cut, a later write request survived an earlier one (OPTR prefix)",
             Rule::TornWriteRequest => "after a power cut, a write request survived in part (OPTR atomicity)",
             Rule::RecoveryFailed => "the FTL failed to mount after a power cut",
+            Rule::LostAfterProgramFailure => {
+                "a host read lost data whose program had failed (the FTL did not rewrite it)"
+            }
+            Rule::UsedBadBlock => "program or erase of a grown bad block",
+            Rule::UncorrectableReturnedAsData => "an uncorrectable flash read was returned to the host as data",
+            Rule::ReadErrorOnGoodData => "a host read failed although its data was not lost to the media",
         }
     }
 }

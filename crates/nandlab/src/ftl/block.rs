@@ -84,7 +84,7 @@ use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, BlockPages},
-    kit::free_blocks::FreeBlockPool,
+    kit::free_blocks::{self, FreeBlockPool},
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -162,6 +162,8 @@ struct Replacement {
 
 #[derive(Default, Clone, Debug)]
 struct Counters {
+    /// Blocks retired after a failed erase (media reliability).
+    retired_blocks: u64,
     rmw_merges: u64,
     rmw_copies: u64,
     appends: u64,
@@ -332,9 +334,14 @@ impl BlockFtl {
         self.free.pop(plane).ok_or_else(|| FtlError::NoSpace("block: no free block".into()))
     }
 
+    /// Erase `block` into the free pool; a block whose erase fails is
+    /// retired instead (a grown bad block: the mount scan skips it).
     fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
-        flash.erase(cause, BlockAddr(u64::from(block)))?;
-        self.free.push(block);
+        if free_blocks::erase_for_reuse(flash, block, cause)? {
+            self.free.push(block);
+        } else {
+            self.counters.retired_blocks += 1;
+        }
         Ok(())
     }
 
@@ -672,6 +679,7 @@ impl Ftl for BlockFtl {
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
+        free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
         FtlStats {
             gc_runs: c.rmw_merges,
             dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,

@@ -52,6 +52,7 @@ pub mod image;
 mod journal;
 pub mod payload;
 pub mod power;
+pub mod reliability;
 
 use crate::violation::{Checker, Rule};
 mod error;

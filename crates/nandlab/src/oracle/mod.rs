@@ -291,15 +291,22 @@ impl Oracle {
     /// first bad sector, with the flash page that sector came from when the
     /// checker knows it.
     pub fn check_read(&self, ck: &mut Checker, lba: u64, runs: &[Run]) {
+        self.check_read_as(ck, lba, runs, Rule::CorruptRead);
+    }
+
+    /// [`Oracle::check_read`], reporting corrupt sectors as `corrupt`: with
+    /// the reliability model on, corrupt sectors after an uncorrectable
+    /// flash read in the request are `uncorrectable_returned_as_data`.
+    pub fn check_read_as(&self, ck: &mut Checker, lba: u64, runs: &[Run], corrupt: Rule) {
         let request = (lba, runs.iter().map(|r| u64::from(r.len)).sum::<u64>());
         let mut s = lba;
         for run in runs {
-            self.check_run(ck, s, run, request);
+            self.check_run(ck, s, run, request, corrupt);
             s += u64::from(run.len);
         }
     }
 
-    fn check_run(&self, ck: &mut Checker, lba: u64, run: &Run, request: (u64, u64)) {
+    fn check_run(&self, ck: &mut Checker, lba: u64, run: &Run, request: (u64, u64), corrupt: Rule) {
         // Messages are built only for violations kept in full.
         let ctx = || format!(" (read of {} sectors at LBA {})", request.1, request.0);
         match run.kind {
@@ -350,7 +357,7 @@ impl Oracle {
             RunKind::Metadata => ck.flag_read(Rule::MisdirectedRead, lba, lba - request.0, || {
                 format!("LBA {lba}: returned the bytes of an FTL metadata page for {} sectors{}", run.len, ctx())
             }),
-            RunKind::Garbage => ck.flag_read(Rule::CorruptRead, lba, lba - request.0, || {
+            RunKind::Garbage => ck.flag_read(corrupt, lba, lba - request.0, || {
                 format!("LBA {lba}: returned torn or corrupted data for {} sectors{}", run.len, ctx())
             }),
             RunKind::Unfilled => ck.flag_read(Rule::MissingData, lba, lba - request.0, || {

@@ -265,6 +265,9 @@ pub struct StressReport {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     pub remount: Option<RemountSummary>,
+    /// What the media reliability model did (absent when it is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<crate::nand::reliability::ReliabilityStats>,
     /// The command that reproduces this run (set by the CLI).
     pub reproduce: Option<String>,
     /// Cumulative counters sampled along a `stress` run (at most
@@ -326,6 +329,27 @@ impl StressReport {
             })
             .collect();
         let _ = writeln!(s, "             histogram (erases:blocks) {}", bins.join(" "));
+        if let Some(r) = &self.reliability {
+            let _ = writeln!(
+                s,
+                "  media      {}: {} grown bad blocks ({} program, {} erase failures, {} worn out); \
+                 {} reads decoded, {} retried ({} retries), {} bits corrected, {} uncorrectable, \
+                 {} host read errors; max RBER {:.2e}, clock {:.1} days",
+                r.preset,
+                r.grown_bad_blocks,
+                r.program_failures,
+                r.erase_failures,
+                r.worn_out_erases,
+                r.reads_decoded,
+                r.reads_retried,
+                r.read_retries,
+                r.corrected_bits,
+                r.uncorrectable_reads,
+                r.host_read_errors,
+                r.max_rber,
+                r.clock_days
+            );
+        }
         if !self.ftl_stats.extra.is_empty() {
             let metrics: Vec<String> = self.ftl_stats.extra.iter().map(|(k, v)| format!("{k} {}", show(v))).collect();
             let _ = writeln!(s, "  ftl        {}", metrics.join(", "));

@@ -31,6 +31,7 @@ use crate::flash::{BufId, CrashImage, Flash, FlashController, FlashError, FlashO
 use crate::ftl::{self, Durability, Ftl, FtlEnv, FtlError, IoRequest};
 use crate::nand::payload::{Run, WriteId};
 use crate::nand::power::PowerCutEffects;
+use crate::nand::reliability::Reliability;
 use crate::nand::{Nand, PageAddr};
 use crate::seed::derive_seed;
 use crate::violation::{Checker, Rule, Severity, Violation, ViolationLog};
@@ -87,6 +88,9 @@ impl Drive {
         let nand = Nand::new(config.geometry.clone(), info.oob_bytes, &config.factory_bad_blocks(seed))
             .map_err(RunError::Input)?;
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
+        if let Some(settings) = &config.reliability {
+            flash.set_reliability(Reliability::new(settings.clone(), &config.geometry, seed));
+        }
         ftl.format(&mut flash)
             .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
         Ok(Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false })
@@ -197,6 +201,13 @@ impl Drive {
             message,
             source: None,
         });
+    }
+
+    /// A host read failed with data truly lost to the media (reliability model on).
+    pub fn count_host_read_error(&mut self) {
+        if let Some(r) = self.flash.reliability_mut() {
+            r.count_host_read_error();
+        }
     }
 
     /// Take the violation log, leaving an empty one that keeps as many.

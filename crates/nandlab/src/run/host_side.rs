@@ -22,10 +22,14 @@
 use super::drive::Drive;
 use super::RunError;
 use crate::flash::BufId;
+use crate::flash::FlashError;
 use crate::ftl::Durability;
+use crate::ftl::FtlError;
 use crate::nand::payload::WriteId;
-use crate::oracle::{Oracle, MAX_WRITE_ID};
+use crate::nand::reliability::LossCause;
+use crate::oracle::{Oracle, SectorVersion, MAX_WRITE_ID};
 use crate::report::HostCounters;
+use crate::violation::Rule;
 
 /// The host's state. See the module docs.
 pub struct HostSide {
@@ -165,9 +169,54 @@ impl HostSide {
     /// (findings go to the drive's log).
     pub fn check_read(&self, drive: &mut Drive, lba: u64, buf: BufId) -> Result<(), RunError> {
         let oracle = &self.oracle;
+        let uncorrectable = drive.flash().reliability().is_some_and(|r| r.uncorrectable_in_request());
+        let corrupt = if uncorrectable { Rule::UncorrectableReturnedAsData } else { Rule::CorruptRead };
         drive
-            .inspect_buffer(buf, |runs, ck| oracle.check_read(ck, lba, runs))
+            .inspect_buffer(buf, |runs, ck| oracle.check_read_as(ck, lba, runs, corrupt))
             .map_err(|e| RunError::Input(e.to_string()))
+    }
+
+    /// The drive failed a read of `sectors` sectors at `lba` with `e`.
+    ///
+    /// With the reliability model off, any error is an FTL failure. With it
+    /// on, a media error (`Uncorrectable`) is the host's read error, which
+    /// the oracle judges from what the model recorded (see
+    /// [`crate::nand::reliability`]): legitimate, and counted, when the
+    /// latest version of some sector of the read was lost to the media (an
+    /// uncorrectable flash read of it); `lost_after_program_failure` when
+    /// instead some sector's latest version is one whose program failed (the
+    /// FTL kept it mapped to the failed page); `read_error_on_good_data`
+    /// when no sector's data was lost at all.
+    pub fn read_failed(&self, drive: &mut Drive, lba: u64, sectors: u32, e: FtlError) {
+        let what = format!("read of {sectors} sectors at LBA {lba}");
+        let media = matches!(e, FtlError::Flash(FlashError::Uncorrectable));
+        let Some(model) = drive.flash().reliability().filter(|_| media) else {
+            return drive.ftl_error(&what, e);
+        };
+        let mut cause = None;
+        for s in lba..lba + u64::from(sectors) {
+            if let SectorVersion::Written(w) = self.oracle.version(s) {
+                match model.loss_of(s as u32, w) {
+                    Some(LossCause::Media) => {
+                        cause = Some(LossCause::Media);
+                        break;
+                    }
+                    Some(LossCause::ProgramFailure) => cause = Some(LossCause::ProgramFailure),
+                    None => {}
+                }
+            }
+        }
+        match cause {
+            Some(LossCause::Media) => drive.count_host_read_error(),
+            Some(LossCause::ProgramFailure) => drive.record_violation(
+                Rule::LostAfterProgramFailure,
+                format!("{what}: failed, and its data is the data of a program the flash reported failed"),
+            ),
+            None => drive.record_violation(
+                Rule::ReadErrorOnGoodData,
+                format!("{what}: failed with a media error, but none of its data was lost to the media"),
+            ),
+        }
     }
 
     /// A read request of `sectors` sectors is done.

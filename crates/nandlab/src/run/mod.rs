@@ -281,6 +281,11 @@ impl Session {
             self.drive.set_request(None);
             match self.drive.read(&io) {
                 Ok(()) => self.host.check_read(&mut self.drive, lba, buf)?,
+                Err(e @ FtlError::Flash(crate::flash::FlashError::Uncorrectable))
+                    if self.drive.flash().reliability().is_some() =>
+                {
+                    self.host.read_failed(&mut self.drive, lba, n, e)
+                }
                 Err(e) => self.drive.ftl_error(&format!("verification read at LBA {lba}"), e),
             }
             self.drive.free_host_buffer(buf);
@@ -310,7 +315,7 @@ pub(crate) fn submit(drive: &mut Drive, host: &mut HostSide, req: &HostRequest) 
             let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf };
             match drive.read(&io) {
                 Ok(()) => host.check_read(drive, req.lba, buf)?,
-                Err(e) => drive.ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e),
+                Err(e) => host.read_failed(drive, req.lba, req.sectors, e),
             }
             drive.free_host_buffer(buf);
             host.count_read(req.sectors);

@@ -289,6 +289,7 @@ pub(crate) fn session_report(config: &Config, session: &Session, end: WorkloadEn
         stopped_early: o.stopped_early,
         interrupted: o.interrupted,
         remount: o.remount,
+        reliability: session.drive().flash().reliability_stats(),
         reproduce: None,
         series: o.series,
         wall_seconds: wall,

@@ -10,6 +10,7 @@ use super::sources::ReadSources;
 use super::{BufId, Cause, CopybackOp, Flash, FlashError, FlashObserver, FlashOp, OpKind, ProgramOp, ReadOp};
 use crate::nand::payload::{Run, RunKind};
 use crate::nand::power::PowerCutEffects;
+use crate::nand::reliability::{Reliability, ReliabilityStats};
 use crate::nand::{BlockAddr, Geometry, Nand, PageAddr};
 use crate::violation::{Checker, FlashSource, Rule, RuleConfig, Severity, SourceLookup, ViolationLog};
 use serde::Serialize;
@@ -92,6 +93,10 @@ pub struct FlashController {
     power: PowerState,
     /// Which flash page filled which buffer sectors in this request.
     sources: ReadSources,
+    /// The media reliability model, when it is on (see [`crate::nand::reliability`]).
+    reliability: Option<Box<Reliability>>,
+    /// The runs of the page being programmed (reliability model on).
+    programmed_runs: Vec<Run>,
 }
 
 /// A scheduled power cut: at flash operation `op_index`, before it takes
@@ -172,7 +177,25 @@ impl FlashController {
                 journal_started: false,
             },
             sources: ReadSources::default(),
+            reliability: None,
+            programmed_runs: Vec::new(),
         }
+    }
+
+    /// Turn the media reliability model on (before the format).
+    pub fn set_reliability(&mut self, reliability: Reliability) {
+        self.reliability = Some(Box::new(reliability));
+    }
+    /// The reliability model, when it is on.
+    pub fn reliability(&self) -> Option<&Reliability> {
+        self.reliability.as_deref()
+    }
+    pub fn reliability_mut(&mut self) -> Option<&mut Reliability> {
+        self.reliability.as_deref_mut()
+    }
+    /// What the reliability model did, when it is on.
+    pub fn reliability_stats(&self) -> Option<ReliabilityStats> {
+        self.reliability.as_ref().map(|r| r.stats())
     }
 
     pub fn nand(&self) -> &Nand {
@@ -212,6 +235,9 @@ impl FlashController {
     pub fn set_request(&mut self, request: Option<u64>) {
         self.request = request;
         self.sources.clear();
+        if let Some(r) = self.reliability.as_deref_mut() {
+            r.start_request(request.is_some());
+        }
     }
     pub fn request(&self) -> Option<u64> {
         self.request
@@ -353,7 +379,72 @@ impl FlashController {
         let spp = self.nand.geometry().sectors_per_page();
         let runs = self.bufs.range(src, src_sector, spp, &mut self.runs)?;
         let mut ck = checker!(self, op);
-        self.nand.program(&mut ck, page, runs, oob)
+        if self.reliability.is_none() {
+            return self.nand.program(&mut ck, page, runs, oob);
+        }
+        // (`runs` may be the buffer's own: keep a copy for a failure.)
+        let mut programmed = std::mem::take(&mut self.programmed_runs);
+        programmed.clear();
+        programmed.extend_from_slice(runs);
+        self.refuse_grown_bad(op, page)?;
+        let mut ck = checker!(self, op);
+        let result = self.nand.program(&mut ck, page, &programmed, oob);
+        let failed = result.is_ok() && op.cause == Cause::Host && self.program_fails(page);
+        if failed {
+            if let Some(r) = self.reliability.as_deref_mut() {
+                r.record_failed_program(&programmed);
+            }
+        }
+        self.programmed_runs = programmed;
+        result?;
+        if failed {
+            self.nand.corrupt_page(page);
+            return Err(FlashError::ProgramFailed);
+        }
+        Ok(())
+    }
+
+    /// After a program of `page` took effect, with the reliability model
+    /// on: whether it failed.
+    #[cold]
+    fn program_fails(&mut self, page: PageAddr) -> bool {
+        let block = self.nand.geometry().block_of(page);
+        let pe = self.nand.erase_count(block);
+        let r = self.reliability.as_deref_mut().expect("reliability on");
+        r.program_fails(page, pe)
+    }
+
+    /// A program of a page of a grown bad block: `used_bad_block`, refused.
+    fn refuse_grown_bad(&mut self, op: &FlashOp, page: PageAddr) -> Result<(), FlashError> {
+        let block = self.nand.geometry().block_of(page);
+        self.refuse_grown_bad_block(op, block, "program")
+    }
+
+    /// A program or erase of a grown bad block: `used_bad_block`, refused.
+    fn refuse_grown_bad_block(&mut self, op: &FlashOp, block: BlockAddr, what: &str) -> Result<(), FlashError> {
+        if self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block)) {
+            let mut ck = checker!(self, op);
+            ck.flag(Rule::UsedBadBlock, block.0, || {
+                format!("{what} of grown bad block {} (it failed before)", block.0)
+            });
+            return Err(FlashError::BadBlock);
+        }
+        Ok(())
+    }
+
+    /// An erase of `block`, through the reliability model when it is on.
+    fn erase_block(&mut self, op: &FlashOp, block: BlockAddr) -> Result<(), FlashError> {
+        if self.reliability.is_some() && block.0 < u64::from(self.nand.geometry().blocks()) && !self.nand.is_bad(block)
+        {
+            self.refuse_grown_bad_block(op, block, "erase")?;
+            let pe = self.nand.erase_count(block);
+            let r = self.reliability.as_deref_mut().expect("reliability on");
+            if r.erase_fails(block, pe, op.cause == Cause::Format) {
+                return Err(FlashError::EraseFailed);
+            }
+        }
+        let mut ck = checker!(self, op);
+        self.nand.erase(&mut ck, block)
     }
 
     fn read_page(
@@ -376,6 +467,16 @@ impl FlashController {
         if !oob.is_empty() {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
+        if let Some(r) = self.reliability.as_deref_mut() {
+            let pe = self.nand.erase_count(self.nand.geometry().block_of(page));
+            if !r.decode_read(page, pe, first, sectors, &self.runs) {
+                // The raw, undecodable data reaches the buffer.
+                let garbage = [Run::filler(RunKind::Garbage, sectors)];
+                self.bufs.write_runs(dst, dst_sector, &garbage)?;
+                self.sources.record_read(dst, dst_sector, sectors, page.0, first, op.op_index);
+                return Err(FlashError::Uncorrectable);
+            }
+        }
         self.bufs.write_runs(dst, dst_sector, &self.runs)?;
         self.sources.record_read(dst, dst_sector, sectors, page.0, first, op.op_index);
         Ok(())
@@ -396,7 +497,9 @@ impl Flash for FlashController {
         self.observers.iter().find_map(|o| o.die_busy_until_ns(die))
     }
     fn is_factory_bad(&self, block: BlockAddr) -> bool {
-        self.nand.is_bad(block)
+        // A grown bad block carries the marker a retiring firmware writes
+        // (see `crate::nand::reliability`).
+        self.nand.is_bad(block) || self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block))
     }
     fn prefetch_page(&self, page: PageAddr) {
         self.nand.prefetch_page(page);
@@ -465,6 +568,9 @@ impl Flash for FlashController {
     fn program_meta(&mut self, cause: Cause, page: PageAddr, data: &[u8], oob: &[u8]) -> Result<(), FlashError> {
         let bytes = self.page_bytes();
         let op = self.begin(OpKind::ProgramMeta, cause, page.0, None, 1, bytes, None)?;
+        if self.reliability.is_some() {
+            self.refuse_grown_bad(&op, page)?;
+        }
         let mut ck = checker!(self, op);
         self.nand.program_meta(&mut ck, page, data, oob)?;
         self.finish(&op)
@@ -472,6 +578,9 @@ impl Flash for FlashController {
 
     fn copyback(&mut self, cause: Cause, src: PageAddr, dst: PageAddr, oob: Option<&[u8]>) -> Result<(), FlashError> {
         let op = self.begin(OpKind::Copyback, cause, dst.0, Some(src.0), 1, 0, None)?;
+        if self.reliability.is_some() {
+            self.refuse_grown_bad(&op, dst)?;
+        }
         let mut ck = checker!(self, op);
         self.nand.copyback(&mut ck, src, dst, oob)?;
         self.finish(&op)
@@ -479,8 +588,7 @@ impl Flash for FlashController {
 
     fn erase(&mut self, cause: Cause, block: BlockAddr) -> Result<(), FlashError> {
         let op = self.begin(OpKind::Erase, cause, block.0, None, 1, 0, None)?;
-        let mut ck = checker!(self, op);
-        self.nand.erase(&mut ck, block)?;
+        self.erase_block(&op, block)?;
         self.finish(&op)
     }
 
@@ -523,8 +631,7 @@ impl Flash for FlashController {
         let ppb = u64::from(self.nand.geometry().pages_per_block());
         self.check_planes(&op, blocks.iter().map(|b| PageAddr(b.0 * ppb)));
         for (done, b) in blocks.iter().enumerate() {
-            let mut ck = checker!(self, op);
-            if let Err(e) = self.nand.erase(&mut ck, *b) {
+            if let Err(e) = self.erase_block(&op, *b) {
                 return self.fail_multi(&op, done, 0, e);
             }
         }
@@ -541,6 +648,11 @@ impl Flash for FlashController {
             self.check_planes(&op, ops.iter().map(|o| o.src));
         }
         for (done, o) in ops.iter().enumerate() {
+            if self.reliability.is_some() {
+                if let Err(e) = self.refuse_grown_bad(&op, o.dst) {
+                    return self.fail_multi(&op, done, 0, e);
+                }
+            }
             let mut ck = checker!(self, op);
             if let Err(e) = self.nand.copyback(&mut ck, o.src, o.dst, o.oob) {
                 return self.fail_multi(&op, done, 0, e);

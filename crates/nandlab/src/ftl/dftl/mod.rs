@@ -783,6 +783,7 @@ impl Ftl for DftlFtl {
         let per_writeback = if c.writebacks == 0 { 0.0 } else { c.writeback_entries as f64 / c.writebacks as f64 };
         extra.insert("writeback_batch_mean".into(), serde_json::json!(per_writeback));
         extra.insert("cmt_replacement".into(), serde_json::json!(m.opts.cmt_replacement.name()));
+        self.dp.retirement_stats(&mut extra);
         let o = self.dp.options();
         extra.insert("gc_policy".into(), serde_json::json!(o.gc_policy.to_string()));
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));

@@ -85,7 +85,7 @@ use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, OOB_ERASED},
-    kit::free_blocks::FreeBlockPool,
+    kit::free_blocks::{self, FreeBlockPool},
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -205,6 +205,8 @@ struct SeqLog {
 
 #[derive(Default, Clone, Debug)]
 struct Counters {
+    /// Blocks retired after a failed erase (media reliability).
+    retired_blocks: u64,
     switch_merges: u64,
     partial_merges: u64,
     full_merges: u64,
@@ -434,10 +436,20 @@ impl HybridFtl {
         self.free.pop(plane).ok_or_else(|| FtlError::NoSpace("hybrid: no free block for a log or a merge".into()))
     }
 
+    /// Erase `block` into the free pool; a block whose erase fails is
+    /// retired instead (a grown bad block: the mount scan skips it).
     fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
-        flash.erase(cause, BlockAddr(u64::from(block)))?;
-        self.push_free(block);
+        if free_blocks::erase_for_reuse(flash, block, cause)? {
+            self.push_free(block);
+        } else {
+            self.retire(block);
+        }
         Ok(())
+    }
+
+    fn retire(&mut self, block: u32) {
+        self.role[block as usize] = Role::Bad;
+        self.counters.retired_blocks += 1;
     }
 
     // ----- writes -----
@@ -522,8 +534,13 @@ impl HybridFtl {
         }
         self.victim_lbns = lbns;
         result?;
-        flash.erase(Cause::Gc, BlockAddr(u64::from(victim)))?;
-        self.install_random_log(victim);
+        if free_blocks::erase_for_reuse(flash, victim, Cause::Gc)? {
+            self.install_random_log(victim);
+        } else {
+            self.retire(victim);
+            let block = self.pop_free(None)?;
+            self.install_random_log(block);
+        }
         Ok(())
     }
 
@@ -775,6 +792,7 @@ impl Ftl for HybridFtl {
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
+        free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
         let runs = c.switch_merges + c.partial_merges + c.full_merges;
         FtlStats {
             gc_runs: runs,

@@ -9,8 +9,30 @@
 //! `data_plane::unit_order`), so consecutive new blocks land on
 //! different channels first.
 
-use crate::nand::{FastDiv, Geometry};
+use crate::flash::{Cause, Flash, FlashError};
+use crate::ftl::FtlError;
+use crate::nand::{BlockAddr, FastDiv, Geometry};
 use std::collections::VecDeque;
+
+/// Erase `block` to reuse it: `Ok(true)` when erased, `Ok(false)` when the
+/// erase failed (media reliability: the block is a grown bad block now,
+/// which a mount's bad-block scan skips; the caller retires it and never
+/// uses it again).
+pub fn erase_for_reuse(flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<bool, FtlError> {
+    match flash.erase(cause, BlockAddr(u64::from(block))) {
+        Ok(()) => Ok(true),
+        Err(FlashError::EraseFailed) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Add the `retired_blocks` metric to an FTL's stats when it retired any
+/// (absent otherwise, so reports without media failures are unchanged).
+pub fn insert_retired_blocks(extra: &mut std::collections::BTreeMap<String, serde_json::Value>, retired: u64) {
+    if retired > 0 {
+        extra.insert("retired_blocks".into(), serde_json::json!(retired));
+    }
+}
 
 /// Free blocks per plane. See the module docs.
 #[derive(Clone, Debug)]

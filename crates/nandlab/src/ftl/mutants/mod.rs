@@ -162,6 +162,22 @@ pub enum Mutant {
     /// checkpoint maps those pages to where they were before.
     SealDropsEntries,
 
+    // ----- media errors (issue 21; need the reliability model on) -----
+    /// `page`, `dftl`: after a program failure the data plane retires the
+    /// block but keeps the logical page mapped to the failed page instead
+    /// of programming it again (`lost_after_program_failure`).
+    KeepsFailedProgram,
+    /// `page`, `dftl`: an erase failure is ignored and the group goes back
+    /// to the free pool, so it is programmed again (`used_bad_block`).
+    ReusesFailedBlock,
+    /// `page`, `dftl`: a host read ignores an uncorrectable flash read and
+    /// returns the undecodable data (`uncorrectable_returned_as_data`).
+    IgnoresUncorrectableRead,
+    /// `page`, `dftl`: a host read of a logical page whose number is a
+    /// multiple of 7 fails with a media error although it decoded
+    /// (`read_error_on_good_data`).
+    SpuriousReadError,
+
     // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
     /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
     /// first power-on"); the map is right.
@@ -219,6 +235,7 @@ impl Mutant {
                 &["page", "dftl", "hybrid", "block"]
             }
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
+            KeepsFailedProgram | ReusesFailedBlock | IgnoresUncorrectableRead | SpuriousReadError => &["page", "dftl"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
             CacheMissSkipsFill | TrimKeepsCachedPage | SealDropsEntries => &["optr"],
@@ -272,6 +289,10 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("cache-miss-skips-fill", Mutant::CacheMissSkipsFill),
     ("trim-keeps-cached-page", Mutant::TrimKeepsCachedPage),
     ("seal-drops-entries", Mutant::SealDropsEntries),
+    ("keeps-failed-program", Mutant::KeepsFailedProgram),
+    ("reuses-failed-block", Mutant::ReusesFailedBlock),
+    ("ignores-uncorrectable-read", Mutant::IgnoresUncorrectableRead),
+    ("spurious-read-error", Mutant::SpuriousReadError),
 ];
 
 /// The realistic mutants of issue 19 (the ones `nandlab hunt` is measured

@@ -777,6 +777,7 @@ fn build_report(
         stopped_early,
         interrupted,
         remount: None,
+        reliability: session.drive().flash().reliability_stats(),
         reproduce: None,
         series: Vec::new(),
         wall_seconds: wall,
@@ -790,6 +791,7 @@ fn build_report(
     let mut device = device;
     if opts.remount_verify && remount_ok {
         run.remount = Some(remount_and_verify(&mut device));
+        run.reliability = device.session().drive().flash().reliability_stats();
     }
     run.set_violations(device.session().drive().flash().log());
     Ok(PerfReport { run, perf })

@@ -2,7 +2,7 @@
 //! module docs of [`super`]).
 
 use super::{decode_oob, encode_oob, DataPlane, GroupState, Mapper, OOB_BYTES, OOB_DATA, OOB_KIND_MASK};
-use crate::flash::{Cause, Flash};
+use crate::flash::{Cause, Flash, FlashError};
 use crate::ftl::mutants::Mutant;
 use crate::ftl::{FtlError, IdleOutcome};
 use crate::nand::{BlockAddr, PageAddr};
@@ -171,14 +171,22 @@ impl DataPlane {
     /// its unit's free groups.
     pub fn erase_to_free(&mut self, flash: &mut dyn Flash, group: u32, cause: Cause) -> Result<(), FtlError> {
         let members = self.layout.members(group);
-        if let [block] = members {
-            flash.erase(cause, BlockAddr(u64::from(*block)))?;
+        let erased = if let [block] = members {
+            flash.erase(cause, BlockAddr(u64::from(*block)))
         } else {
             let mut blocks = [BlockAddr(0); super::MAX_PLANES_PER_GROUP];
             for (slot, &b) in blocks.iter_mut().zip(members) {
                 *slot = BlockAddr(u64::from(b));
             }
-            flash.erase_multi(cause, &blocks[..members.len()])?;
+            flash.erase_multi(cause, &blocks[..members.len()])
+        };
+        match erased {
+            Ok(()) => {}
+            Err(FlashError::EraseFailed) if self.mutant != Mutant::ReusesFailedBlock => {
+                return self.retire_after_erase_failure(flash, group, cause);
+            }
+            Err(FlashError::EraseFailed) => {} // BUG (deliberate): freed all the same
+            Err(e) => return Err(e.into()),
         }
         self.table.erase_count[group as usize] += 1;
         self.wear.erased(group, &self.table);
@@ -220,7 +228,7 @@ impl DataPlane {
     }
 
     /// Copy the valid pages of `victim` (GC or wear leveling) and remap them.
-    fn move_valid_pages<M: Mapper>(
+    pub(super) fn move_valid_pages<M: Mapper>(
         &mut self,
         flash: &mut dyn Flash,
         m: &mut M,

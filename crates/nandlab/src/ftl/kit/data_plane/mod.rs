@@ -71,6 +71,7 @@ mod gc;
 mod layout;
 mod multi_plane;
 mod placement;
+mod retire;
 mod summary;
 
 pub(crate) use layout::unit_order;
@@ -254,6 +255,9 @@ struct Unit {
 #[derive(Default, Clone, Debug)]
 pub struct DataPlaneCounters {
     pub gc_runs: u64,
+    /// Blocks retired after a program or erase failure (media
+    /// reliability; see `retire.rs`).
+    pub retired_blocks: u64,
     pub gc_background_runs: u64,
     /// Victims that held the FTL's metadata pages (`dftl`: translation blocks).
     pub gc_meta_victims: u64,
@@ -1097,8 +1101,16 @@ impl DataPlane {
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             match m.lookup(self, flash, lpn)?.ppn {
                 UNMAPPED => flash.buf_zero(req.buf, at, n)?,
-                ppn => flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut [])?,
+                ppn => match flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut []) {
+                    Ok(()) => {}
+                    // BUG (deliberate): the undecodable data goes to the host.
+                    Err(FlashError::Uncorrectable) if self.mutant == Mutant::IgnoresUncorrectableRead => {}
+                    Err(e) => return Err(e.into()),
+                },
             }
+        }
+        if self.mutant == Mutant::SpuriousReadError {
+            self.spurious_read_error(flash, m, req)?;
         }
         Ok(())
     }
@@ -1198,10 +1210,21 @@ impl DataPlane {
         let stream = self.host_stream(lpn, e.ppn);
         // The entry stays valid through allocation: GC may move the old
         // copy (the map is read again when remapping) but never evicts it.
-        let ppn = self.alloc_page(flash, m, unit, stream)?;
-        let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
-        self.summary_entry(flash, ppn, &oob)?;
-        flash.program(Cause::Host, PageAddr(u64::from(ppn)), buf, sector, &oob)?;
+        let ppn = loop {
+            let ppn = self.alloc_page(flash, m, unit, stream)?;
+            let oob = encode_oob(OOB_DATA | stream << 4, lpn, self.next_seq());
+            self.summary_entry(flash, ppn, &oob)?;
+            match flash.program(Cause::Host, PageAddr(u64::from(ppn)), buf, sector, &oob) {
+                Ok(()) => break ppn,
+                Err(FlashError::ProgramFailed) => {
+                    self.retire_after_program_failure(flash, m, self.group_of_ppn(ppn))?;
+                    if self.mutant == Mutant::KeepsFailedProgram {
+                        break ppn; // BUG (deliberate): mapped to the failed page
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         self.host_page_programmed(m, unit, lpn, e.tag, ppn);
         self.write_due_summary(flash)
     }

@@ -37,7 +37,8 @@
 //! one multi-plane erase of the group.
 
 use super::{encode_oob, DataPlane, Mapper, MAX_PLANES_PER_GROUP, OOB_BYTES, OOB_DATA};
-use crate::flash::{BufId, Cause, CopybackOp, Flash, ProgramOp, ReadOp};
+use crate::flash::{BufId, Cause, CopybackOp, Flash, FlashError, ProgramOp, ReadOp};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::PageAddr;
 
@@ -183,10 +184,10 @@ impl DataPlane {
             self.summary_entry(flash, p.ppn, oob)?;
         }
         let pages = &self.staged.pages[..n];
-        if n == 1 {
+        let programmed = if n == 1 {
             let p = &pages[0];
             self.counters.host_single_plane_programs += 1;
-            flash.program(Cause::Host, page(p.ppn), p.buf, p.sector, &oobs[0])?;
+            flash.program(Cause::Host, page(p.ppn), p.buf, p.sector, &oobs[0])
         } else {
             self.counters.host_multi_plane_programs += 1;
             let mut ops =
@@ -194,13 +195,38 @@ impl DataPlane {
             for ((op, p), oob) in ops.iter_mut().zip(pages).zip(&oobs) {
                 *op = ProgramOp { page: page(p.ppn), src: p.buf, src_sector: p.sector, oob };
             }
-            flash.program_multi(Cause::Host, &ops[..n])?;
+            flash.program_multi(Cause::Host, &ops[..n])
+        };
+        match programmed {
+            Ok(()) => {}
+            Err(FlashError::ProgramFailed) if self.mutant != Mutant::KeepsFailedProgram => {
+                return self.restage_failed_row(flash, m, n);
+            }
+            Err(FlashError::ProgramFailed) => {
+                // BUG (deliberate): the row stays mapped where it failed.
+                self.retire_after_program_failure(flash, m, self.staged.group)?;
+            }
+            Err(e) => return Err(e.into()),
         }
         for k in 0..n {
             let p = self.staged.pages[k];
             self.host_page_programmed(m, unit, p.lpn, p.tag, p.ppn);
         }
         self.write_due_summary(flash)
+    }
+
+    /// A program of the staged row (its first `n` pages, no longer
+    /// staged) failed: retire the group, then stage and program the whole
+    /// row again elsewhere (none of its pages was remapped yet; the copies
+    /// that did program carry lower sequence numbers than the new ones).
+    #[cold]
+    fn restage_failed_row<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, n: usize) -> Result<(), FtlError> {
+        let (row, unit, stream, group) = (self.staged.pages, self.staged.unit, self.staged.stream, self.staged.group);
+        self.retire_after_program_failure(flash, m, group)?;
+        for p in &row[..n] {
+            self.stage_host_page(flash, m, unit, stream, p.lpn, p.tag, p.buf, p.sector)?;
+        }
+        self.flush_host_row(flash, m)
     }
 
     // ----- garbage collection -----

@@ -235,6 +235,20 @@ impl DataPlane {
         Ok(())
     }
 
+    /// `group` is retired: forget the summary being built for it.
+    pub(super) fn abandon_summary(&mut self, group: u32) {
+        if let Some(s) = &mut self.summaries {
+            for buffer in 0..s.group.len() {
+                if s.group[buffer] == group {
+                    (s.group[buffer], s.filled[buffer]) = (NONE, 0);
+                    if s.due == buffer as u32 {
+                        (s.due, s.programmed_early) = (NONE, false);
+                    }
+                }
+            }
+        }
+    }
+
     fn record_summary_entry(&mut self, ppn: u32, oob: &[u8; OOB_BYTES]) {
         let block = self.layout.block_of_ppn(ppn);
         let group = self.layout.group_of_block(block);

@@ -439,7 +439,8 @@ impl TimedDevice {
                 host.check_read(drive, req.lba, buf)?;
             }
             Err(e) => {
-                self.session.drive_mut().ftl_error(&format!("read of {} sectors at LBA {}", req.sectors, req.lba), e)
+                let (drive, host) = self.session.parts_mut();
+                host.read_failed(drive, req.lba, req.sectors, e)
             }
         }
         if all_cached {

@@ -1,0 +1,97 @@
+//! The media reliability options on the command line: `--reliability`,
+//! `--fail` and the `[reliability]` table are checked before any work
+//! (exit 2 naming the option or file, line and key); a run with them
+//! reports its media section (text and JSON); modes that do not support
+//! the model yet refuse it.
+
+use std::process::Command;
+
+fn nandlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SMALL: [&str; 9] =
+    ["stress", "--preset", "tiny", "--no-progress", "--seed", "3", "--rw", "randwrite", "--io_size"];
+
+#[test]
+fn bad_reliability_options_exit_2_naming_the_option_and_the_reason() {
+    for (extra, expect) in [
+        (&["--reliability", "preset:xlc"][..], "--reliability preset:xlc: `preset`: unknown preset `xlc`"),
+        (&["--reliability", "preset:tlc,floor=7"][..], "`floor`: must be within 0..=0.5"),
+        (&["--reliability", "tlc"][..], "expected preset:NAME or KEY=VALUE"),
+        (&["--reliability", "preset:tlc,colour=1"][..], "unknown field `colour`"),
+        (&["--fail", "erase@block=3"][..], "--fail needs the reliability model on"),
+        (&["--reliability", "preset:tlc", "--fail", "erase@block=9999"][..], "--fail erase@block=9999"),
+        (&["--reliability", "preset:tlc", "--fail", "read@block=1"][..], "unknown operation `read`"),
+        (&["--reliability", "preset:tlc", "--fail", "program@block=1"][..], "missing page"),
+    ] {
+        let mut args = SMALL.to_vec();
+        args.push("1m");
+        args.extend_from_slice(extra);
+        let (code, out, err) = nandlab(&args);
+        assert_eq!(code, 2, "{extra:?}: {out}{err}");
+        assert!(err.contains(expect), "{extra:?}: {err}");
+        assert!(!out.contains("nandlab stress"), "no work done: {out}");
+    }
+}
+
+#[test]
+fn a_bad_reliability_table_names_file_line_and_key() {
+    let dir = std::env::temp_dir().join(format!("nandlab-reliability-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let preset = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/tiny.toml");
+    let text = std::fs::read_to_string(preset).unwrap() + "\n[reliability]\npreset = \"mlc\"\nread_retries = 500\n";
+    let line = text.lines().position(|l| l.starts_with("read_retries")).unwrap() + 1;
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, text).unwrap();
+    let (code, out, err) = nandlab(&["stress", "--config", file.to_str().unwrap(), "--no-progress"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(&format!("bad.toml:{line}")) && err.contains("reliability.read_retries"), "{err}");
+    assert!(err.contains("at most 64"), "{err}");
+}
+
+#[test]
+fn an_exact_failure_is_handled_and_reported_in_text_and_json() {
+    let dir = std::env::temp_dir().join(format!("nandlab-reliability-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let mut args = SMALL.to_vec();
+    args.extend_from_slice(&["8m", "--reliability", "preset:tlc", "--fail", "program@block=0,page=0", "--remount"]);
+    args.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("media      tlc: 1 grown bad blocks (1 program, 0 erase failures"), "{out}");
+    assert!(out.contains("retired_blocks 1") && out.contains("PASS"), "{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(report["reliability"]["program_failures"], 1);
+    assert_eq!(report["reliability"]["grown_bad_blocks"], 1);
+    assert_eq!(report["reliability"]["preset"], "tlc");
+}
+
+#[test]
+fn modes_without_the_model_refuse_it_before_any_work() {
+    for mode in ["crash", "hunt"] {
+        let (code, out, err) = nandlab(&[mode, "--preset", "tiny", "--reliability", "preset:tlc"]);
+        assert_eq!(code, 2, "{mode}: {out}{err}");
+        assert!(err.contains(&format!("{mode} does not support the media reliability model yet")), "{mode}: {err}");
+    }
+}
+
+#[test]
+fn the_media_rules_are_listed() {
+    let (code, out, _) = nandlab(&["rules"]);
+    assert_eq!(code, 0);
+    for rule in
+        ["lost_after_program_failure", "used_bad_block", "uncorrectable_returned_as_data", "read_error_on_good_data"]
+    {
+        let line = out.lines().find(|l| l.starts_with(rule)).unwrap_or_else(|| panic!("{rule}: {out}"));
+        assert!(line.contains("media") && line.contains("default error"), "{line}");
+    }
+}

@@ -1,0 +1,159 @@
+//! The media reliability model (issue 21) end to end: off by default; with
+//! it on, `page` and `dftl` retire dozens of failing blocks without losing
+//! data, host reads of data lost to the media are read errors, not
+//! violations; and each media rule is proven by a deliberately broken FTL
+//! that trips it while the correct one passes the same run.
+
+mod support;
+
+use nandlab::config::Config;
+use nandlab::ftl::mutants::{build_mutated, Mutant};
+use nandlab::report::StressReport;
+use nandlab::util::size::SizeSpec;
+use nandlab::violation::{Rule, Severity};
+use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use support::*;
+
+/// `tiny` with 40 % spare (room for the blocks retired) and the
+/// reliability model `spec` on, FTL `ftl`.
+fn device(ftl: &str, spec: &str) -> Config {
+    let text = include_str!("../../../presets/tiny.toml").replace("spare_percent = 15", "spare_percent = 40");
+    let mut c = Config::parse(&text, "tiny-spare-40.toml").expect("config");
+    c.ftl_name = ftl.into();
+    c.ftl_options.clear();
+    c.set_reliability(Some(spec), &[]).expect("reliability spec");
+    c
+}
+
+fn random(rw: RwMode, times_capacity: f64) -> SyntheticSpec {
+    SyntheticSpec {
+        rw,
+        bs: SizeSpec::Bytes(4096),
+        io_size: Some(SizeSpec::TimesCapacity(times_capacity)),
+        ..Default::default()
+    }
+}
+
+fn run(config: &Config, mutant: Mutant, spec: &SyntheticSpec, remount: bool) -> StressReport {
+    let (ftl, options) = (config.ftl_name.clone(), config.ftl_options.clone());
+    let factory: nandlab::run::FtlFactory = Box::new(move |env| build_mutated(&ftl, env, &options, mutant));
+    let o = nandlab::run::stress::StressOptions { remount_verify: remount, ..opts(5) };
+    stress_with(config, factory, spec, &o)
+}
+
+fn first_error(r: &StressReport) -> Rule {
+    r.violations.iter().find(|v| v.severity == Severity::Error).map(|v| v.rule).expect("an error")
+}
+
+/// The bug trips `rule` (its first error), and the correct FTL passes the same run.
+fn caught(config: &Config, bug: Mutant, spec: &SyntheticSpec, rule: Rule) -> StressReport {
+    let broken = run(config, bug, spec, false);
+    assert!(broken.errors > 0, "{bug:?} was not caught: {:?}", broken.reliability);
+    assert_eq!(first_error(&broken), rule, "{bug:?}: {:#?}", broken.violations);
+    let correct = run(config, Mutant::None, spec, false);
+    assert_clean(&correct);
+    correct
+}
+
+#[test]
+fn the_model_is_off_by_default_and_its_report_section_absent() {
+    let config = tiny();
+    assert!(config.reliability.is_none());
+    let r = stress(&config, &random(RwMode::RandWrite, 0.2), &opts(1));
+    assert!(r.reliability.is_none());
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains("\"reliability\"") && !json.contains("grown_bad_blocks"));
+    assert!(!r.summary().contains("media"));
+}
+
+#[test]
+fn page_and_dftl_retire_dozens_of_failing_blocks_over_100x_capacity_and_lose_nothing() {
+    // The example device: TLC, programs failing 1 in 50,000 and erases 1
+    // in 5,000 on fresh blocks; 100x its logical capacity of 4 KiB random
+    // writes, then a clean power cycle and every sector read back.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let base = Config::parse(text, "examples/reliability/tlc-failing.toml").expect("example device");
+    let spec = base.workload.clone().map(|w| SyntheticSpec { io_size: Some(SizeSpec::TimesCapacity(100.0)), ..w });
+    let spec = spec.expect("the example has a workload");
+    for ftl in ["page", "dftl"] {
+        let mut config = base.clone();
+        config.ftl_name = ftl.into();
+        let r = run(&config, Mutant::None, &spec, true);
+        assert_clean(&r);
+        let media = r.reliability.as_ref().expect("the reliability section");
+        assert!(media.program_failures >= 12 && media.erase_failures >= 6, "{ftl}: {media:?}");
+        assert!(media.grown_bad_blocks >= 24, "{ftl}: {media:?}");
+        let retired = r.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+        assert_eq!(retired, media.grown_bad_blocks, "{ftl}: every grown bad block retired");
+        let remount = r.remount.as_ref().expect("remount");
+        assert!(remount.mounted && remount.error.is_none() && remount.verified_sectors > 0, "{ftl}: {remount:?}");
+        assert!(r.summary().contains("grown bad blocks"), "{}", r.summary());
+    }
+}
+
+#[test]
+fn block_retires_blocks_whose_erase_fails_and_loses_nothing() {
+    // `block` (and `hybrid`) handle erase failures only (see the README):
+    // programs do not fail here.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let mut config = Config::parse(text, "tlc-failing.toml").expect("example device");
+    config.ftl_name = "block".into();
+    config.set_reliability(Some("program_fail_probability=0,erase_fail_probability=0.0005"), &[]).unwrap();
+    let r = run(&config, Mutant::None, &random(RwMode::RandWrite, 3.0), true);
+    assert_clean(&r);
+    let media = r.reliability.as_ref().expect("section");
+    assert!(media.erase_failures >= 5, "{media:?}");
+    let retired = r.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(retired, media.grown_bad_blocks);
+    assert!(r.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none()));
+}
+
+#[test]
+fn a_drive_out_of_spare_blocks_stops_with_a_clear_error_not_wrong_data() {
+    // Every fifth program fails: the spare blocks run out.
+    let config = device("page", "preset:tlc,program_fail_probability=0.2");
+    let r = run(&config, Mutant::None, &random(RwMode::RandWrite, 2.0), false);
+    let v = r.violations.iter().find(|v| v.severity == Severity::Error).expect("the FTL gives up");
+    assert_eq!(v.rule, Rule::FtlError, "{v}");
+    assert!(v.message.contains("no free space"), "{v}");
+    assert_eq!(r.errors, 1, "nothing else: {:#?}", r.violations);
+}
+
+#[test]
+fn a_program_failure_the_ftl_keeps_mapped_is_lost_after_program_failure() {
+    let config = device("page", "preset:tlc,program_fail_probability=0.003");
+    caught(&config, Mutant::KeepsFailedProgram, &random(RwMode::RandRw, 1.0), Rule::LostAfterProgramFailure);
+}
+
+#[test]
+fn a_failed_erase_put_back_in_the_free_pool_is_a_used_bad_block() {
+    let config = device("dftl", "preset:tlc,erase_fail_probability=0.02");
+    caught(&config, Mutant::ReusesFailedBlock, &random(RwMode::RandWrite, 3.0), Rule::UsedBadBlock);
+}
+
+#[test]
+fn an_uncorrectable_read_returned_as_data_is_caught_and_a_read_error_is_not() {
+    // RBER about 2 %: some reads fail every retry.
+    let config = device("page", "preset:tlc,floor=0.025,retry_rber_factor=0.95");
+    let spec = random(RwMode::RandRw, 0.5);
+    let correct = caught(&config, Mutant::IgnoresUncorrectableRead, &spec, Rule::UncorrectableReturnedAsData);
+    let media = correct.reliability.expect("section");
+    assert!(media.uncorrectable_reads > 0 && media.host_read_errors > 0, "{media:?}");
+    assert!(media.reads_retried > 0 && media.corrected_bits > 0, "{media:?}");
+}
+
+#[test]
+fn a_read_error_on_data_the_media_kept_is_caught() {
+    let config = device("dftl", "preset:tlc");
+    caught(&config, Mutant::SpuriousReadError, &random(RwMode::RandRw, 0.5), Rule::ReadErrorOnGoodData);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_report() {
+    let config = device("page", "preset:qlc,program_fail_probability=0.003,floor=0.01");
+    let spec = random(RwMode::RandRw, 1.0);
+    let a = run(&config, Mutant::None, &spec, false).without_measurements();
+    let b = run(&config, Mutant::None, &spec, false).without_measurements();
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert!(a.reliability.as_ref().is_some_and(|m| m.program_failures > 0 && m.read_retries > 0));
+}
