@@ -14,6 +14,7 @@ use super::swarm::{Event, Swarm};
 use super::workload::SwarmWorkload;
 use super::Target;
 use crate::config::Config;
+use crate::ftl::FtlError;
 use crate::run::{RunError, Session};
 use crate::violation::Rule;
 use std::cell::Cell;
@@ -132,7 +133,7 @@ fn apply_event(session: &mut Session, event: Event) -> Result<(), RunError> {
             }
             if let Err(e) = session.power_cycle(clean) {
                 let what = if clean { "mount after a clean shutdown" } else { "mount after a power loss" };
-                session.record_ftl_failure(format!("{what}: {e}"));
+                session.parts_mut().0.ftl_error(what, e);
                 return Ok(());
             }
         }
@@ -147,10 +148,10 @@ fn finding(session: &Session, at: Position) -> Option<Finding> {
         return None;
     }
     let v = log.first_error()?;
-    let rule = if v.rule == Rule::FtlError && v.message.contains("no free space") {
-        "ftl_out_of_space".to_string()
-    } else {
-        v.rule.name().to_string()
-    };
+    // The first error is the first FTL failure: classified by its error
+    // code (a library FTL's message need not say "no free space").
+    let no_space = session.drive().first_failure_code() == Some(FtlError::CODE_NO_SPACE);
+    let rule =
+        if v.rule == Rule::FtlError && no_space { "ftl_out_of_space".to_string() } else { v.rule.name().to_string() };
     Some(Finding { rule, message: v.to_string(), location: None, phase: at.phase(), request_index: at.index })
 }
