@@ -113,6 +113,11 @@ impl Drive {
         &self.flash
     }
 
+    /// Whether an FTL instance runs (not after a failed mount).
+    pub fn has_ftl(&self) -> bool {
+        self.ftl.is_some()
+    }
+
     /// The running FTL instance.
     pub fn ftl(&self) -> &dyn Ftl {
         self.ftl.as_deref().expect(NO_FTL)

@@ -9,6 +9,7 @@
 //! addresses more than that capacity, so any such error is a slow leak of
 //! space or a miscount).
 
+use super::coverage::Coverage;
 use super::panics;
 use super::swarm::{Event, Swarm};
 use super::workload::SwarmWorkload;
@@ -17,7 +18,7 @@ use crate::config::Config;
 use crate::ftl::FtlError;
 use crate::run::{RunError, Session};
 use crate::violation::Rule;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// What a run found.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -61,8 +62,17 @@ impl Position {
 
 /// Run `swarm` against `target` on `base`'s device.
 pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
+    run_covered(base, target, swarm, &mut Coverage::new())
+}
+
+/// [`run`], adding the (counter, bucket) pairs the FTL's event counters
+/// reached to `coverage` (see [`super::coverage`]).
+pub fn run_covered(base: &Config, target: &Target, swarm: &Swarm, coverage: &mut Coverage) -> Outcome {
     let at = Cell::new(Position { index: 0, event: None });
-    match panics::catch(|| run_inner(base, target, swarm, &at)) {
+    let covered = RefCell::new(std::mem::take(coverage));
+    let outcome = panics::catch(|| run_inner(base, target, swarm, &at, &covered));
+    *coverage = covered.into_inner();
+    match outcome {
         Ok(outcome) => outcome,
         Err(p) => Outcome::Found(Finding {
             rule: "ftl_panic".to_string(),
@@ -74,7 +84,13 @@ pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
     }
 }
 
-fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>) -> Outcome {
+fn run_inner(
+    base: &Config,
+    target: &Target,
+    swarm: &Swarm,
+    at: &Cell<Position>,
+    covered: &RefCell<Coverage>,
+) -> Outcome {
     let config = swarm.apply(base);
     let factory = (target.factory)(&config);
     let mut session = match Session::with_factory(&config, factory, swarm.seed, 1, 4) {
@@ -90,10 +106,14 @@ fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>)
             return skipped(e);
         }
         if let Some(f) = finding(&session, at.get()) {
+            sample(&session, covered);
             return Outcome::Found(f);
         }
         while let Some((_, event)) = events.next_if(|(e_at, _)| *e_at == index) {
             at.set(Position { index, event: Some(*event) });
+            if matches!(event, Event::CleanMount | Event::UncleanMount) {
+                sample(&session, covered); // a mount starts a fresh instance at zero
+            }
             if let Err(e) = apply_event(&mut session, *event) {
                 return skipped(e);
             }
@@ -103,10 +123,18 @@ fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>)
         }
     }
     at.set(Position { index: swarm.requests, event: Some(Event::CleanMount) });
+    sample(&session, covered);
     if let Err(e) = apply_event(&mut session, Event::CleanMount) {
         return skipped(e);
     }
     finding(&session, at.get()).map_or(Outcome::Clean, Outcome::Found)
+}
+
+/// Add what the running FTL instance's counters reached to `covered`.
+fn sample(session: &Session, covered: &RefCell<Coverage>) {
+    if session.drive().has_ftl() {
+        covered.borrow_mut().add(&session.drive().ftl().stats());
+    }
 }
 
 fn skipped(e: RunError) -> Outcome {

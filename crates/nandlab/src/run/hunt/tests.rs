@@ -170,4 +170,22 @@ fn the_report_is_the_same_with_one_thread_or_two() {
     let key = |r: &HuntReport| r.groups.iter().map(|g| (g.first.clone(), g.seeds.clone())).collect::<Vec<_>>();
     assert!(!one.groups.is_empty());
     assert_eq!(key(&one), key(&two));
+    assert_eq!(one.coverage, two.coverage, "coverage is a function of the runs");
+}
+
+/// The coverage report names the counters the runs moved (GC ran) and
+/// those they never did (only bucket 0), each counter in one list.
+#[test]
+fn coverage_lists_the_counters_runs_moved_and_those_they_never_did() {
+    let c = tiny();
+    let report = campaign(&c, &Target::shipped("dftl", Mutant::None).unwrap(), &opts(6));
+    let cov = &report.coverage;
+    assert!(cov.0["gc_runs"].iter().any(|&b| b > 0), "{cov:?}");
+    assert!(cov.pairs_moved() > 5, "{cov:?}");
+    let never = cov.never_moved();
+    for name in &never {
+        assert_eq!(cov.0[*name], BTreeSet::from([0]), "{name}");
+    }
+    let moved = cov.describe_moved().len();
+    assert_eq!(moved + never.len(), cov.0.len(), "every counter is moved or never moved");
 }
