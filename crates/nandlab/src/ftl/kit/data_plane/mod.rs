@@ -629,27 +629,30 @@ impl DataPlane {
     /// space and what garbage collection needs. GC moves pages only within
     /// a unit, and placement gives each unit a share of the live pages in
     /// proportion to its usable pages (`placement.rs`). Besides its share,
-    /// a unit must hold the free room foreground GC collects up to: more
-    /// than `fg_threshold` full groups, so `fg_threshold + 1` of them
-    /// (counted in usable pages: a group narrowed by bad blocks holds
-    /// less). With less, once the logical space is written GC copies
-    /// nearly full victims without ever getting there ("makes no
-    /// progress"). The open groups of the write streams come on top, and
-    /// are not counted: each is partly written at any time, and counting
-    /// each as a whole group refuses drives that run (`tiny` with DAC's
-    /// four streams and static wear leveling at 15 % spare runs full
+    /// a unit must hold the room garbage collection works in
+    /// ([`DataPlane::gc_room_groups`], counted in usable pages: a group
+    /// narrowed by bad blocks holds less): GC collects until more than
+    /// `fg_threshold` full groups are free and gives up when it cannot get
+    /// back to that many; with hot/cold streams its copies go to several
+    /// partly written groups, and one more group is needed. With less, once
+    /// the logical space is written GC copies nearly full victims without
+    /// getting there ("makes no progress"). The open groups of every
+    /// stream are not all counted: each is partly written at any time, and
+    /// counting each as a whole group refuses drives that run (`tiny` with
+    /// DAC's four streams and static wear leveling at 15 % spare runs full
     /// workloads on 5.9 groups of room per die, where five whole open
     /// groups and the threshold make 9). It is conservative in places
     /// (`tiny` with DAC at 12 % spare, 3.9 groups, runs but is refused; see
-    /// docs/design-notes/hunt.md). This is the least a unit needs,
-    /// not what runs well: a unit just above it collects nearly full
+    /// docs/design-notes/hunt.md). This is the least a unit needs, not
+    /// what runs well: a unit just above it collects nearly full
     /// victims (high write amplification). The message reports the unit
     /// with the fewest usable pages among those short of it.
     ///
     /// Before `hunt` found `page` failing on devices format had accepted
-    /// (docs/design-notes/hunt.md), the room counted was one group per
-    /// stream, at most two data streams: DAC's four-region threshold
-    /// (4 groups) and a die short of factory bad blocks made GC run dry.
+    /// (docs/design-notes/hunt.md), only the room per stream was counted:
+    /// DAC's four-region threshold (4 groups) and a die short of factory
+    /// bad blocks made GC run dry. Without hot/cold streams the bound is
+    /// what it was (every device accepted before still is).
     fn check_capacity(&self) -> Result<(), FtlError> {
         let units = self.layout.units();
         let (mut pages, mut blocks) = (vec![0u64; units as usize], vec![0u64; units as usize]);
@@ -662,7 +665,7 @@ impl DataPlane {
         }
         let total: u64 = pages.iter().sum();
         let live = u64::from(self.lpns) + u64::from(self.meta_pages) + self.reserved_pages;
-        let gc_groups = u64::from(self.fg_threshold) + 1;
+        let gc_groups = self.gc_room_groups();
         let open = gc_groups * u64::from(self.group_capacity_max());
         // Unit u holds live · pages[u] / total pages and keeps `open` more
         // open: pages[u] - share > open, multiplied out by `total`.
@@ -728,6 +731,18 @@ impl DataPlane {
     fn data_capacity_full(&self) -> u32 {
         let summary_rows = u32::from(self.summaries.is_some());
         self.group_capacity_max() - summary_rows * self.layout.planes_per_group
+    }
+
+    /// Full groups of room a unit needs beyond its share of the live data
+    /// (see [`DataPlane::check_capacity`]): one per write stream open at
+    /// once as far as host data and GC copies go (host and GC streams, at
+    /// most two, and the metadata stream), and at least the foreground GC
+    /// threshold, one more when GC copies into several streams (hot/cold:
+    /// its copies spread over several partly written groups).
+    fn gc_room_groups(&self) -> u64 {
+        let per_stream = u64::from(self.hot_cold.streams().min(2)) + u64::from(self.meta_stream.is_some());
+        let threshold = u64::from(self.fg_threshold) + u64::from(self.hot_cold.gc_streams() > 1);
+        per_stream.max(threshold)
     }
 
     /// Streams the placement caps keep a group for (see `placement.rs`).
