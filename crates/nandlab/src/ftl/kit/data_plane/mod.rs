@@ -641,9 +641,9 @@ impl DataPlane {
     /// counting each as a whole group refuses drives that run (`tiny` with
     /// DAC's four streams and static wear leveling at 15 % spare runs full
     /// workloads on 5.9 groups of room per die, where five whole open
-    /// groups and the threshold make 9). It is conservative in places
-    /// (`tiny` with DAC at 12 % spare, 3.9 groups, runs but is refused; see
-    /// docs/design-notes/hunt.md). This is the least a unit needs, not
+    /// groups and the threshold make 9); a unit without factory bad blocks
+    /// is held only to the room per stream, as before (see
+    /// [`DataPlane::gc_room_groups`]). This is the least a unit needs, not
     /// what runs well: a unit just above it collects nearly full
     /// victims (high write amplification). The message reports the unit
     /// with the fewest usable pages among those short of it.
@@ -665,14 +665,26 @@ impl DataPlane {
         }
         let total: u64 = pages.iter().sum();
         let live = u64::from(self.lpns) + u64::from(self.meta_pages) + self.reserved_pages;
-        let gc_groups = self.gc_room_groups();
-        let open = gc_groups * u64::from(self.group_capacity_max());
-        // Unit u holds live · pages[u] / total pages and keeps `open` more
-        // open: pages[u] - share > open, multiplied out by `total`.
-        let fits = |u: usize| total > live && pages[u] * (total - live) > open * total;
+        // A unit with factory bad blocks needs the GC room; one without
+        // them the room per stream (what was checked before hunt's finding:
+        // such units run on less, see `gc_room_groups`).
+        let per_unit_blocks = u64::from(self.geometry.blocks_per_plane() * self.layout.planes_per_group);
+        let group_pages = u64::from(self.group_capacity_max());
+        let groups_for = |u: usize| {
+            if blocks[u] < per_unit_blocks {
+                self.gc_room_groups()
+            } else {
+                self.stream_room_groups()
+            }
+        };
+        // Unit u holds live · pages[u] / total pages and keeps the room of
+        // groups_for(u) more: pages[u] - share > room, multiplied out by `total`.
+        let fits = |u: usize| total > live && pages[u] * (total - live) > groups_for(u) * group_pages * total;
         let Some(u) = (0..units as usize).filter(|&u| !fits(u)).min_by_key(|&u| pages[u]) else {
             return Ok(());
         };
+        let gc_groups = groups_for(u);
+        let open = gc_groups * group_pages;
         let share = (live * pages[u]).checked_div(total).unwrap_or(live);
         // Data pages of a block (a group's summary row excluded).
         let per_block = (u64::from(self.data_capacity_full()) / u64::from(self.layout.planes_per_group)).max(1);
@@ -739,10 +751,23 @@ impl DataPlane {
     /// most two, and the metadata stream), and at least the foreground GC
     /// threshold, one more when GC copies into several streams (hot/cold:
     /// its copies spread over several partly written groups).
+    ///
+    /// Units with factory bad blocks need it: every `ftl_out_of_space`
+    /// hunt found on devices format accepted had them (a short die, narrow
+    /// groups), while units without them run full workloads on less
+    /// (`tiny` with DAC at 12 % spare: 3.9 groups against a threshold of 4;
+    /// DAC with 8 regions at 15 %: 5.9 against 8), so those keep the
+    /// per-stream bound ([`DataPlane::stream_room_groups`]). Empirical, not
+    /// a proof; docs/design-notes/hunt.md.
     fn gc_room_groups(&self) -> u64 {
-        let per_stream = u64::from(self.hot_cold.streams().min(2)) + u64::from(self.meta_stream.is_some());
         let threshold = u64::from(self.fg_threshold) + u64::from(self.hot_cold.gc_streams() > 1);
-        per_stream.max(threshold)
+        self.stream_room_groups().max(threshold)
+    }
+
+    /// One group per stream open for host data and GC copies (at most
+    /// two) and for the FTL's metadata: the bound before hunt's finding.
+    fn stream_room_groups(&self) -> u64 {
+        u64::from(self.hot_cold.streams().min(2)) + u64::from(self.meta_stream.is_some())
     }
 
     /// Streams the placement caps keep a group for (see `placement.rs`).
