@@ -198,6 +198,17 @@ fn print_report(report: &HuntReport, prefix: &str) {
     for (reason, seed) in &report.skip_reasons {
         println!("  skipped (first seed {seed}): {reason}");
     }
+    let c = &report.coverage;
+    if !c.0.is_empty() {
+        println!(
+            "coverage: {} FTL counters, {} (counter, power-of-two bucket) pairs above zero",
+            c.0.len(),
+            c.pairs_moved()
+        );
+        println!("  moved        {}", c.describe_moved().join(", "));
+        let never = c.never_moved();
+        println!("  never moved  {}", if never.is_empty() { "(none)".to_string() } else { never.join(", ") });
+    }
     for g in &report.groups {
         let f = &g.first;
         println!("\nFINDING {} — {} run(s), first seed {}", f.rule, g.seeds.len(), g.swarm.seed);
@@ -246,6 +257,8 @@ fn report_json(report: &HuntReport, prefix: &str) -> serde_json::Value {
         "interrupted": report.interrupted,
         "wall_seconds": report.wall_seconds,
         "first_finding_seconds": report.first_finding_seconds,
+        "coverage": report.coverage.0,
+        "never_moved": report.coverage.never_moved(),
         "findings": report.groups.iter().map(|g| group_json(g, prefix)).collect::<Vec<_>>(),
     })
 }

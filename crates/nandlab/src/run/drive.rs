@@ -47,6 +47,9 @@ pub struct Drive {
     factory: FtlFactory,
     env: FtlEnv,
     ftl_failed: bool,
+    /// The [`FtlError::code`] of the first FTL failure, when it was an
+    /// FTL error (not a failure described only by text).
+    first_failure_code: Option<i32>,
 }
 
 /// The base run's state a crash test sets aside: the controller's state
@@ -56,6 +59,7 @@ pub struct BaseRun {
     image: CrashImage,
     ftl: Option<Box<dyn Ftl>>,
     ftl_failed: bool,
+    first_failure_code: Option<i32>,
 }
 
 impl BaseRun {
@@ -93,7 +97,7 @@ impl Drive {
         }
         ftl.format(&mut flash)
             .map_err(|e| RunError::Input(format!("ftl `{}` failed to format the device: {e}", info.name)))?;
-        Ok(Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false })
+        Ok(Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false, first_failure_code: None })
     }
 
     /// The FTL's environment for `config`, a fresh instance from
@@ -139,7 +143,7 @@ impl Drive {
         let (env, mut ftl, _) = Drive::instance(config, &factory, seed)?;
         let mut flash = FlashController::new(nand, &config.rules, config.dram_budget_bytes, keep_violations);
         let mounted = ftl.mount(&mut flash);
-        let drive = Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false };
+        let drive = Drive { flash, ftl: Some(ftl), factory, env, ftl_failed: false, first_failure_code: None };
         Ok(match mounted {
             Ok(()) => Ok(drive),
             Err(e) => Err((drive, e)),
@@ -156,6 +160,11 @@ impl Drive {
     /// The flash controller (NAND, stats, violation log), read-only.
     pub fn flash(&self) -> &FlashController {
         &self.flash
+    }
+
+    /// Whether an FTL instance runs (not after a failed mount).
+    pub fn has_ftl(&self) -> bool {
+        self.ftl.is_some()
     }
 
     /// The running FTL instance.
@@ -177,13 +186,27 @@ impl Drive {
     /// Record that the FTL failed (an `ftl_error` violation); the drive
     /// stops trusting it.
     pub fn record_ftl_failure(&mut self, message: String) {
+        self.record_ftl_failure_with_code(message, None);
+    }
+
+    /// [`Drive::record_ftl_failure`] of an [`FtlError`] with `code`.
+    fn record_ftl_failure_with_code(&mut self, message: String, code: Option<i32>) {
+        if !self.ftl_failed {
+            self.first_failure_code = code;
+        }
         self.ftl_failed = true;
         self.record_violation(Rule::FtlError, message);
     }
 
     /// Record an FTL call's error `e` while doing `what`.
     pub fn ftl_error(&mut self, what: &str, e: FtlError) {
-        self.record_ftl_failure(format!("{what}: {e}"));
+        self.record_ftl_failure_with_code(format!("{what}: {e}"), Some(e.code()));
+    }
+
+    /// The [`FtlError::code`] of the first FTL failure recorded, if it was
+    /// an FTL error (`hunt` classifies `NoSpace` by it, not by the text).
+    pub fn first_failure_code(&self) -> Option<i32> {
+        self.first_failure_code
     }
 
     /// Record an error-severity finding that no flash operation checks
@@ -350,7 +373,12 @@ impl Drive {
     /// [`Drive::restore_base_run`], which undoes everything since.
     pub fn cut_power_for_test(&mut self, cut: PowerCut) -> BaseRun {
         let image = self.flash.enter_crash_image(cut);
-        BaseRun { image, ftl: self.ftl.take(), ftl_failed: self.ftl_failed }
+        BaseRun {
+            image,
+            ftl: self.ftl.take(),
+            ftl_failed: self.ftl_failed,
+            first_failure_code: self.first_failure_code,
+        }
     }
 
     /// Undo everything since [`Drive::cut_power_for_test`] and carry on
@@ -359,6 +387,7 @@ impl Drive {
         self.flash.leave_crash_image(base.image);
         self.ftl = base.ftl;
         self.ftl_failed = base.ftl_failed;
+        self.first_failure_code = base.first_failure_code;
     }
 
     /// Cut the power at a later operation (`cut.op_index` not done yet).

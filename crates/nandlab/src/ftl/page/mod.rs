@@ -560,4 +560,52 @@ mod tests {
         assert!(e.message.contains("no free space: garbage collection on plane unit"), "{}", e.message);
         assert!(e.message.contains("makes no progress"), "{}", e.message);
     }
+
+    /// Runs tiny's workload (4x its capacity) on a page FTL with DAC
+    /// hot/cold streams; Err: format refused the device.
+    fn run_dac(config: &Config, seed: u64) -> Result<Session, String> {
+        let factory: FtlFactory = Box::new(|env| {
+            let mut opts = PageOptions::default();
+            opts.data.hot_cold = crate::ftl::kit::policy::hot_cold::HotColdKind::Dac { regions: 4 };
+            Ok(Box::new(PageFtl::new(env, opts)?) as Box<dyn Ftl>)
+        });
+        let spec = config.workload.clone().expect("tiny's workload");
+        let sector = config.geometry.sector_size_bytes();
+        let mut w = SyntheticWorkload::new(&spec, config.logical_bytes(), sector, seed).expect("workload");
+        let mut session =
+            Session::with_factory(config, factory, seed, w.alignment_sectors(), 4).map_err(|e| e.to_string())?;
+        session.drive_mut().add_observer(Box::new(OpBudget(20_000_000)));
+        while let Some(req) = w.next_request().expect("request") {
+            session.submit(&req).expect("submit");
+            if session.ftl_failed() {
+                break;
+            }
+        }
+        Ok(session)
+    }
+
+    /// A finding of `hunt` (docs/design-notes/hunt.md): with 3 % factory
+    /// bad blocks and DAC's four streams, format accepted `tiny` and GC on
+    /// a short die later made no progress (its check counted two streams
+    /// and no GC room). Format now refuses it, naming the die and a
+    /// logical capacity that fits; at that capacity the run passes.
+    #[test]
+    fn format_refuses_a_die_short_of_room_for_its_streams_and_the_capacity_it_suggests_runs() {
+        let mut config = Config::preset("tiny").expect("tiny");
+        config.factory_bad_block_percent = 3.0;
+        let Err(e) = run_dac(&config, 1) else { panic!("format accepted a die that cannot hold four streams") };
+        assert!(
+            e.contains(
+                "garbage collection needs the room of 5 groups of 64 pages (it collects until more than 4 are free)"
+            ),
+            "{e}"
+        );
+        let at_most = e.split("lower the logical capacity to at most ").nth(1).expect("a capacity remedy");
+        let sectors: u64 = at_most.split(' ').next().unwrap().parse().expect("sectors");
+        assert!(sectors < config.logical_sectors, "{e}");
+        config.logical_sectors = sectors;
+        let session = run_dac(&config, 1).expect("format accepts the capacity it suggested");
+        assert_eq!(session.drive().flash().log().errors(), 0, "{:?}", session.drive().flash().log().first_error());
+        assert!(!session.ftl_failed());
+    }
 }

@@ -9,14 +9,16 @@
 //! addresses more than that capacity, so any such error is a slow leak of
 //! space or a miscount).
 
+use super::coverage::Coverage;
 use super::panics;
 use super::swarm::{Event, Swarm};
 use super::workload::SwarmWorkload;
 use super::Target;
 use crate::config::Config;
+use crate::ftl::FtlError;
 use crate::run::{RunError, Session};
 use crate::violation::Rule;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// What a run found.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -60,8 +62,17 @@ impl Position {
 
 /// Run `swarm` against `target` on `base`'s device.
 pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
+    run_covered(base, target, swarm, &mut Coverage::new())
+}
+
+/// [`run`], adding the (counter, bucket) pairs the FTL's event counters
+/// reached to `coverage` (see [`super::coverage`]).
+pub fn run_covered(base: &Config, target: &Target, swarm: &Swarm, coverage: &mut Coverage) -> Outcome {
     let at = Cell::new(Position { index: 0, event: None });
-    match panics::catch(|| run_inner(base, target, swarm, &at)) {
+    let covered = RefCell::new(std::mem::take(coverage));
+    let outcome = panics::catch(|| run_inner(base, target, swarm, &at, &covered));
+    *coverage = covered.into_inner();
+    match outcome {
         Ok(outcome) => outcome,
         Err(p) => Outcome::Found(Finding {
             rule: "ftl_panic".to_string(),
@@ -73,7 +84,13 @@ pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
     }
 }
 
-fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>) -> Outcome {
+fn run_inner(
+    base: &Config,
+    target: &Target,
+    swarm: &Swarm,
+    at: &Cell<Position>,
+    covered: &RefCell<Coverage>,
+) -> Outcome {
     let config = swarm.apply(base);
     let factory = (target.factory)(&config);
     let mut session = match Session::with_factory(&config, factory, swarm.seed, 1, 4) {
@@ -89,10 +106,14 @@ fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>)
             return skipped(e);
         }
         if let Some(f) = finding(&session, at.get()) {
+            sample(&session, covered);
             return Outcome::Found(f);
         }
         while let Some((_, event)) = events.next_if(|(e_at, _)| *e_at == index) {
             at.set(Position { index, event: Some(*event) });
+            if matches!(event, Event::CleanMount | Event::UncleanMount) {
+                sample(&session, covered); // a mount starts a fresh instance at zero
+            }
             if let Err(e) = apply_event(&mut session, *event) {
                 return skipped(e);
             }
@@ -102,10 +123,18 @@ fn run_inner(base: &Config, target: &Target, swarm: &Swarm, at: &Cell<Position>)
         }
     }
     at.set(Position { index: swarm.requests, event: Some(Event::CleanMount) });
+    sample(&session, covered);
     if let Err(e) = apply_event(&mut session, Event::CleanMount) {
         return skipped(e);
     }
     finding(&session, at.get()).map_or(Outcome::Clean, Outcome::Found)
+}
+
+/// Add what the running FTL instance's counters reached to `covered`.
+fn sample(session: &Session, covered: &RefCell<Coverage>) {
+    if session.drive().has_ftl() {
+        covered.borrow_mut().add(&session.drive().ftl().stats());
+    }
 }
 
 fn skipped(e: RunError) -> Outcome {
@@ -132,7 +161,7 @@ fn apply_event(session: &mut Session, event: Event) -> Result<(), RunError> {
             }
             if let Err(e) = session.power_cycle(clean) {
                 let what = if clean { "mount after a clean shutdown" } else { "mount after a power loss" };
-                session.record_ftl_failure(format!("{what}: {e}"));
+                session.parts_mut().0.ftl_error(what, e);
                 return Ok(());
             }
         }
@@ -147,10 +176,10 @@ fn finding(session: &Session, at: Position) -> Option<Finding> {
         return None;
     }
     let v = log.first_error()?;
-    let rule = if v.rule == Rule::FtlError && v.message.contains("no free space") {
-        "ftl_out_of_space".to_string()
-    } else {
-        v.rule.name().to_string()
-    };
+    // The first error is the first FTL failure: classified by its error
+    // code (a library FTL's message need not say "no free space").
+    let no_space = session.drive().first_failure_code() == Some(FtlError::CODE_NO_SPACE);
+    let rule =
+        if v.rule == Rule::FtlError && no_space { "ftl_out_of_space".to_string() } else { v.rule.name().to_string() };
     Some(Finding { rule, message: v.to_string(), location: None, phase: at.phase(), request_index: at.index })
 }

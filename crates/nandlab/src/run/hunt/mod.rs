@@ -23,6 +23,7 @@
 //! lowest seed of each group is shrunk ([`shrink`]) and printed as a
 //! command that repeats it from its seed alone.
 
+pub mod coverage;
 pub mod execute;
 pub mod panics;
 pub mod shrink;
@@ -119,6 +120,9 @@ pub struct HuntReport {
     /// Seconds from the start to the first run that found something
     /// (that run's completion, in wall time).
     pub first_finding_seconds: Option<f64>,
+    /// The FTL event counters' (counter, bucket) pairs the runs reached
+    /// (see [`coverage`]); a function of the runs made.
+    pub coverage: coverage::Coverage,
 }
 
 /// Run a campaign against `target` on `base`'s device.
@@ -133,6 +137,7 @@ pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntRepor
     let results: Mutex<BTreeMap<u64, (Swarm, Outcome, f64)>> = Mutex::new(BTreeMap::new());
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     let found = std::sync::atomic::AtomicBool::new(false);
+    let covered = Mutex::new(coverage::Coverage::new());
     std::thread::scope(|scope| {
         for _ in 0..opts.jobs.max(1) {
             scope.spawn(|| loop {
@@ -152,7 +157,9 @@ pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntRepor
                     Some((requests, without)) => Swarm::draw(base, &target.ftl, seed, without, *requests),
                     None => Swarm::draw(base, &target.ftl, seed, &BTreeSet::new(), None),
                 };
-                let outcome = execute::run(base, target, &swarm);
+                let mut run_coverage = coverage::Coverage::new();
+                let outcome = execute::run_covered(base, target, &swarm, &mut run_coverage);
+                covered.lock().expect("no worker panics outside catch").merge(run_coverage);
                 let done = started.elapsed().as_secs_f64();
                 if opts.stop_at_first && matches!(outcome, Outcome::Found(_)) {
                     found.store(true, Ordering::Relaxed);
@@ -170,6 +177,7 @@ pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntRepor
         interrupted: interrupted.into_inner(),
         wall_seconds: 0.0,
         first_finding_seconds: None,
+        coverage: covered.into_inner().expect("workers ended"),
     };
     let mut by_key: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (seed, (swarm, outcome, done)) in results {

@@ -23,13 +23,23 @@ fn opts(runs: u64) -> HuntOptions {
     }
 }
 
-/// The page FTL, sabotaged after `after` host writes: it panics, or says
-/// it has no space left.
+/// What the sabotaged FTL does after its `after` host writes.
+#[derive(Copy, Clone)]
+enum Sabotage {
+    Panic,
+    /// `FtlError::NoSpace` whose message does not say "no free space" (as
+    /// a library FTL's need not).
+    NoSpace,
+    /// An error of another code whose message says "no free space".
+    OtherSayingNoSpace,
+}
+
+/// The page FTL, sabotaged after `after` host writes (see [`Sabotage`]).
 struct Sabotaged {
     inner: Box<dyn Ftl>,
     writes: u64,
     after: u64,
-    panics: bool,
+    sabotage: Sabotage,
 }
 
 impl Ftl for Sabotaged {
@@ -48,10 +58,11 @@ impl Ftl for Sabotaged {
     fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
         self.writes += 1;
         if self.writes > self.after {
-            if self.panics {
-                panic!("sabotaged: write {} of LBA {}", self.writes, req.lba);
-            }
-            return Err(FtlError::NoSpace("sabotaged".into()));
+            return Err(match self.sabotage {
+                Sabotage::Panic => panic!("sabotaged: write {} of LBA {}", self.writes, req.lba),
+                Sabotage::NoSpace => FtlError::NoSpace("sabotaged".into()),
+                Sabotage::OtherSayingNoSpace => FtlError::Other { code: 900, message: "no free space".into() },
+            });
         }
         self.inner.write(flash, req)
     }
@@ -72,7 +83,7 @@ impl Ftl for Sabotaged {
     }
 }
 
-fn sabotaged(after: u64, panics: bool) -> Target {
+fn sabotaged(after: u64, sabotage: Sabotage) -> Target {
     Target {
         ftl: "page".into(),
         mutant: Mutant::None,
@@ -80,7 +91,7 @@ fn sabotaged(after: u64, panics: bool) -> Target {
             let options = c.ftl_options.clone();
             Box::new(move |env| {
                 let inner = crate::ftl::build("page", env, &options)?;
-                Ok(Box::new(Sabotaged { inner, writes: 0, after, panics }) as Box<dyn Ftl>)
+                Ok(Box::new(Sabotaged { inner, writes: 0, after, sabotage }) as Box<dyn Ftl>)
             })
         }),
     }
@@ -105,8 +116,8 @@ fn a_swarm_is_a_function_of_its_seed_and_dropping_a_feature_keeps_the_others() {
 #[test]
 fn a_panic_in_the_ftl_is_an_ftl_panic_finding_with_its_location() {
     let c = tiny();
-    let swarm = Swarm::draw(&c, "page", 3, &BTreeSet::new(), None);
-    let Outcome::Found(f) = execute::run(&c, &sabotaged(50, true), &swarm) else { panic!("no finding") };
+    let swarm = Swarm::draw(&c, "page", 5, &BTreeSet::new(), None);
+    let Outcome::Found(f) = execute::run(&c, &sabotaged(50, Sabotage::Panic), &swarm) else { panic!("no finding") };
     assert_eq!(f.rule, "ftl_panic");
     assert!(f.message.starts_with("sabotaged: write 51"), "{}", f.message);
     assert!(f.location.as_deref().is_some_and(|l| l.contains("hunt/tests.rs")), "{:?}", f.location);
@@ -117,9 +128,16 @@ fn a_panic_in_the_ftl_is_an_ftl_panic_finding_with_its_location() {
 #[test]
 fn no_space_inside_the_stated_capacity_is_ftl_out_of_space() {
     let c = tiny();
-    let swarm = Swarm::draw(&c, "page", 3, &BTreeSet::new(), None);
-    let Outcome::Found(f) = execute::run(&c, &sabotaged(50, false), &swarm) else { panic!("no finding") };
+    let swarm = Swarm::draw(&c, "page", 5, &BTreeSet::new(), None);
+    let outcome = execute::run(&c, &sabotaged(50, Sabotage::NoSpace), &swarm);
+    let Outcome::Found(f) = outcome else { panic!("no finding: {outcome:?}") };
     assert_eq!(f.rule, "ftl_out_of_space");
+    // Classified by the error's code, not its text: an error of another
+    // code saying "no free space" is an FTL error.
+    let other = sabotaged(50, Sabotage::OtherSayingNoSpace);
+    let Outcome::Found(f) = execute::run(&c, &other, &swarm) else { panic!("no finding") };
+    assert_eq!(f.rule, "ftl_error", "{}", f.message);
+    assert!(f.message.contains("no free space"), "{}", f.message);
 }
 
 #[test]
@@ -152,4 +170,22 @@ fn the_report_is_the_same_with_one_thread_or_two() {
     let key = |r: &HuntReport| r.groups.iter().map(|g| (g.first.clone(), g.seeds.clone())).collect::<Vec<_>>();
     assert!(!one.groups.is_empty());
     assert_eq!(key(&one), key(&two));
+    assert_eq!(one.coverage, two.coverage, "coverage is a function of the runs");
+}
+
+/// The coverage report names the counters the runs moved (GC ran) and
+/// those they never did (only bucket 0), each counter in one list.
+#[test]
+fn coverage_lists_the_counters_runs_moved_and_those_they_never_did() {
+    let c = tiny();
+    let report = campaign(&c, &Target::shipped("dftl", Mutant::None).unwrap(), &opts(6));
+    let cov = &report.coverage;
+    assert!(cov.0["gc_runs"].iter().any(|&b| b > 0), "{cov:?}");
+    assert!(cov.pairs_moved() > 5, "{cov:?}");
+    let never = cov.never_moved();
+    for name in &never {
+        assert_eq!(cov.0[*name], BTreeSet::from([0]), "{name}");
+    }
+    let moved = cov.describe_moved().len();
+    assert_eq!(moved + never.len(), cov.0.len(), "every counter is moved or never moved");
 }

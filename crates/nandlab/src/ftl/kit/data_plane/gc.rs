@@ -46,9 +46,9 @@ impl DataPlane {
         // unit running out of space; at it, GC holds its ground and the
         // write goes on, as after a run of stalls.
         let (mut best, mut since_best) = (self.units[unit].free.len(), 0u32);
-        while self.units[unit].free.len() as u32 <= self.fg_threshold {
+        while self.needs_gc(unit) {
             m.before_gc_step(self, flash)?;
-            if self.units[unit].free.len() as u32 > self.fg_threshold {
+            if !self.needs_gc(unit) {
                 break; // GC the map ran while making room freed enough
             }
             let before = self.units[unit].free.len();
@@ -64,7 +64,7 @@ impl DataPlane {
             }
             (best, since_best) = if free > best { (free, 0) } else { (best, since_best + 1) };
             if since_best > 2 * self.geometry.blocks_per_plane() {
-                if free as u32 >= self.fg_threshold {
+                if self.units[unit].free_blocks >= self.fg_threshold * self.layout.planes_per_group {
                     break; // holding its reserve: the write may use it, as after stalls
                 }
                 return Err(FtlError::NoSpace(format!(
@@ -191,8 +191,7 @@ impl DataPlane {
         self.table.erase_count[group as usize] += 1;
         self.wear.erased(group, &self.table);
         self.state[group as usize] = GroupState::Free;
-        let unit = self.unit_of(group);
-        self.units[unit].free.push_back(group);
+        self.push_free(group);
         Ok(())
     }
 
@@ -201,11 +200,11 @@ impl DataPlane {
     /// unit is above its GC threshold, so the group it opens for the moved
     /// data still leaves GC the groups it needs.
     fn maybe_level_wear<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, unit: usize) -> Result<(), FtlError> {
-        if !self.wear.relocates() || self.in_gc || self.units[unit].free.len() as u32 <= self.fg_threshold {
+        if !self.wear.relocates() || self.in_gc || self.needs_gc(unit) {
             return Ok(());
         }
         m.before_gc_step(self, flash)?;
-        if self.units[unit].free.len() as u32 <= self.fg_threshold {
+        if self.needs_gc(unit) {
             return Ok(()); // making room used the groups to spare
         }
         let groups = self.layout.groups_of_unit(unit as u32);

@@ -248,6 +248,9 @@ pub const MAX_STREAMS: usize = 10;
 
 struct Unit {
     free: VecDeque<u32>,
+    /// Usable blocks of the free groups (a group narrowed by bad blocks
+    /// counts its good blocks only): what the GC threshold is checked on.
+    free_blocks: u32,
     frontier: [Frontier; MAX_STREAMS],
 }
 
@@ -554,7 +557,7 @@ impl DataPlane {
         self.table.erase_count.fill(0);
         self.group_stream.fill(0);
         self.units = (0..self.layout.units())
-            .map(|_| Unit { free: VecDeque::new(), frontier: [NO_FRONTIER; MAX_STREAMS] })
+            .map(|_| Unit { free: VecDeque::new(), free_blocks: 0, frontier: [NO_FRONTIER; MAX_STREAMS] })
             .collect();
         let victim_seed = crate::seed::derive_seed(self.seed, "victim");
         let groups = self.layout.groups() as usize;
@@ -604,8 +607,7 @@ impl DataPlane {
             }
             self.table.erase_count[group as usize] += 1;
             self.state[group as usize] = GroupState::Free;
-            let unit = self.unit_of(group);
-            self.units[unit].free.push_back(group);
+            self.push_free(group);
         }
         self.set_unit_caps();
         if self.capacity_check {
@@ -630,16 +632,31 @@ impl DataPlane {
     /// Format: refuse a device whose good blocks cannot hold the logical
     /// space and what garbage collection needs. GC moves pages only within
     /// a unit, and placement gives each unit a share of the live pages in
-    /// proportion to its usable pages (`placement.rs`); each write stream
-    /// keeps a group of the unit open, which no victim is taken from. So
-    /// the unit's other groups must hold its share with room to spare, or
-    /// once the logical space is written its victims have no invalid page
-    /// to reclaim and GC copies without ever freeing a group. This is the
-    /// least a unit needs, not what runs well: a unit just above it
-    /// collects nearly full victims (high write amplification), and GC
-    /// stops with `NoSpace` if it still cannot make progress (`gc.rs`).
-    /// The message reports the unit with the fewest usable pages among
-    /// those short of it.
+    /// proportion to its usable pages (`placement.rs`). Besides its share,
+    /// a unit must hold the room garbage collection works in
+    /// ([`DataPlane::gc_room_groups`], counted in usable pages: a group
+    /// narrowed by bad blocks holds less): GC collects until more than
+    /// `fg_threshold` full groups are free and gives up when it cannot get
+    /// back to that many; with hot/cold streams its copies go to several
+    /// partly written groups, and one more group is needed. With less, once
+    /// the logical space is written GC copies nearly full victims without
+    /// getting there ("makes no progress"). The open groups of every
+    /// stream are not all counted: each is partly written at any time, and
+    /// counting each as a whole group refuses drives that run (`tiny` with
+    /// DAC's four streams and static wear leveling at 15 % spare runs full
+    /// workloads on 5.9 groups of room per die, where five whole open
+    /// groups and the threshold make 9); a unit without factory bad blocks
+    /// is held only to the room per stream, as before (see
+    /// [`DataPlane::gc_room_groups`]). This is the least a unit needs, not
+    /// what runs well: a unit just above it collects nearly full
+    /// victims (high write amplification). The message reports the unit
+    /// with the fewest usable pages among those short of it.
+    ///
+    /// Before `hunt` found `page` failing on devices format had accepted
+    /// (docs/design-notes/hunt.md), only the room per stream was counted:
+    /// DAC's four-region threshold (4 groups) and a die short of factory
+    /// bad blocks made GC run dry. Without hot/cold streams the bound is
+    /// what it was (every device accepted before still is).
     fn check_capacity(&self) -> Result<(), FtlError> {
         let units = self.layout.units();
         let (mut pages, mut blocks) = (vec![0u64; units as usize], vec![0u64; units as usize]);
@@ -652,14 +669,26 @@ impl DataPlane {
         }
         let total: u64 = pages.iter().sum();
         let live = u64::from(self.lpns) + u64::from(self.meta_pages) + self.reserved_pages;
-        let streams = self.open_streams();
-        let open = streams * u64::from(self.group_capacity_max());
-        // Unit u holds live · pages[u] / total pages and keeps `open` more
-        // open: pages[u] - share > open, multiplied out by `total`.
-        let fits = |u: usize| total > live && pages[u] * (total - live) > open * total;
+        // A unit with factory bad blocks needs the GC room; one without
+        // them the room per stream (what was checked before hunt's finding:
+        // such units run on less, see `gc_room_groups`).
+        let per_unit_blocks = u64::from(self.geometry.blocks_per_plane() * self.layout.planes_per_group);
+        let group_pages = u64::from(self.group_capacity_max());
+        let groups_for = |u: usize| {
+            if blocks[u] < per_unit_blocks {
+                self.gc_room_groups()
+            } else {
+                self.stream_room_groups()
+            }
+        };
+        // Unit u holds live · pages[u] / total pages and keeps the room of
+        // groups_for(u) more: pages[u] - share > room, multiplied out by `total`.
+        let fits = |u: usize| total > live && pages[u] * (total - live) > groups_for(u) * group_pages * total;
         let Some(u) = (0..units as usize).filter(|&u| !fits(u)).min_by_key(|&u| pages[u]) else {
             return Ok(());
         };
+        let gc_groups = groups_for(u);
+        let open = gc_groups * group_pages;
         let share = (live * pages[u]).checked_div(total).unwrap_or(live);
         // Data pages of a block (a group's summary row excluded).
         let per_block = (u64::from(self.data_capacity_full()) / u64::from(self.layout.planes_per_group)).max(1);
@@ -667,14 +696,14 @@ impl DataPlane {
         let what = if self.layout.planes_per_group > 1 { "die" } else { "plane" };
         let mut msg = format!(
             "{}: {what} {u} has {} good blocks ({} pages for data), needs at least {needed_blocks}: its share of \
-             the logical capacity{} is {share} pages, and {streams} write streams (host data, GC copies{}) \
-             each keep a group of {} pages open",
+             the logical capacity{} is {share} pages, and garbage collection needs the room of {gc_groups} \
+             groups of {} pages (it collects until more than {} are free)",
             self.ftl,
             blocks[u],
             pages[u],
             if self.meta_pages + self.reserved_pages as u32 > 0 { " and the FTL's metadata" } else { "" },
-            if self.meta_stream.is_some() { ", metadata" } else { "" },
             self.group_capacity_max(),
+            self.fg_threshold,
         );
         // The largest logical capacity every unit holds: total - live' > open · total / pages[u].
         let min_pages = pages.iter().copied().min().unwrap_or(0);
@@ -720,13 +749,28 @@ impl DataPlane {
         self.group_capacity_max() - summary_rows * self.layout.planes_per_group
     }
 
-    /// Streams whose open groups the capacity check counts: host data and
-    /// GC copies (one if they share a stream) and the FTL's metadata. A
-    /// hot/cold policy splits host data and copies over more streams, and
-    /// wear leveling writes one of its own, but the data they hold is part
-    /// of the unit's share and their groups are rarely all fresh at once:
-    /// counting each as a whole group refuses drives that run.
-    fn open_streams(&self) -> u64 {
+    /// Full groups of room a unit needs beyond its share of the live data
+    /// (see [`DataPlane::check_capacity`]): one per write stream open at
+    /// once as far as host data and GC copies go (host and GC streams, at
+    /// most two, and the metadata stream), and at least the foreground GC
+    /// threshold, one more when GC copies into several streams (hot/cold:
+    /// its copies spread over several partly written groups).
+    ///
+    /// Units with factory bad blocks need it: every `ftl_out_of_space`
+    /// hunt found on devices format accepted had them (a short die, narrow
+    /// groups), while units without them run full workloads on less
+    /// (`tiny` with DAC at 12 % spare: 3.9 groups against a threshold of 4;
+    /// DAC with 8 regions at 15 %: 5.9 against 8), so those keep the
+    /// per-stream bound ([`DataPlane::stream_room_groups`]). Empirical, not
+    /// a proof; docs/design-notes/hunt.md.
+    fn gc_room_groups(&self) -> u64 {
+        let threshold = u64::from(self.fg_threshold) + u64::from(self.hot_cold.gc_streams() > 1);
+        self.stream_room_groups().max(threshold)
+    }
+
+    /// One group per stream open for host data and GC copies (at most
+    /// two) and for the FTL's metadata: the bound before hunt's finding.
+    fn stream_room_groups(&self) -> u64 {
         u64::from(self.hot_cold.streams().min(2)) + u64::from(self.meta_stream.is_some())
     }
 
@@ -785,8 +829,7 @@ impl DataPlane {
                 self.state[gi] = GroupState::Reserved;
             } else if self.layout.members(group).iter().all(|&b| written_pages[b as usize] == 0) {
                 self.state[gi] = GroupState::Free;
-                let unit = self.unit_of(group);
-                self.units[unit].free.push_back(group);
+                self.push_free(group);
             } else {
                 self.state[gi] = GroupState::Sealed;
                 self.table.sealed_at[gi] = self.seq;
@@ -857,6 +900,34 @@ impl DataPlane {
 
     pub fn unit_free_groups(&self, unit: usize) -> usize {
         self.units[unit].free.len()
+    }
+
+    /// Put the emptied `group` at the end of its unit's free groups.
+    pub(super) fn push_free(&mut self, group: u32) {
+        let width = self.layout.width(group);
+        let unit = &mut self.units[self.table.unit[group as usize] as usize];
+        unit.free.push_back(group);
+        unit.free_blocks += width;
+    }
+
+    /// Take the free group at position `at` of `unit`'s free groups.
+    fn remove_free(&mut self, unit: usize, at: usize) -> Option<u32> {
+        let group = self.units[unit].free.remove(at)?;
+        self.units[unit].free_blocks -= self.layout.width(group);
+        Some(group)
+    }
+
+    /// Whether `unit`'s free groups hold no more room than the foreground
+    /// GC threshold: `fg_threshold` groups of full width. The room is
+    /// counted in blocks, not groups, so that groups narrowed by bad
+    /// blocks (multi-plane: an other-plane block bad) count for what they
+    /// hold: a GC cycle copying a full victim into half-width groups needs
+    /// two of them, and a threshold counted in groups left it none (a
+    /// finding of `hunt`, see docs/design-notes/hunt.md). Without bad
+    /// blocks this is `free groups <= fg_threshold`.
+    #[inline]
+    pub(super) fn needs_gc(&self, unit: usize) -> bool {
+        self.units[unit].free_blocks <= self.fg_threshold * self.layout.planes_per_group
     }
 
     fn total_free_groups(&self) -> usize {
@@ -1007,7 +1078,7 @@ impl DataPlane {
         stream: u8,
     ) -> Result<u32, FtlError> {
         loop {
-            if !self.in_gc && self.units[unit].free.len() as u32 <= self.fg_threshold {
+            if !self.in_gc && self.needs_gc(unit) {
                 self.foreground_gc(flash, m, unit)?;
                 self.collected_on(flash, unit);
             }
@@ -1055,9 +1126,8 @@ impl DataPlane {
     fn open_group(&mut self, unit: usize, stream: u8) -> Result<(), FtlError> {
         let use_ = if stream == self.wl_stream { FreeBlockUse::ColdData } else { FreeBlockUse::Data };
         let at = self.wear.choose_free(&self.units[unit].free, &self.table, use_);
-        let group = self.units[unit]
-            .free
-            .remove(at)
+        let group = self
+            .remove_free(unit, at)
             .ok_or_else(|| FtlError::NoSpace(format!("plane unit {unit} has no free block and nothing to collect")))?;
         self.state[group as usize] = GroupState::Open;
         self.group_stream[group as usize] = stream;
@@ -1074,7 +1144,7 @@ impl DataPlane {
     /// Take a free group of `unit` for the FTL's own use (checkpoints,
     /// logs), or None if it has none.
     pub fn take_free_group(&mut self, unit: usize) -> Option<u32> {
-        let group = self.units[unit].free.pop_front()?;
+        let group = self.remove_free(unit, 0)?;
         self.state[group as usize] = GroupState::Reserved;
         Some(group)
     }
@@ -1320,6 +1390,60 @@ mod tests {
     fn oob_round_trips_40_bit_sequence_numbers() {
         let o = encode_oob(OOB_DATA | 3 << 4, 0xdead_beef, (1 << 40) - 3);
         assert_eq!(decode_oob(&o), (OOB_DATA | 3 << 4, 0xdead_beef, (1 << 40) - 3));
+    }
+
+    /// One die of 2 planes x 8 blocks x 4 pages; plane 1's blocks 2..8
+    /// are factory bad, so groups 2..8 are one block wide.
+    fn narrow_plane() -> (DataPlane, crate::flash::FlashController) {
+        use crate::nand::{CellType, GeometryConfig, Nand, PagePairing};
+        let g = GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 8,
+            pages_per_block: 4,
+            page_size_bytes: 2048,
+            oob_size_bytes: 64,
+            sector_size_bytes: 512,
+            cell_type: CellType::Slc,
+            page_pairing: PagePairing::Consecutive,
+            partial_programs_per_page: 1,
+        }
+        .validate()
+        .unwrap();
+        let bad: Vec<BlockAddr> = (2..8).map(|b| g.block_addr(1, b)).collect();
+        let nand = Nand::new(g.clone(), 16, &bad).unwrap();
+        let mut flash = crate::flash::FlashController::new(nand, &crate::violation::RuleConfig::default(), 1 << 20, 10);
+        let mut dp = DataPlane::new("test", &g, 4, &DataPlaneOptions::default(), None, 1).unwrap();
+        dp.reset(&mut flash).unwrap();
+        dp.format(&mut flash).unwrap();
+        (dp, flash)
+    }
+
+    /// Foreground GC starts when the free groups hold no more than
+    /// `fg_threshold` (2) full groups: four free groups one block wide
+    /// hold two full groups' room (a GC copying a full victim needs two
+    /// of them). Counting groups, as before `hunt` found `dftl` opening a
+    /// group with none free inside a GC cycle, would wait for two.
+    #[test]
+    fn the_gc_threshold_counts_narrow_groups_by_their_room() {
+        let (mut dp, mut flash) = narrow_plane();
+        assert_eq!((dp.fg_threshold(), dp.multi_plane()), (2, true));
+        assert_eq!((dp.unit_free_groups(0), dp.free_blocks()), (8, 10));
+        assert!(!dp.needs_gc(0));
+        // Take the two full groups and two narrow ones: four narrow left.
+        for group in 0..4 {
+            assert_eq!(dp.take_free_group(0), Some(group));
+        }
+        assert_eq!((dp.unit_free_groups(0), dp.free_blocks()), (4, 4));
+        assert!(dp.needs_gc(0), "4 one-block groups are 2 full groups of room");
+        dp.take_free_group(0);
+        assert!(dp.needs_gc(0));
+        // Erased full groups come back with their room.
+        dp.erase_to_free(&mut flash, 0, Cause::Gc).unwrap();
+        assert_eq!(dp.free_blocks(), 5);
+        assert!(!dp.needs_gc(0), "5 blocks are more than 2 full groups");
     }
 
     #[test]
