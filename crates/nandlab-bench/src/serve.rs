@@ -13,6 +13,7 @@
 //! server CPU µs per request and peak RSS, and nandlab's median over
 //! nbdkit's. Without fio or nbdkit it says so and measures nothing.
 
+use crate::html::{fixed, BenchTable};
 use crate::{median, Verdict};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -70,12 +71,34 @@ fn installed(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-pub fn run(args: &ServeBenchArgs) -> Result<Verdict, String> {
+/// Run `bench serve`, printing as it goes and filling `table` (the
+/// `--html` page: both servers, measured side by side in this run).
+pub fn run(args: &ServeBenchArgs, table: &mut BenchTable) -> Result<Verdict, String> {
+    *table = BenchTable::new(
+        "nandlab bench serve",
+        &["workload", "server", "runs", "IOPS", "MiB/s", "server CPU µs/request", "peak RSS, MiB", "IOPS vs nbdkit"],
+        "IOPS (fio, iodepth 16)",
+    );
+    table.setup = format!(
+        "nandlab serve --preset {} --ftl {} (untimed, every read checked) beside nbdkit memory, fio nbd engine, iodepth 16, {} s per run, {} MiB region, {} run(s) each, interleaved",
+        args.preset,
+        args.ftl,
+        args.seconds,
+        args.region_bytes >> 20,
+        args.runs
+    );
     let missing: Vec<&str> = ["fio", "nbdkit"].into_iter().filter(|t| !installed(t)).collect();
     if !missing.is_empty() {
-        println!("bench serve: skipped, not installed: {} (Debian: apt-get install fio nbdkit)", missing.join(", "));
+        let skipped =
+            format!("bench serve: skipped, not installed: {} (Debian: apt-get install fio nbdkit)", missing.join(", "));
+        println!("{skipped}");
+        table.notes.push(skipped);
         return Ok(Verdict::Measured);
     }
+    table.notes.push(
+        "nbdkit memory ran beside nandlab in this run, on the same fio jobs; ratios are of this run's medians.".into(),
+    );
+
     let dir = std::env::temp_dir().join(format!("nandlab-bench-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     println!(
@@ -119,6 +142,26 @@ pub fn run(args: &ServeBenchArgs) -> Result<Verdict, String> {
             let ratio = if b > 0.0 { format!("{:.2}x", a / b) } else { "-".into() };
             format!("{what} {a:.1} / {b:.1} {unit} = {ratio}")
         };
+        for (s, server) in ["nandlab", "nbdkit"].into_iter().enumerate() {
+            let iops_ratio = if s == 0 && med(1, |x| x.iops) > 0.0 {
+                format!("{}x", fixed(med(0, |x| x.iops) / med(1, |x| x.iops), 2))
+            } else {
+                "—".to_string()
+            };
+            table.row(
+                vec![
+                    workload.name.to_string(),
+                    server.to_string(),
+                    samples[w][s].len().to_string(),
+                    fixed(med(s, |x| x.iops), 0),
+                    fixed(med(s, |x| x.mib_s), 1),
+                    fixed(med(s, |x| x.cpu_us_per_request), 2),
+                    fixed(med(s, |x| x.peak_rss_mib), 0),
+                    iops_ratio,
+                ],
+                Some((workload.name.to_string(), server.to_string(), med(s, |x| x.iops))),
+            );
+        }
         println!(
             "  {:<25} {}; {}; {}; {}",
             workload.name,

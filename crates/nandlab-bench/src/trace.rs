@@ -15,6 +15,7 @@
 //! The file is freshly written, so it is normally in the page cache: this
 //! measures parsing, not the disk. Nothing is asserted.
 
+use crate::html::{fixed, BenchTable};
 use crate::{median, Verdict};
 use nandlab::workload::trace::{ReaderOptions, TraceFormat, TraceReader};
 use std::io::{BufWriter, Write};
@@ -140,9 +141,20 @@ fn generate(path: &Path, format: TraceFormat, size: u64) -> std::io::Result<u64>
     Ok(lines)
 }
 
-/// Run `bench trace`, printing as it goes.
-pub fn run(args: &TraceBenchOptions) -> Result<Verdict, String> {
+/// Run `bench trace`, printing as it goes and filling `table` (the
+/// `--html` page).
+pub fn run(args: &TraceBenchOptions, table: &mut BenchTable) -> Result<Verdict, String> {
     let size = args.size_bytes;
+    *table = BenchTable::new(
+        "nandlab bench trace",
+        &["format", "lines", "requests", "MB", "requests/s", "MB/s", "requests/CPU-s", "MB/CPU-s"],
+        "requests parsed per CPU-second",
+    );
+    table.setup = format!(
+        "{} per file, {} run(s) per format, one thread, reader only (file in the page cache)",
+        nandlab::util::size::human_bytes(size),
+        args.runs
+    );
     if args.formats.contains(&TraceFormat::Csv) {
         return Err(
             "--formats csv: csv needs a column mapping; bench its layouts alibaba, tencent or vscsi instead".into()
@@ -216,6 +228,19 @@ pub fn run(args: &TraceBenchOptions) -> Result<Verdict, String> {
             lines as f64 / cpu_secs,
             bytes as f64 / 1e6 / cpu_secs,
             request_rates.iter().map(|r| format!("{:.2}M", r / 1e6)).collect::<Vec<_>>().join(" ")
+        );
+        table.row(
+            vec![
+                format.name().to_string(),
+                lines.to_string(),
+                requests.to_string(),
+                fixed(bytes as f64 / 1e6, 0),
+                fixed(requests as f64 / secs, 0),
+                fixed(bytes as f64 / 1e6 / secs, 1),
+                fixed(requests as f64 / cpu_secs, 0),
+                fixed(bytes as f64 / 1e6 / cpu_secs, 1),
+            ],
+            Some((format.name().to_string(), "median".to_string(), requests as f64 / cpu_secs)),
         );
         if args.keep {
             println!("           kept {}", path.display());

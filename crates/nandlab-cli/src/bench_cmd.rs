@@ -112,6 +112,10 @@ pub enum BenchCommand {
         /// Bytes of the export fio uses (and nbdkit's RAM disk size).
         #[arg(long, default_value = "1g", value_name = "SIZE")]
         region: String,
+        /// Write the medians as one self-contained HTML page (table and a
+        /// bar chart of IOPS per workload, both servers) to FILE.
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
         /// Extra arguments passed to each `nandlab serve`.
         #[arg(last = true)]
         extra: Vec<String>,
@@ -142,6 +146,10 @@ pub struct TraceBenchArgs {
     /// Keep the generated files.
     #[arg(long)]
     keep: bool,
+    /// Write the medians as one self-contained HTML page (table and a
+    /// bar chart of requests parsed per CPU-second per format) to FILE.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<PathBuf>,
 }
 
 /// `nandlab bench perf` options.
@@ -172,7 +180,8 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
     let html_path = match &cmd {
         BenchCommand::Stress { html, .. } | BenchCommand::Crash { html, .. } => html.clone(),
         BenchCommand::Perf(a) => a.html.clone(),
-        BenchCommand::Trace(_) | BenchCommand::Serve { .. } => None,
+        BenchCommand::Trace(a) => a.html.clone(),
+        BenchCommand::Serve { html, .. } => html.clone(),
     };
     // The page's file is checked and created before any run; not standard
     // output, where the bench prints its figures.
@@ -219,14 +228,14 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
                 &mut table,
             )
         }),
-        BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o)),
+        BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o, &mut table)),
         BenchCommand::Perf(a) => a.mqsim.as_deref().map(mqsim::Mqsim::locate).transpose().and_then(|m| {
             nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra, m.as_ref(), &mut table))
         }),
         BenchCommand::Crash { points, runs, ftls, preset, html: _, extra } => {
             nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra, &mut table))
         }
-        BenchCommand::Serve { runs, seconds, preset, ftl, region, extra } => {
+        BenchCommand::Serve { runs, seconds, preset, ftl, region, html: _, extra } => {
             let region_bytes = match parse_bytes(&region) {
                 Ok(b) if b >= 1 << 20 => b,
                 _ => return input_error(format!("--region {region}: expected a size of at least 1m")),
@@ -235,15 +244,10 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
                 return input_error("--seconds 0: at least 1");
             }
             nandlab().and_then(|nandlab| {
-                serve::run(&serve::ServeBenchArgs {
-                    nandlab,
-                    preset,
-                    ftl,
-                    runs: runs.max(1),
-                    seconds,
-                    region_bytes,
-                    extra,
-                })
+                serve::run(
+                    &serve::ServeBenchArgs { nandlab, preset, ftl, runs: runs.max(1), seconds, region_bytes, extra },
+                    &mut table,
+                )
             })
         }
     };

@@ -98,14 +98,21 @@ impl CrashBar {
         let board = Arc::new(CrashProgress::default());
         let (b, d) = (board.clone(), done.clone());
         let thread = std::thread::spawn(move || {
-            while !d.load(Ordering::Relaxed) {
+            let draw = || {
                 let s = b.snapshot();
                 bar.set_length(s.points_planned.max(1));
                 bar.set_position(s.points_tested);
                 bar.set_message(crash_message(&s));
                 bar.tick();
+            };
+            while !d.load(Ordering::Relaxed) {
+                draw();
                 std::thread::sleep(Duration::from_millis(100));
             }
+            // The final counts are drawn once before the bar goes, even
+            // when the campaign ended between two redraws (at least 100 ms
+            // after the last one, so the draw rate limit lets it through).
+            draw();
             bar.finish_and_clear();
         });
         CrashBar { board: Some(board), done, thread: Some(thread) }

@@ -1,4 +1,5 @@
-//! `nandlab bench stress|perf|crash --html FILE`: one self-contained page
+//! `nandlab bench stress|perf|crash|trace --html FILE` (and `bench serve`,
+//! not run here: it needs fio and nbdkit and seconds per run): one self-contained page
 //! with the bench's table of medians and a bar chart of throughput per
 //! configuration; a file that cannot be written is refused before any run.
 //! (The pages are also opened in Chromium by tests/html_browser.rs.)

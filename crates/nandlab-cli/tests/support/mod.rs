@@ -137,7 +137,7 @@ pub fn report_runs(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, std::pa
 /// A small run of each bench with `--html`, writing `bench-KIND.html` into
 /// `dir`: (kind, HTML path, the configurations its table must list).
 pub fn bench_pages(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, &'static [&'static str])> {
-    let runs: [(&str, &[&str], &[&str]); 3] = [
+    let runs: [(&str, &[&str], &[&str]); 4] = [
         (
             "stress",
             &[
@@ -158,6 +158,11 @@ pub fn bench_pages(dir: &Path) -> Vec<(&'static str, std::path::PathBuf, &'stati
         ),
         ("perf", &["bench", "perf", "--scenario", "mqsim-s1", "--runs", "1"], &["mqsim-s1"]),
         ("crash", &["bench", "crash", "--preset", "tiny", "--points", "40", "--runs", "1", "--ftl", "page"], &["page"]),
+        (
+            "trace",
+            &["bench", "trace", "--size", "4m", "--runs", "1", "--formats", "msr,blktrace"],
+            &["msr", "blkparse"],
+        ),
     ];
     runs.iter()
         .map(|(kind, args, configurations)| {
