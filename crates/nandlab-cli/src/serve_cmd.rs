@@ -133,6 +133,39 @@ fn bind(args: &ServeArgs) -> Result<(Listener, String), String> {
     Ok((Listener::Tcp(l), format!("nbd://{local}")))
 }
 
+/// Hold `FILE.lock` (an exclusive `flock`) beside the drive file for as
+/// long as the returned file is open: a second `serve --drive FILE` while
+/// one runs is refused (exit 2) rather than both saving over each other,
+/// the last to exit winning. The lock is on a file of its own because a
+/// save replaces the drive file by a rename (a new inode each time), and
+/// it is left in place on exit (removing a lock file races with the next
+/// server taking it); the kernel releases the lock when the process ends,
+/// however it ends.
+fn lock_drive(path: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::unix::io::AsRawFd;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = std::path::PathBuf::from(name);
+    let file =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+            format!("--drive {}: cannot open its lock file {}: {e}", path.display(), lock_path.display())
+        })?;
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.kind() == std::io::ErrorKind::WouldBlock {
+            format!(
+                "--drive {}: in use by another nandlab serve (it holds {}); stop it first",
+                path.display(),
+                lock_path.display()
+            )
+        } else {
+            format!("--drive {}: cannot lock {}: {e}", path.display(), lock_path.display())
+        });
+    }
+    Ok(file)
+}
+
 /// The drive to serve and its seed: a fresh one, or the one `--drive`
 /// keeps (formatted when the file does not exist yet). The exit code when
 /// it cannot be had (the file is damaged or for another device: exit 2;
@@ -199,6 +232,15 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
             return input_error(format!("--timed: {e}"));
         }
     }
+    // Held until the process ends (a missing directory is left to
+    // `open_drive`, which names it).
+    let parent_is_dir = |p: &&std::path::Path| {
+        p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")).is_dir()
+    };
+    let _drive_lock = match args.drive.as_deref().filter(parent_is_dir).map(lock_drive).transpose() {
+        Ok(lock) => lock,
+        Err(e) => return input_error(e),
+    };
     let (mut drive, seed) = match open_drive(&config, args) {
         Ok(opened) => opened,
         Err(code) => return code,

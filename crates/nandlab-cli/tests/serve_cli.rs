@@ -915,3 +915,49 @@ fn ext4_made_before_a_power_cut_is_clean_after_the_recovery() {
     assert!(ended.stderr.contains(": 0 error violation(s)"), "{}", ended.stderr);
     assert!(ended.stdout.contains("PASS — no violations"), "{}{}", ended.stdout, ended.stderr);
 }
+
+/// Two servers on one drive file would each save over the other (the last
+/// to exit winning): while one serves it, a second `serve --drive` of the
+/// same file exits 2 naming it, before listening; once the first has
+/// ended, the file opens again.
+#[test]
+fn a_drive_file_in_use_by_a_running_server_is_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("drive.nld");
+    let f = file.to_str().unwrap();
+    let first = Server::start(&["--preset", "tiny", "--ftl", "page", "--drive", f, "--seed", "3"]);
+    // Were it not refused, it would serve (bounded here: killed, and the
+    // test failed, after 60 s).
+    let mut second = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .args(["serve", "--preset", "tiny", "--ftl", "page", "--drive", f, "--listen", "127.0.0.1:0", "--once"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            panic!("a second server on the same drive file was not refused");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    second.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another nandlab serve") && err.contains("drive.nld.lock"), "{err}");
+    assert!(!err.contains("listening on"), "refused before listening: {err}");
+    first.interrupt();
+    let ended = first.wait();
+    assert_eq!(ended.status.code(), Some(130), "{}", ended.stderr);
+    assert!(ended.stderr.contains("drive saved to"), "{}", ended.stderr);
+    // The lock went with the first server: the drive opens again.
+    let again = Server::start(&["--preset", "tiny", "--ftl", "page", "--drive", f]);
+    again.interrupt();
+    let ended = again.wait();
+    assert_eq!(ended.status.code(), Some(130), "{}", ended.stderr);
+    assert!(ended.stderr.contains("mounted after a clean shutdown"), "{}", ended.stderr);
+}
