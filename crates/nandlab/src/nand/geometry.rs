@@ -434,6 +434,34 @@ fn staggered_position(p: u32, pages_per_block: u32) -> (u32, u32) {
     }
 }
 
+/// Unit tests' devices: one die (one channel, one chip) of SLC pages with
+/// 64 spare bytes, 512-byte sectors and one program per page; a test
+/// overrides what it is about with struct-update syntax.
+#[cfg(test)]
+impl GeometryConfig {
+    pub(crate) fn one_die_for_tests(
+        planes_per_die: u32,
+        blocks_per_plane: u32,
+        pages_per_block: u32,
+        page_size_bytes: u32,
+    ) -> GeometryConfig {
+        GeometryConfig {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die,
+            blocks_per_plane,
+            pages_per_block,
+            page_size_bytes,
+            oob_size_bytes: 64,
+            sector_size_bytes: 512,
+            cell_type: CellType::default(),
+            page_pairing: PagePairing::default(),
+            partial_programs_per_page: 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

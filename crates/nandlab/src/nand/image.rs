@@ -171,20 +171,7 @@ mod tests {
     use crate::violation::{Checker, RuleConfig, ViolationLog};
 
     fn nand() -> Nand {
-        let g = GeometryConfig {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 2,
-            blocks_per_plane: 8,
-            pages_per_block: 4,
-            page_size_bytes: 4096,
-            oob_size_bytes: 64,
-            sector_size_bytes: 512,
-            cell_type: Default::default(),
-            page_pairing: Default::default(),
-            partial_programs_per_page: 1,
-        };
+        let g = GeometryConfig::one_die_for_tests(2, 8, 4, 4096);
         Nand::new(g.validate().unwrap(), 8, &[BlockAddr(5)]).unwrap()
     }
 

@@ -6,26 +6,11 @@ use super::failures::FailAt;
 use super::presets::preset;
 use super::*;
 use crate::flash::{Cause, Flash, FlashController, FlashError};
-use crate::nand::{CellType, Geometry, GeometryConfig, Nand, PagePairing};
+use crate::nand::{CellType, Geometry, GeometryConfig, Nand};
 use crate::violation::{Rule, RuleConfig};
 
 fn geometry() -> Geometry {
-    GeometryConfig {
-        channels: 1,
-        chips_per_channel: 1,
-        dies_per_chip: 1,
-        planes_per_die: 1,
-        blocks_per_plane: 16,
-        pages_per_block: 9,
-        page_size_bytes: 4096,
-        oob_size_bytes: 64,
-        sector_size_bytes: 512,
-        cell_type: CellType::Tlc,
-        page_pairing: PagePairing::Consecutive,
-        partial_programs_per_page: 1,
-    }
-    .validate()
-    .unwrap()
+    GeometryConfig { cell_type: CellType::Tlc, ..GeometryConfig::one_die_for_tests(1, 16, 9, 4096) }.validate().unwrap()
 }
 
 fn controller(settings: ReliabilitySettings) -> FlashController {

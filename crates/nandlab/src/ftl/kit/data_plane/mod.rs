@@ -1395,23 +1395,8 @@ mod tests {
     /// One die of 2 planes x 8 blocks x 4 pages; plane 1's blocks 2..8
     /// are factory bad, so groups 2..8 are one block wide.
     fn narrow_plane() -> (DataPlane, crate::flash::FlashController) {
-        use crate::nand::{CellType, GeometryConfig, Nand, PagePairing};
-        let g = GeometryConfig {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 2,
-            blocks_per_plane: 8,
-            pages_per_block: 4,
-            page_size_bytes: 2048,
-            oob_size_bytes: 64,
-            sector_size_bytes: 512,
-            cell_type: CellType::Slc,
-            page_pairing: PagePairing::Consecutive,
-            partial_programs_per_page: 1,
-        }
-        .validate()
-        .unwrap();
+        use crate::nand::{GeometryConfig, Nand};
+        let g = GeometryConfig::one_die_for_tests(2, 8, 4, 2048).validate().unwrap();
         let bad: Vec<BlockAddr> = (2..8).map(|b| g.block_addr(1, b)).collect();
         let nand = Nand::new(g.clone(), 16, &bad).unwrap();
         let mut flash = crate::flash::FlashController::new(nand, &crate::violation::RuleConfig::default(), 1 << 20, 10);
