@@ -379,6 +379,72 @@ fn random_writes_on_a_full_drive_show_the_write_cliff() {
     assert_eq!(r.perf.breakdown.bottleneck_component, "gc_wait", "{share:?}");
 }
 
+/// The write cliff of FEMU's blackbox SSD (Li et al., FAST 2018), on the
+/// `femu-bbssd` preset itself: random 4 KiB writes into a fresh drive run
+/// at the dies' program bound until the free blocks fall to the
+/// foreground-GC threshold, then drop to the rate the dies sustain with
+/// GC's reads, programs and erases on them. `cliff` finds the drop in a
+/// time series; the run that stops before GC proves it finds none there.
+#[test]
+fn femu_bbssd_random_writes_fall_off_the_write_cliff_when_gc_starts() {
+    let config = Config::preset("femu-bbssd").unwrap();
+    let rows_of = |times_capacity: f64| {
+        let r = run(
+            &config,
+            &spec(RwMode::RandWrite, 4096, 64, SizeSpec::TimesCapacity(times_capacity)),
+            PerfOptions { seed: 4, interval_ns: 100_000_000, ..Default::default() },
+        );
+        assert_eq!(r.run.errors, 0);
+        r.perf.timeseries
+    };
+    // FEMU's bbssd: 16 LUNs, tPROG 200 us, tR 40 us, tBERS 2 ms, no
+    // channel time; GC in the foreground at 5 % free blocks.
+    let (dies, t_prog, t_r, t_bers) = (16.0, 200e-6, 40e-6, 2e-3);
+    let threshold_blocks = 16 * (256 * 5_u64).div_ceil(100);
+
+    /// (first GC interval, mean host writes/s before it, over the plateau
+    /// after it): the cliff, if the series has one.
+    fn cliff(rows: &[nandlab::report::timeseries::IntervalRow]) -> Option<(usize, f64, f64)> {
+        let from = rows.iter().position(|r| r.foreground_gc_pages_moved > 0)?;
+        let full = &rows[..rows.len() - 1]; // the last interval is cut short
+        let rate = |rs: &[nandlab::report::timeseries::IntervalRow]| {
+            rs.iter().map(|r| r.writes as f64).sum::<f64>() / rs.iter().map(|r| r.length_s).sum::<f64>()
+        };
+        (from > 0 && full.len() > from + 2).then(|| (from, rate(&full[..from]), rate(&full[from + 1..])))
+    }
+
+    // Written only once over (less than the raw space): no GC, no cliff.
+    let calm = rows_of(0.9);
+    assert!(calm.iter().all(|r| r.foreground_gc_pages_moved == 0));
+    assert_eq!(cliff(&calm), None);
+
+    let rows = rows_of(1.6);
+    let (from, before, after) = cliff(&rows).expect("a write cliff");
+    // Before: every die programs back to back.
+    assert!(within(before, dies / t_prog, 0.02), "before the cliff: {before}");
+    // It comes when the free blocks reach the foreground threshold: they
+    // fall one interval's worth of blocks at a time, then stay there.
+    let free = |r: &nandlab::report::timeseries::IntervalRow| r.free_blocks.unwrap();
+    let per_interval = free(&rows[0]).abs_diff(free(&rows[1])) + 1;
+    eprintln!("free blocks {:?}", rows[from.saturating_sub(2)..from + 2].iter().map(free).collect::<Vec<_>>());
+    assert!(free(&rows[from - 1]) <= threshold_blocks + per_interval, "{}", free(&rows[from - 1]));
+    assert!(rows[..from].iter().all(|r| free(r) >= threshold_blocks));
+    assert!(rows[from..].iter().all(|r| free(r) <= threshold_blocks));
+    // After: the rate the dies sustain with GC's cell work on them.
+    let plateau = &rows[from + 1..rows.len() - 1];
+    let sum = |f: fn(&nandlab::report::timeseries::IntervalRow) -> f64| plateau.iter().map(f).sum::<f64>();
+    let host = sum(|r| r.writes as f64);
+    let cell_s_per_write = (sum(|r| r.pages_programmed as f64) * t_prog
+        + sum(|r| r.pages_read as f64) * t_r
+        + sum(|r| r.blocks_erased as f64) * t_bers)
+        / host;
+    let utilisation = sum(|r| r.die_utilisation * r.length_s) / sum(|r| r.length_s);
+    assert!(utilisation > 0.98, "the dies stay the bottleneck: {utilisation}");
+    assert!(within(after, dies * utilisation / cell_s_per_write, 0.02), "plateau {after}");
+    // And it is a cliff: the drop is more than a third.
+    assert!(after < 0.67 * before, "before {before}, after {after}");
+}
+
 /// Cell time of every flash operation observed (one phase per operation,
 /// whatever its planes), ns: what the dies must spend on the work.
 struct CellWork {
