@@ -29,6 +29,7 @@
 use crate::nand::payload::{Run, RunKind, WriteId};
 use crate::oracle::{Oracle, SectorVersion};
 use crate::util::codec::{Dec, Enc};
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
 /// A stale version no longer kept, as the client sees it.
@@ -93,10 +94,11 @@ impl ByteStore {
 
     /// Keep the bytes of write `write` of `data` at `lba` (whole sectors),
     /// before the FTL sees it: a broken FTL may return it at once.
-    pub fn insert(&mut self, write: WriteId, lba: u64, data: &[u8]) {
+    /// An owned `data` is kept as it is (no copy).
+    pub fn insert(&mut self, write: WriteId, lba: u64, data: Cow<'_, [u8]>) {
         debug_assert_eq!(data.len() % self.sector_bytes, 0);
         let sectors = (data.len() / self.sector_bytes) as u32;
-        let data = data.iter().any(|&b| b != 0).then(|| data.into());
+        let data = data.iter().any(|&b| b != 0).then(|| data.into_owned().into_boxed_slice());
         let v = Version { lba, sectors, live_sectors: sectors, data };
         self.stats.live_bytes += v.cost_bytes();
         self.versions.insert(write, v);
@@ -291,10 +293,10 @@ mod tests {
     fn reads_return_the_bytes_of_the_version_the_runs_name() {
         let mut oracle = Oracle::new(64, 1);
         let mut store = ByteStore::new(4, 1 << 20);
-        store.insert(1, 8, b"aaaabbbbcccc");
+        store.insert(1, 8, Cow::Borrowed(b"aaaabbbbcccc"));
         oracle.record_write(8, 3, 1);
         store.supersede(&oracle, 9, 1, 2);
-        store.insert(2, 9, b"BBBB");
+        store.insert(2, 9, Cow::Borrowed(b"BBBB"));
         oracle.record_write(9, 1, 2);
         let mut out = [0u8; 16];
         store.fill(
@@ -314,7 +316,7 @@ mod tests {
         let mut store = ByteStore::new(4, 8);
         for w in 1..=4u32 {
             store.supersede(&oracle, 0, 2, w);
-            store.insert(w, 0, &[w as u8; 8]);
+            store.insert(w, 0, Cow::Borrowed(&[w as u8; 8]));
             oracle.record_write(0, 2, w);
         }
         // Versions 1..=3 are stale; the window keeps only the newest (8 bytes).
@@ -326,7 +328,7 @@ mod tests {
         store.fill(&[Run::data(1, 3, 1)], &mut out);
         assert_eq!(out, [3; 4]);
         store.supersede(&oracle, 0, 2, 5);
-        store.insert(5, 0, &[0; 8]);
+        store.insert(5, 0, Cow::Borrowed(&[0; 8]));
         oracle.record_write(0, 2, 5);
         assert_eq!(store.stats().live_bytes, 0, "a write of zeros is stored as zeros");
     }

@@ -1,8 +1,13 @@
-//! One client connection: the handshake, then a reader that parses
-//! requests and hands them to the drive, and a writer that sends replies
-//! in the order the drive completes them.
+//! One client connection: the handshake, then either (untimed) one thread
+//! that reads a request, executes it on the drive's [`Core`] and writes
+//! its reply, or (timed) a reader that parses requests and hands them to
+//! the drive thread, and a writer that sends replies in the order the
+//! pacer releases them.
 //!
-//! The reader holds a budget of bytes in flight (payloads received and
+//! Untimed, replies are written into a buffer sent whenever the client has
+//! no request left in the socket buffer (or the buffer fills): a client
+//! that does not read its replies blocks the thread in its send, and is no
+//! longer read. Timed, the reader holds a budget of bytes in flight (payloads received and
 //! read data not yet sent, [`IN_FLIGHT_BYTES_MAX`]); a client that sends
 //! requests faster than it reads replies stops being read until replies
 //! drain, so it cannot make the server hold unbounded memory. A protocol
@@ -11,11 +16,12 @@
 //! them.
 
 use super::stream::Stream;
-use super::{Event, Job};
+use super::{Core, Event, Job};
 use crate::host::nbd::handshake::{self, Export, Negotiated};
 use crate::host::nbd::transmission::{self, Command, Incoming};
 use crate::host::nbd::{structured, ProtocolError};
 use std::io::{BufReader, BufWriter, Write};
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -64,15 +70,27 @@ impl Budget {
 /// commands through `drive`. How it ended: `Ok(None)` as the protocol
 /// says, `Ok(Some(note))` in the handshake as the client chose (an abort,
 /// an unknown export), `Err` after a protocol or socket error.
-pub fn serve(id: u64, stream: Stream, export: &Export, drive: &Sender<Event>) -> Result<Option<String>, String> {
-    let ended = serve_stream(id, &stream, export, drive);
+pub fn serve(
+    id: u64,
+    stream: Stream,
+    export: &Export,
+    drive: &Sender<Event>,
+    direct: Option<&Mutex<Core>>,
+) -> Result<Option<String>, String> {
+    let ended = serve_stream(id, &stream, export, drive, direct);
     // Closed for every clone (the server keeps one to close at shutdown):
     // a client that sent NBD_CMD_DISC waits for the close.
     stream.shutdown();
     ended
 }
 
-fn serve_stream(id: u64, stream: &Stream, export: &Export, drive: &Sender<Event>) -> Result<Option<String>, String> {
+fn serve_stream(
+    id: u64,
+    stream: &Stream,
+    export: &Export,
+    drive: &Sender<Event>,
+    direct: Option<&Mutex<Core>>,
+) -> Result<Option<String>, String> {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let mut handshake_stream = match stream.try_clone() {
         Ok(s) => s,
@@ -84,6 +102,12 @@ fn serve_stream(id: u64, stream: &Stream, export: &Export, drive: &Sender<Event>
         Err(e) => return Err(format!("handshake: {e}")),
     };
     let _ = stream.set_read_timeout(None);
+    if let Some(core) = direct {
+        return match execute_requests(id, stream, export.size_bytes, negotiated, core, drive) {
+            None => Ok(None),
+            Some(e) => Err(e),
+        };
+    }
     let budget = Arc::new(Budget::default());
     let (reply_tx, reply_rx) = channel::<Reply>();
     let writer = {
@@ -100,7 +124,73 @@ fn serve_stream(id: u64, stream: &Stream, export: &Export, drive: &Sender<Event>
     }
 }
 
-/// Read requests until the client disconnects or breaks the protocol.
+/// Untimed: read requests until the client disconnects or breaks the
+/// protocol, executing each on `core` and writing its reply; log lines
+/// and a stop go to the server's loop through `events`.
+fn execute_requests(
+    id: u64,
+    stream: &Stream,
+    size_bytes: u64,
+    negotiated: Negotiated,
+    core: &Mutex<Core>,
+    events: &Sender<Event>,
+) -> Option<String> {
+    let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
+        return Some("cannot use the socket".into());
+    };
+    let mut reader = BufReader::with_capacity(256 << 10, read_half);
+    let mut out = BufWriter::with_capacity(256 << 10, write_half);
+    let lock = || Core::lock(core);
+    loop {
+        let reply = match transmission::read_request(&mut reader, size_bytes) {
+            Ok(Incoming::Disconnect) => return out.flush().err().map(|e| format!("sending a reply: {e}")),
+            Ok(Incoming::Refuse(req, error, why)) => {
+                lock().count_refused();
+                Reply { cookie: req.cookie, offset_bytes: 0, result: Err((error, why)), budget_bytes: 0 }
+            }
+            Ok(Incoming::Command(cookie, cmd)) => {
+                let executed = match std::panic::catch_unwind(AssertUnwindSafe(|| lock().execute(id, cookie, cmd))) {
+                    Ok(executed) => executed,
+                    Err(payload) => {
+                        let _ = events.send(Event::Panicked(payload));
+                        return Some("the drive panicked".into());
+                    }
+                };
+                let Some((reply, lines, stop)) = executed else {
+                    let _ = out.flush();
+                    return Some("the server is shutting down".into());
+                };
+                for line in lines {
+                    let _ = events.send(Event::Log(line));
+                }
+                if stop {
+                    let _ = events.send(Event::Stop);
+                }
+                reply
+            }
+            Err(ProtocolError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                let _ = out.flush();
+                return Some("the client vanished in the middle of a request".into());
+            }
+            Err(e) => {
+                let _ = out.flush();
+                return Some(e.to_string());
+            }
+        };
+        if let Err(e) = write_reply(&mut out, &reply, negotiated) {
+            return Some(format!("sending a reply: {e}"));
+        }
+        // Send what is ready once the client has nothing more queued.
+        if reader.buffer().is_empty() {
+            if let Err(e) = out.flush() {
+                return Some(format!("sending a reply: {e}"));
+            }
+        }
+    }
+}
+
+/// Timed: read requests until the client disconnects or breaks the
+/// protocol, handing each to the drive thread.
 fn read_requests(
     id: u64,
     stream: &Stream,
@@ -115,6 +205,7 @@ fn read_requests(
         match transmission::read_request(&mut reader, size_bytes) {
             Ok(Incoming::Disconnect) => return None,
             Ok(Incoming::Refuse(req, error, why)) => {
+                let _ = drive.send(Event::Refused);
                 budget.acquire(0);
                 let reply = Reply { cookie: req.cookie, offset_bytes: 0, result: Err((error, why)), budget_bytes: 0 };
                 if replies.send(reply).is_err() {

@@ -602,18 +602,18 @@ mod tests {
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) {
-        let a = d.execute(&Command::Write { offset_bytes, data: data.to_vec(), fua: false });
+        let a = d.execute(Command::Write { offset_bytes, data: data.to_vec(), fua: false });
         assert!(a.result.is_ok() && a.violations.is_empty(), "{a:?}");
     }
 
     fn read(d: &mut ServeDrive, offset_bytes: u64, length_bytes: u32) -> Vec<u8> {
-        let a = d.execute(&Command::Read { offset_bytes, length_bytes });
+        let a = d.execute(Command::Read { offset_bytes, length_bytes });
         assert!(a.violations.is_empty(), "{:?}", a.violations);
         a.result.unwrap()
     }
 
     fn flush(d: &mut ServeDrive) {
-        assert!(d.execute(&Command::Flush).result.is_ok());
+        assert!(d.execute(Command::Flush).result.is_ok());
     }
 
     fn errors(d: &ServeDrive) -> u64 {
@@ -639,7 +639,7 @@ mod tests {
             write(&mut d, i * BLOCK as u64, &expected[i as usize]);
         }
         let trim = Command::Trim { offset_bytes: 5 * BLOCK as u64, length_bytes: BLOCK as u32, fua: false };
-        assert!(d.execute(&trim).result.is_ok());
+        assert!(d.execute(trim).result.is_ok());
         expected[5] = vec![0; BLOCK];
         d.session_mut().drive_mut().shutdown().unwrap();
         save_drive(&path, &c, &d, 7, false).unwrap();
@@ -764,7 +764,7 @@ mod tests {
             write(&mut d, i * 5000, &pattern(3000, i));
         }
         let trim = Command::Trim { offset_bytes: 0, length_bytes: 4096, fua: false };
-        assert!(d.execute(&trim).result.is_ok());
+        assert!(d.execute(trim).result.is_ok());
         d.session_mut().drive_mut().shutdown().unwrap();
         save_drive(&path, &c, &d, 7, false).unwrap();
         let oob = d.session().drive().flash().nand().oob_stored_bytes() as u32;

@@ -22,6 +22,7 @@ use crate::host::nbd::errno;
 use crate::host::nbd::transmission::Command;
 use crate::oracle::crash_checker::{CrashHistory, PendingOp};
 use crate::run::{RunError, Session};
+use std::borrow::Cow;
 
 /// Sectors per host request to the FTL (a longer command is split).
 pub const CHUNK_SECTORS: u32 = 8192;
@@ -115,7 +116,7 @@ impl ServeDrive {
     }
 
     /// Execute `cmd` (already checked against the export's size).
-    pub fn execute(&mut self, cmd: &Command) -> Answer {
+    pub fn execute(&mut self, cmd: Command) -> Answer {
         let log = self.session.drive().flash().log();
         let (errors_before, kept_before) = (log.errors(), log.kept().len());
         let result = if self.session.ftl_failed() {
@@ -143,22 +144,22 @@ impl ServeDrive {
         }
     }
 
-    fn run(&mut self, cmd: &Command) -> Result<Vec<u8>, RunError> {
+    fn run(&mut self, cmd: Command) -> Result<Vec<u8>, RunError> {
         match cmd {
-            Command::Read { offset_bytes, length_bytes } => self.read_bytes(*offset_bytes, u64::from(*length_bytes)),
+            Command::Read { offset_bytes, length_bytes } => self.read_bytes(offset_bytes, u64::from(length_bytes)),
             Command::Write { offset_bytes, data, fua } => {
-                self.write_bytes(*offset_bytes, data)?;
-                self.flush_if(*fua)
+                self.write_bytes(offset_bytes, data)?;
+                self.flush_if(fua)
             }
             Command::Flush => self.flush_if(true),
             Command::Trim { offset_bytes, length_bytes, fua } => {
-                let (first, end) = self.whole_sectors(*offset_bytes, u64::from(*length_bytes));
+                let (first, end) = self.whole_sectors(offset_bytes, u64::from(length_bytes));
                 self.trim_sectors(first, end);
-                self.flush_if(*fua)
+                self.flush_if(fua)
             }
             Command::WriteZeroes { offset_bytes, length_bytes, fua, may_trim } => {
-                self.write_zeroes(*offset_bytes, u64::from(*length_bytes), *may_trim)?;
-                self.flush_if(*fua)
+                self.write_zeroes(offset_bytes, u64::from(length_bytes), may_trim)?;
+                self.flush_if(fua)
             }
         }
     }
@@ -241,7 +242,9 @@ impl ServeDrive {
 
     /// Write `data` at byte `offset`: partial sectors at either end are
     /// read, merged and written whole.
-    fn write_bytes(&mut self, offset: u64, data: &[u8]) -> Result<(), RunError> {
+    /// Write `data` at byte `offset` (the client's payload, kept as the
+    /// write's bytes without a copy when it is one aligned chunk).
+    fn write_bytes(&mut self, offset: u64, data: Vec<u8>) -> Result<(), RunError> {
         let sb = self.sector_bytes;
         if data.is_empty() {
             return Ok(());
@@ -258,20 +261,23 @@ impl ServeDrive {
             self.read_sectors(end - 1, &mut merged[tail..])?;
         }
         let at = (offset - first * sb) as usize;
-        merged[at..at + data.len()].copy_from_slice(data);
-        self.write_sectors(first, &merged)
+        merged[at..at + data.len()].copy_from_slice(&data);
+        self.write_sectors(first, merged)
     }
 
     /// Write whole sectors from `lba`, a request per chunk.
-    fn write_sectors(&mut self, lba: u64, data: &[u8]) -> Result<(), RunError> {
+    fn write_sectors(&mut self, lba: u64, data: Vec<u8>) -> Result<(), RunError> {
         let chunk_bytes = CHUNK_SECTORS as usize * self.sector_bytes as usize;
+        if data.len() <= chunk_bytes {
+            return self.write_chunk(lba, Cow::Owned(data));
+        }
         for (i, src) in data.chunks(chunk_bytes).enumerate() {
-            self.write_chunk(lba + (i * CHUNK_SECTORS as usize) as u64, src)?;
+            self.write_chunk(lba + (i * CHUNK_SECTORS as usize) as u64, Cow::Borrowed(src))?;
         }
         Ok(())
     }
 
-    fn write_chunk(&mut self, lba: u64, src: &[u8]) -> Result<(), RunError> {
+    fn write_chunk(&mut self, lba: u64, src: Cow<'_, [u8]>) -> Result<(), RunError> {
         let sectors = (src.len() as u64 / self.sector_bytes) as u32;
         let (drive, host) = self.session.parts_mut();
         let id = host.start_request();
@@ -331,18 +337,17 @@ impl ServeDrive {
         let (first, end) = self.whole_sectors(offset, length);
         if !may_trim || first >= end {
             let chunk = u64::from(CHUNK_SECTORS) * sb;
-            let zeros = vec![0; chunk.min(length) as usize];
             let mut at = offset;
             while at < offset + length {
                 let n = (offset + length - at).min(chunk);
-                self.write_bytes(at, &zeros[..n as usize])?;
+                self.write_bytes(at, vec![0; n as usize])?;
                 at += n;
             }
             return Ok(());
         }
-        self.write_bytes(offset, &vec![0; (first * sb - offset) as usize])?;
+        self.write_bytes(offset, vec![0; (first * sb - offset) as usize])?;
         self.trim_sectors(first, end);
-        self.write_bytes(end * sb, &vec![0; (offset + length - end * sb) as usize])
+        self.write_bytes(end * sb, vec![0; (offset + length - end * sb) as usize])
     }
 }
 
@@ -364,11 +369,11 @@ mod tests {
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) -> Answer {
-        d.execute(&Command::Write { offset_bytes, data: data.to_vec(), fua: false })
+        d.execute(Command::Write { offset_bytes, data: data.to_vec(), fua: false })
     }
 
     fn read(d: &mut ServeDrive, offset_bytes: u64, length_bytes: u32) -> Answer {
-        d.execute(&Command::Read { offset_bytes, length_bytes })
+        d.execute(Command::Read { offset_bytes, length_bytes })
     }
 
     #[test]
@@ -384,14 +389,14 @@ mod tests {
         assert_eq!(read(&mut d, (1 << 20) + 3, 5).result.unwrap(), &expected[3..8]);
         assert_eq!(read(&mut d, 0, 4096).result.unwrap(), vec![0; 4096], "never written: zeros");
         let trim = Command::Trim { offset_bytes: (1 << 20) + 100, length_bytes: 8192, fua: true };
-        assert!(d.execute(&trim).result.is_ok());
+        assert!(d.execute(trim).result.is_ok());
         let after = read(&mut d, 1 << 20, 16384).result.unwrap();
         assert_eq!(&after[..512], &expected[..512], "a partial sector is not trimmed");
         assert_eq!(&after[512..8192], &vec![0; 7680][..], "the whole sectors are");
         assert_eq!(&after[8192..], &expected[8192..16384]);
         let zeroes =
             Command::WriteZeroes { offset_bytes: (1 << 20) + 9000, length_bytes: 3000, fua: false, may_trim: false };
-        assert!(d.execute(&zeroes).result.is_ok());
+        assert!(d.execute(zeroes).result.is_ok());
         assert_eq!(read(&mut d, (1 << 20) + 9000, 3000).result.unwrap(), vec![0; 3000]);
         assert_eq!(d.session().drive().flash().log().errors(), 0);
     }

@@ -7,25 +7,37 @@
 //!   Unix socket);
 //! - [`connection`]: per client, the handshake ([`crate::host::nbd`]),
 //!   a reader thread that parses requests and a writer that sends replies;
-//! - this module's loop: the *drive thread*, which owns the session and
-//!   executes the commands of every connection one at a time, in the
-//!   order they arrive on one channel;
+//! - the *drive*: the session, the byte store and serve's counters
+//!   behind one lock ([`Core`]). Untimed, each connection's thread
+//!   executes its own commands holding it; with `timed`, connections hand
+//!   their commands to this module's loop, the *drive thread*, which
+//!   executes them in arrival order and gives each reply to the pacer;
 //! - [`executor`]: a command on the [`Session`] — host requests to the
 //!   FTL, the oracle checking every read, the bytes from [`bytes`];
 //! - with `timed`, [`timed`]: the reply held until the simulated drive
 //!   (the `perf` timing model) would complete the command, paced against
 //!   the real clock.
 //!
-//! **Why one drive thread.** The simulated drive is one state machine
-//! (FTL, flash, oracle): executing commands one at a time in arrival
-//! order makes a run's checking a function of the request sequence, so a
-//! finding can be replayed; serving requests in parallel would buy
-//! throughput the FTL under test does not have anyway. Connections only
-//! parse and send in parallel.
+//! **Why one command at a time.** The simulated drive is one state
+//! machine (FTL, flash, oracle): executing commands one at a time makes a
+//! run's checking a function of the request sequence, so a finding can be
+//! replayed; serving requests in parallel would buy throughput the FTL
+//! under test does not have anyway.
+//!
+//! **Why untimed connections execute their own commands.** A command
+//! handed from a reader thread to a drive thread, and its reply to a
+//! writer thread, costs two thread wake-ups (context switches) per
+//! command; a connection thread that reads a request, executes it under
+//! the lock and writes the reply needs none (the measurements are in
+//! `docs/design-notes/serve.md`). It sends the replies it has when the
+//! client has nothing more queued in the socket buffer, so a client that
+//! pipelines gets its replies in batches. A client that stops reading
+//! replies stops being read once the socket's buffer is full, so it
+//! cannot make the server hold unbounded memory.
 //!
 //! **Flush across connections.** A command's reply is sent after the
-//! drive thread executed it, and a flush executes after every command
-//! that was replied to before it was received, on any connection; the
+//! command was executed, and a flush executes after every command that
+//! was replied to before it was received, on any connection; the
 //! FTL's flush makes everything it acknowledged durable. So a flush on
 //! one connection covers writes completed on all connections, which is
 //! what `NBD_FLAG_CAN_MULTI_CONN` promises, and it is advertised.
@@ -112,9 +124,19 @@ pub enum AtExit {
     PowerCut,
 }
 
-/// A message to the drive thread.
+/// A message to the server's loop.
 pub enum Event {
+    /// A command to execute (`timed`: untimed connections execute their own).
     Job(Job),
+    /// A log line from a connection (a violation its command caused).
+    Log(String),
+    /// A request refused before the drive (`timed`: untimed connections count their own).
+    Refused,
+    /// A command's violation asks the server to stop (`--on-violation stop`).
+    Stop,
+    /// A command panicked on a connection's thread: the server panics with
+    /// it, as it would have had the command run on its own thread.
+    Panicked(Box<dyn std::any::Any + Send>),
     Opened(u64, String),
     /// Connection closed: `Ok(None)` as the protocol says, `Ok(Some)` with
     /// a note, `Err` after a protocol or socket error.
@@ -146,6 +168,73 @@ pub struct ServeCounters {
     pub bytes: ByteStoreStats,
     /// Why the server stopped.
     pub stopped_by: String,
+}
+
+/// The drive and serve's counters, behind one lock (see the module docs).
+pub struct Core {
+    /// Taken by the server when it stops: a connection finding it gone
+    /// executes nothing more.
+    drive: Option<ServeDrive>,
+    counters: ServeCounters,
+    /// A violation asked to stop: nothing more is executed.
+    stopping: bool,
+}
+
+// SAFETY: a `ServeDrive` is not `Send` only because its FTL, flash
+// observers and FTL factory are trait objects without a `Send` bound (a
+// C library FTL holds raw pointers). Confined here, it is used by one
+// thread at a time: the `Core` is reached only through its `Mutex`, and
+// nothing in it is shared with anything outside it (no `Rc` of the
+// session is handed out; the timed pacer's device is its own, on the
+// drive thread). That is the contract `include/nandlab.h` gives C FTLs
+// too: one instance is called from one thread at a time, not always the
+// same thread. Rust FTLs keep no thread-local state.
+unsafe impl Send for Core {}
+
+impl Core {
+    /// The core, locked. After a panic in a command (the lock is then
+    /// poisoned) the drive is in no state to go on: nothing more is
+    /// executed, and the server's loop ends the process with that panic
+    /// ([`Event::Panicked`]).
+    pub fn lock(core: &Mutex<Core>) -> std::sync::MutexGuard<'_, Core> {
+        core.lock().unwrap_or_else(|poisoned| {
+            let mut core = poisoned.into_inner();
+            core.stopping = true;
+            core
+        })
+    }
+
+    /// Execute `command` of connection `connection`: its reply (with no
+    /// budget), the log lines of the violations it caused, and whether
+    /// the server must stop; `None` when the server is stopping (the
+    /// command is dropped, as commands not yet executed at a stop are).
+    pub fn execute(&mut self, connection: u64, cookie: u64, command: Command) -> Option<(Reply, Vec<String>, bool)> {
+        if self.stopping {
+            return None;
+        }
+        let drive = self.drive.as_mut()?;
+        self.counters.commands += 1;
+        let offset_bytes = match command {
+            Command::Read { offset_bytes, .. } => offset_bytes,
+            _ => 0,
+        };
+        let answer = drive.execute(command);
+        if answer.result.is_err() {
+            self.counters.commands_failed += 1;
+        }
+        let lines = answer
+            .violations
+            .iter()
+            .map(|v| format!("violation (connection {connection}, cookie {cookie:#x}): {v}"))
+            .collect();
+        self.stopping = answer.stop;
+        Some((Reply { cookie, offset_bytes, result: answer.result, budget_bytes: 0 }, lines, answer.stop))
+    }
+
+    /// A request refused before the drive (range, size, unknown command).
+    pub fn count_refused(&mut self) {
+        self.counters.commands_refused += 1;
+    }
 }
 
 /// The report of a `serve` run: the stress report's fields and serve's own.
@@ -205,7 +294,7 @@ pub fn export(name: &str, size_bytes: u64, block_min_bytes: u32, page_bytes: u32
 /// (connections, violations, live counters) go to `log`.
 pub fn run(
     config: &Config,
-    mut drive: ServeDrive,
+    drive: ServeDrive,
     listener: Listener,
     opts: &ServeOptions,
     log: &mut dyn FnMut(&str),
@@ -215,34 +304,42 @@ pub fn run(
     let mut pacer = if opts.timed { Some(Pacer::new(config, opts.seed, started)?) } else { None };
     let export = export(&opts.export_name, drive.size_bytes(), opts.block_min_bytes, config.geometry.page_size_bytes());
     listener.set_nonblocking().map_err(|e| RunError::Input(format!("listening socket: {e}")))?;
+    let core = Arc::new(Mutex::new(Core { drive: Some(drive), counters: ServeCounters::default(), stopping: false }));
+    // Untimed, connections execute their own commands on the core.
+    let direct = (!opts.timed).then(|| Arc::clone(&core));
     let (tx, rx) = channel::<Event>();
     let shutdown = Arc::new(AtomicBool::new(false));
     let streams: Arc<Mutex<HashMap<u64, Stream>>> = Arc::default();
     let acceptor = {
         let (shutdown, streams, tx) = (Arc::clone(&shutdown), Arc::clone(&streams), tx.clone());
-        std::thread::spawn(move || accept_loop(&listener, &export, &shutdown, &streams, &tx))
+        std::thread::spawn(move || accept_loop(&listener, &export, &shutdown, &streams, &tx, direct.as_ref()))
     };
     drop(tx);
-    let mut counters = ServeCounters::default();
     let mut open = 0u64;
     let mut interrupted = false;
+    let stopped_by;
+    let mut connections = 0u64;
+    let mut connection_errors = 0u64;
     let mut next_stats = opts.stats_interval.map(|d| Instant::now() + d);
     // With `once`: when the last client left, if no other came since.
     let mut idle_since: Option<Instant> = None;
     loop {
         if open == 0 && idle_since.is_some_and(|t| t.elapsed() >= ONCE_GRACE) {
-            counters.stopped_by = "the last client disconnected (--once)".into();
+            stopped_by = "the last client disconnected (--once)".into();
             break;
         }
         if opts.stop.is_set() {
             interrupted = true;
-            counters.stopped_by = "interrupted".into();
+            stopped_by = "interrupted".into();
             break;
         }
         let asked = opts.stats_now.as_ref().is_some_and(|f| f.swap(false, Ordering::Relaxed));
         let due = next_stats.is_some_and(|t| Instant::now() >= t);
         if asked || due {
-            log(&live_line(&drive, &counters, open));
+            let core = Core::lock(&core);
+            if let Some(drive) = &core.drive {
+                log(&live_line(drive, &core.counters, open));
+            }
             next_stats = opts.stats_interval.map(|d| Instant::now() + d);
         }
         let mut wait = Duration::from_millis(50);
@@ -251,15 +348,30 @@ pub fn run(
         }
         match rx.recv_timeout(wait) {
             Ok(Event::Job(job)) => {
-                if execute(&mut drive, pacer.as_mut(), job, &mut counters, log) {
-                    counters.stopped_by = "a violation (--on-violation stop)".into();
+                // The pacer times the command after: the drive gets a copy.
+                let executed = Core::lock(&core).execute(job.connection, job.cookie, job.command.clone());
+                let Some((mut reply, lines, stop)) = executed else { continue };
+                for line in &lines {
+                    log(line);
+                }
+                reply.budget_bytes = job.budget_bytes;
+                send_timed(pacer.as_mut(), job, reply, log);
+                if stop {
+                    stopped_by = "a violation (--on-violation stop)".into();
                     break;
                 }
+            }
+            Ok(Event::Log(line)) => log(&line),
+            Ok(Event::Refused) => Core::lock(&core).count_refused(),
+            Ok(Event::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Ok(Event::Stop) => {
+                stopped_by = "a violation (--on-violation stop)".into();
+                break;
             }
             Ok(Event::Opened(id, peer)) => {
                 open += 1;
                 idle_since = None;
-                counters.connections += 1;
+                connections += 1;
                 log(&format!("connection {id} from {peer}"));
             }
             Ok(Event::Closed(id, how)) => {
@@ -268,7 +380,7 @@ pub fn run(
                     Ok(None) => log(&format!("connection {id} closed")),
                     Ok(Some(note)) => log(&format!("connection {id} closed: {note}")),
                     Err(e) => {
-                        counters.connection_errors += 1;
+                        connection_errors += 1;
                         log(&format!("connection {id} dropped: {e}"));
                     }
                 }
@@ -278,16 +390,26 @@ pub fn run(
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                counters.stopped_by = "the listener failed".into();
+                stopped_by = "the listener failed".into();
                 break;
             }
         }
     }
     shutdown.store(true, Ordering::Relaxed);
     let _ = acceptor.join();
+    // The drive leaves the core: a connection still reading executes
+    // nothing more (its command is dropped).
+    let (mut drive, mut counters) = {
+        let mut core = Core::lock(&core);
+        let drive = core.drive.take().expect("the drive is taken once");
+        (drive, std::mem::take(&mut core.counters))
+    };
     for stream in streams.lock().expect("streams lock").values() {
         stream.shutdown();
     }
+    counters.connections = connections;
+    counters.connection_errors = connection_errors;
+    counters.stopped_by = stopped_by;
     let mut report = finish(config, &mut drive, counters, interrupted, opts, started, cpu_start);
     report.timed = pacer.as_ref().map(Pacer::report);
     Ok((report, drive))
@@ -304,7 +426,7 @@ pub fn serve_in_line(drive: &mut ServeDrive, conn: &mut (impl std::io::Read + st
     while let Ok(incoming) = read_request(conn, export.size_bytes) {
         match incoming {
             Incoming::Command(_, cmd) => {
-                let _ = drive.execute(&cmd);
+                let _ = drive.execute(cmd);
             }
             Incoming::Refuse(..) => {}
             Incoming::Disconnect => return,
@@ -312,27 +434,9 @@ pub fn serve_in_line(drive: &mut ServeDrive, conn: &mut (impl std::io::Read + st
     }
 }
 
-/// Execute one job and send its reply; whether the server must stop.
-fn execute(
-    drive: &mut ServeDrive,
-    pacer: Option<&mut Pacer>,
-    job: Job,
-    counters: &mut ServeCounters,
-    log: &mut dyn FnMut(&str),
-) -> bool {
-    counters.commands += 1;
-    let answer = drive.execute(&job.command);
-    for v in &answer.violations {
-        log(&format!("violation (connection {}, cookie {:#x}): {v}", job.connection, job.cookie));
-    }
-    if answer.result.is_err() {
-        counters.commands_failed += 1;
-    }
-    let offset_bytes = match job.command {
-        Command::Read { offset_bytes, .. } => offset_bytes,
-        _ => 0,
-    };
-    let reply = Reply { cookie: job.cookie, offset_bytes, result: answer.result, budget_bytes: job.budget_bytes };
+/// Send a reply of the drive thread: held by the pacer until the
+/// simulated drive would complete its command, or at once.
+fn send_timed(pacer: Option<&mut Pacer>, job: Job, reply: Reply, log: &mut dyn FnMut(&str)) {
     match pacer {
         Some(pacer) => {
             if let Err(e) = pacer.hold(&job.command, job.connection, job.arrived, job.reply, reply) {
@@ -350,16 +454,18 @@ fn execute(
             let _ = job.reply.send(reply);
         }
     }
-    answer.stop
 }
 
-/// Accept clients until `shutdown`; each gets a thread.
+/// Accept clients until `shutdown`; each gets a thread, which executes
+/// its commands on `direct` when given (untimed) or sends them to the
+/// drive thread.
 fn accept_loop(
     listener: &Listener,
     export: &Export,
     shutdown: &AtomicBool,
     streams: &Arc<Mutex<HashMap<u64, Stream>>>,
     tx: &Sender<Event>,
+    direct: Option<&Arc<Mutex<Core>>>,
 ) {
     let mut next_id = 1;
     while !shutdown.load(Ordering::Relaxed) {
@@ -388,9 +494,9 @@ fn accept_loop(
         if tx.send(Event::Opened(id, peer)).is_err() {
             return;
         }
-        let (export, tx, streams) = (export.clone(), tx.clone(), Arc::clone(streams));
+        let (export, tx, streams, direct) = (export.clone(), tx.clone(), Arc::clone(streams), direct.cloned());
         let _ = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
-            let how = connection::serve(id, stream, &export, &tx);
+            let how = connection::serve(id, stream, &export, &tx, direct.as_deref());
             streams.lock().expect("streams lock").remove(&id);
             let _ = tx.send(Event::Closed(id, how));
         });
