@@ -317,6 +317,39 @@ fn a_raw_client_gets_protocol_errors_and_misbehaving_clients_are_dropped_without
     assert_eq!(report["serve"]["commands_refused"], 4, "past the end (2), too large, unknown");
 }
 
+/// A client that sends requests and never reads a reply blocks only its
+/// own connection (the server's send to it waits, and it is no longer
+/// read); another client is served meanwhile, in both serving modes.
+#[test]
+fn a_client_that_never_reads_its_replies_does_not_stop_the_others() {
+    for timed in [false, true] {
+        let mut args = vec!["--preset", "tiny-timed", "--ftl", "page", "--seed", "6", "--once"];
+        if timed {
+            args.push("--timed");
+        }
+        let server = Server::start(&args);
+        let mut stuck = connect(&server.addr);
+        handshake(&mut stuck);
+        // 64 reads of 1 MiB: far more than the socket buffers hold.
+        for cookie in 0..64 {
+            request(&mut stuck, 0, cookie, 0, 1 << 20, &[]);
+        }
+        let mut other = connect(&server.addr);
+        other.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        handshake(&mut other);
+        let data = pattern(4096, 3);
+        request(&mut other, 1, 1, 1 << 20, 4096, &data);
+        assert_eq!(reply(&mut other, 1, 0).0, 0, "timed {timed}: the other client's write is answered");
+        request(&mut other, 0, 2, 1 << 20, 4096, &[]);
+        assert_eq!(reply(&mut other, 2, 4096), (0, data), "timed {timed}: and its read");
+        drop(stuck);
+        request(&mut other, 2, 3, 0, 0, &[]);
+        assert!(closed_by_server(&mut other));
+        let ended = server.wait();
+        assert!(ended.status.success(), "timed {timed}: exit {:?}: {}{}", ended.status, ended.stdout, ended.stderr);
+    }
+}
+
 #[test]
 fn bad_options_exit_2_before_listening() {
     let run = |args: &[&str]| {
