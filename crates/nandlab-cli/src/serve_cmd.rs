@@ -86,8 +86,9 @@ pub struct ServeArgs {
     /// Keep the drive in FILE across runs: a new FILE is formatted, an
     /// existing one is checked (device, checksums, version) and mounted
     /// by a fresh FTL; at a clean exit the FTL shuts down and FILE is saved.
-    /// Not with --timed (its timing model would start from a fresh drive).
-    #[arg(long, value_name = "FILE", conflicts_with = "timed")]
+    /// With --timed, the timing model's own copy of the drive mounts the
+    /// same flash.
+    #[arg(long, value_name = "FILE")]
     pub drive: Option<PathBuf>,
     /// At exit, leave the drive as a power cut would (no FTL shutdown, its
     /// volatile state lost) and save it: the next `serve --drive FILE`
@@ -181,6 +182,7 @@ fn open_drive(config: &Config, args: &ServeArgs) -> Result<(ServeDrive, u64), Ex
             args.keep_violations,
             args.stale_bytes_max,
             args.on_violation,
+            args.timed,
         );
         return match opened {
             Ok(o) => {

@@ -740,6 +740,43 @@ fn raw_flush(s: &mut TcpStream, cookie: u64) {
     assert_eq!(reply(s, cookie, 0).0, 0, "flush");
 }
 
+/// `--timed` on a drive file: the timing model's copy of the drive mounts
+/// the same flash, so data written in an earlier run is read from flash —
+/// its reads take at least a page read (tR). Had the timed copy started
+/// formatted, the data would be unwritten to it and its reads would skip
+/// the flash (no tR): the run with `--timed` but without the drive file's
+/// data shows that.
+#[test]
+fn a_timed_restart_on_a_drive_file_reads_the_earlier_data_from_flash() {
+    let config = nandlab::config::Config::preset("tiny-timed").unwrap();
+    let t_r_ns = config.require_timing().unwrap().read_ns_by_level.iter().copied().min().unwrap() as f64;
+    let dir = tempfile::tempdir().unwrap();
+    let (file, json) = (dir.path().join("drive.nld"), dir.path().join("r.json"));
+    let (f, j) = (file.to_str().unwrap(), json.to_str().unwrap());
+    let data = pattern(64 << 10, 31);
+    let mean_read_ns = |fresh: bool| {
+        let drive = if fresh { dir.path().join("fresh.nld") } else { file.clone() };
+        let args = ["--preset", "tiny-timed", "--ftl", "page", "--once", "--timed", "--json", j];
+        let server = Server::start(&[&args[..], &["--drive", drive.to_str().unwrap()]].concat());
+        let ended = with_raw_client(server, |s| {
+            let expected = if fresh { vec![0; data.len()] } else { data.clone() };
+            assert!(raw_read(s, 1, 1 << 20, data.len()) == expected, "fresh {fresh}: the bytes read back");
+        });
+        assert!(ended.status.success(), "exit {:?}: {}{}", ended.status, ended.stdout, ended.stderr);
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let read = &report["timed"]["read"];
+        assert_eq!(read["count"], 1, "{report}");
+        read["mean_us"].as_f64().unwrap() * 1000.0
+    };
+    let server = Server::start(&["--preset", "tiny-timed", "--ftl", "page", "--once", "--seed", "8", "--drive", f]);
+    let ended = with_raw_client(server, |s| raw_write(s, 1, 1 << 20, &data));
+    assert!(ended.status.success(), "exit {:?}: {}{}", ended.status, ended.stdout, ended.stderr);
+    let kept = mean_read_ns(false);
+    assert!(kept >= t_r_ns, "a read of kept data: {kept} ns, below tR {t_r_ns} ns");
+    let fresh = mean_read_ns(true);
+    assert!(fresh < t_r_ns, "a read of never-written data skips the flash: {fresh} ns");
+}
+
 /// A power cut at exit, a recovery checked sector by sector, then a clean
 /// restart: what was flushed before the cut reads back byte for byte, what
 /// was written after it reads as the old or the new bytes, and what was

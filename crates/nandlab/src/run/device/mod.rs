@@ -135,19 +135,64 @@ impl TimedDevice {
         keep_violations: usize,
         interval_ns: u64,
     ) -> Result<TimedDevice, RunError> {
+        let (timing, ftl_config) = Self::ftl_config(config)?;
+        let session = Session::new(&ftl_config, seed, oracle_unit_sectors, keep_violations)
+            .map_err(|e| Self::name_the_cache(e, config, &timing))?;
+        Self::around(session, config, timing, interval_ns)
+    }
+
+    /// Build the drive on flash that holds data already (`nand`, as a
+    /// drive file kept it), mounted by a fresh FTL; the host's view of
+    /// the disk is `oracle`, write ids continue from `next_write_id`. The
+    /// timing model starts switched off, as [`TimedDevice::new`]'s.
+    pub fn on_flash(
+        config: &Config,
+        seed: u64,
+        interval_ns: u64,
+        nand: crate::nand::Nand,
+        oracle: crate::oracle::Oracle,
+        next_write_id: crate::nand::payload::WriteId,
+    ) -> Result<TimedDevice, RunError> {
+        let (timing, ftl_config) = Self::ftl_config(config)?;
+        let factory = super::registry_factory(&ftl_config.ftl_name, &ftl_config.ftl_options);
+        let drive = match super::Drive::mount_on(&ftl_config, factory, seed, 1, nand)
+            .map_err(|e| Self::name_the_cache(e, config, &timing))?
+        {
+            Ok(drive) => drive,
+            Err((_, e)) => return Err(RunError::Input(format!("the timed copy of the drive failed to mount: {e}"))),
+        };
+        let host = super::HostSide::restored(oracle, next_write_id, u64::from(config.geometry.sector_size_bytes()));
+        Self::around(Session::from_parts(drive, host), config, timing, interval_ns)
+    }
+
+    /// The timing of `config` and the configuration its FTL gets: the
+    /// write cache takes its share of the DRAM, the FTL the rest.
+    fn ftl_config(config: &Config) -> Result<(Timing, Config), RunError> {
         let timing = config.require_timing().map_err(RunError::Input)?.clone();
-        // The write cache takes its share of the DRAM; the FTL gets the rest.
         let mut ftl_config = config.clone();
         ftl_config.dram_budget_bytes = config.dram_budget_bytes - timing.write_cache_bytes;
-        let mut session =
-            Session::new(&ftl_config, seed, oracle_unit_sectors, keep_violations).map_err(|e| match e {
-                RunError::Input(m) if timing.write_cache_bytes > 0 => RunError::Input(format!(
-                    "{m} (the write cache takes {} MiB of the {} MiB of device DRAM)",
-                    timing.write_cache_bytes >> 20,
-                    config.dram_budget_bytes >> 20
-                )),
-                other => other,
-            })?;
+        Ok((timing, ftl_config))
+    }
+
+    /// An input error of the FTL's, saying what the write cache took.
+    fn name_the_cache(e: RunError, config: &Config, timing: &Timing) -> RunError {
+        match e {
+            RunError::Input(m) if timing.write_cache_bytes > 0 => RunError::Input(format!(
+                "{m} (the write cache takes {} MiB of the {} MiB of device DRAM)",
+                timing.write_cache_bytes >> 20,
+                config.dram_budget_bytes >> 20
+            )),
+            other => other,
+        }
+    }
+
+    /// The timed device around `session`.
+    fn around(
+        mut session: Session,
+        config: &Config,
+        timing: Timing,
+        interval_ns: u64,
+    ) -> Result<TimedDevice, RunError> {
         let g = &config.geometry;
         let mut model = FlashTiming::new(g, &timing, interval_ns);
         model.set_enabled(false);

@@ -500,7 +500,9 @@ pub struct Opened {
 /// the file, rebuild the flash, mount it with a fresh FTL from `factory`;
 /// after a power cut, read every sector back and check the recovery
 /// against what was durable (as `crash` does: violations go to the
-/// drive's log), and carry on with the disk the recovery showed.
+/// drive's log), and carry on with the disk the recovery showed. With
+/// `keep_origin` the flash as the file held it is kept in the drive, for
+/// the timed device to mount too.
 #[allow(clippy::too_many_arguments)]
 pub fn open(
     path: &Path,
@@ -510,6 +512,7 @@ pub fn open(
     keep_violations: usize,
     stale_bytes_max: u64,
     policy: ViolationPolicy,
+    keep_origin: bool,
 ) -> Result<Opened, OpenError> {
     let input = |e: RunError| OpenError::Input(e.to_string());
     let (oob, guarantee) = Drive::ftl_needs(config, &factory, 0).map_err(input)?;
@@ -521,6 +524,7 @@ pub fn open(
     let state = load(io::BufReader::new(file), file_bytes, config, oob, store, super::executor::CHUNK_SECTORS)
         .map_err(named)?;
     let seed = seed.unwrap_or(state.seed);
+    let origin = keep_origin.then(|| state.nand.clone());
     let mut drive = match Drive::mount_on(config, factory, seed, keep_violations, state.nand).map_err(input)? {
         Ok(d) => d,
         Err((_, e)) => {
@@ -551,7 +555,11 @@ pub fn open(
     let session = Session::from_parts(drive, HostSide::restored(oracle, state.next_write_id, u64::from(sector_bytes)));
     let mut bytes = state.bytes;
     bytes.settle(state.stale_order, session.host().oracle());
-    Ok(Opened { drive: ServeDrive::with_bytes(session, bytes, policy), seed, how })
+    let mut drive = ServeDrive::with_bytes(session, bytes, policy);
+    if let Some(nand) = origin {
+        drive.keep_origin(nand);
+    }
+    Ok(Opened { drive, seed, how })
 }
 
 /// Save the drive `drive` serves to `path`: as a clean shutdown left it,

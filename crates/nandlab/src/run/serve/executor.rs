@@ -70,19 +70,36 @@ pub struct ServeDrive {
     /// With `--power-cut-on-exit`: the durable floor and the writes and
     /// trims since, for the next run to check its recovery against.
     history: Option<CrashHistory>,
+    /// The flash this drive was mounted from (a drive file's, kept for
+    /// `--timed`: the timed device mounts it too).
+    origin: Option<crate::nand::Nand>,
 }
 
 impl ServeDrive {
     pub fn new(session: Session, stale_bytes_max: u64, policy: ViolationPolicy) -> ServeDrive {
         let sector_bytes = session.host().bytes(1);
         let bytes = ByteStore::new(sector_bytes as u32, stale_bytes_max);
-        ServeDrive { session, bytes, policy, sector_bytes, history: None }
+        ServeDrive { session, bytes, policy, sector_bytes, history: None, origin: None }
     }
 
     /// A drive whose bytes were kept by another run (`serve --drive`).
     pub fn with_bytes(session: Session, bytes: ByteStore, policy: ViolationPolicy) -> ServeDrive {
         let sector_bytes = session.host().bytes(1);
-        ServeDrive { session, bytes, policy, sector_bytes, history: None }
+        ServeDrive { session, bytes, policy, sector_bytes, history: None, origin: None }
+    }
+
+    /// Keep `nand`, the flash this drive was mounted from, for the timed
+    /// device ([`ServeDrive::take_timing_origin`]).
+    pub fn keep_origin(&mut self, nand: crate::nand::Nand) {
+        self.origin = Some(nand);
+    }
+
+    /// Where the timed device starts: the flash this drive was mounted
+    /// from (if it was kept) and the host's view of the disk now.
+    pub fn take_timing_origin(&mut self) -> Option<super::timed::TimingOrigin> {
+        let nand = self.origin.take()?;
+        let host = self.session.host();
+        Some(super::timed::TimingOrigin { nand, oracle: host.oracle().clone(), next_write_id: host.next_write_id() })
     }
 
     /// Keep what a power cut may lose from here on (everything the oracle

@@ -301,7 +301,9 @@ pub fn run(
 ) -> Result<(ServeReport, ServeDrive), RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
-    let mut pacer = if opts.timed { Some(Pacer::new(config, opts.seed, started)?) } else { None };
+    let mut drive = drive;
+    let mut pacer =
+        if opts.timed { Some(Pacer::new(config, opts.seed, started, drive.take_timing_origin())?) } else { None };
     let export = export(&opts.export_name, drive.size_bytes(), opts.block_min_bytes, config.geometry.page_size_bytes());
     listener.set_nonblocking().map_err(|e| RunError::Input(format!("listening socket: {e}")))?;
     let core = Arc::new(Mutex::new(Core { drive: Some(drive), counters: ServeCounters::default(), stopping: false }));

@@ -63,6 +63,14 @@ const CHUNK_SECTORS: u32 = super::executor::CHUNK_SECTORS;
 /// The flash time series interval the timed device keeps (serve reports no series).
 const SERIES_INTERVAL_NS: u64 = 1_000_000_000;
 
+/// Where the timed device starts when the checked drive came from a drive
+/// file: the same flash, and the host's view of the disk.
+pub struct TimingOrigin {
+    pub nand: crate::nand::Nand,
+    pub oracle: crate::oracle::Oracle,
+    pub next_write_id: crate::nand::payload::WriteId,
+}
+
 /// A reply waiting for its simulated completion.
 struct Held {
     to: Sender<Reply>,
@@ -151,8 +159,15 @@ pub struct Pacer {
 impl Pacer {
     /// A timed device for `config` (which must have a timing model); real
     /// time starts at `started`.
-    pub fn new(config: &Config, seed: u64, started: Instant) -> Result<Pacer, RunError> {
-        let mut device = TimedDevice::new(config, seed, 1, 1, SERIES_INTERVAL_NS)?;
+    ///
+    /// The timed device starts formatted, or with `origin` (`--drive`: the
+    /// flash the checked drive was mounted from and the host's view of it)
+    /// mounted by a fresh FTL of its own.
+    pub fn new(config: &Config, seed: u64, started: Instant, origin: Option<TimingOrigin>) -> Result<Pacer, RunError> {
+        let mut device = match origin {
+            None => TimedDevice::new(config, seed, 1, 1, SERIES_INTERVAL_NS)?,
+            Some(o) => TimedDevice::on_flash(config, seed, SERIES_INTERVAL_NS, o.nand, o.oracle, o.next_write_id)?,
+        };
         device.set_time_origin(0);
         device.start_timing();
         let queues = device.queues();
@@ -391,7 +406,7 @@ mod tests {
         let config = Config::preset("tiny-timed").unwrap();
         let t_r = config.require_timing().unwrap().read_ns_by_level.iter().copied().min().unwrap();
         let started = Instant::now();
-        let mut p = Pacer::new(&config, 1, started).unwrap();
+        let mut p = Pacer::new(&config, 1, started, None).unwrap();
         let (tx, rx) = channel();
         let write = Command::Write { offset_bytes: 0, data: vec![1; 4096], fua: false };
         p.hold(&write, 1, Instant::now(), tx.clone(), reply(1)).unwrap();
