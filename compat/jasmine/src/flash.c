@@ -208,7 +208,7 @@ static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsi
         jasmine_tag_bytes(addr, bytes);
     } else {
         memset((void *)addr, 0xFF, bytes);
-        jasmine_tag_bytes(addr, bytes);
+        jasmine_tag_fill(addr, bytes, 0xFF);
         L->bsp_intr[rbank] |= FIRQ_ALL_FF;
     }
     if ((option & FO_B_SATA_R) && jasmine_in_dram(dma, 1) && dma >= RD_BUF_ADDR &&
@@ -219,21 +219,27 @@ static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsi
     }
 }
 
-/* What a DRAM sector of firmware bytes becomes in a host page. */
-#define BYTES_ERASED 0 /* all 0xFF: an erased sector */
-#define BYTES_ZERO 1   /* all 0x00: a zero sector */
-#define BYTES_OTHER 2  /* anything else: not representable */
-
-static int classify_bytes(uint32_t sector) {
-    const unsigned char *p = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
-    unsigned char first = p[0];
-    if (first != 0xFF && first != 0x00) return BYTES_OTHER;
-    uint64_t word = 0x0101010101010101ull * first, w;
-    for (int i = 0; i < BYTES_PER_SECTOR; i += 8) { /* BYTES_PER_SECTOR is 512 */
-        memcpy(&w, p + i, 8);
-        if (w != word) return BYTES_OTHER;
+/* Stage a host page in L->staging: sectors col .. col+n from DRAM sector
+ * `sector` on (host identities, erased or zero bytes), the rest erased.
+ * One buffer call per run of sectors of one kind. */
+static void stage_host_sectors(uint32_t sector, uint32_t col, uint32_t n) {
+    const nandlab_flash *f = L->flash;
+    const uint8_t *tags = L->tags;
+    if (col > 0 || n < SECTORS_PER_PAGE)
+        jasmine_check_flash(f->buf_copy(f->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE), "staging");
+    uint32_t k = 0;
+    while (k < n) {
+        uint8_t kind = jasmine_sector_kind(tags, sector + k);
+        uint32_t run = 1;
+        while (k + run < n && jasmine_sector_kind(tags, sector + k + run) == kind) run++;
+        if (kind == TAG_HOST)
+            jasmine_shadow_out(L->staging, col + k, sector + k, run, "staging");
+        else if (kind == TAG_ZERO)
+            jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, run), "staging");
+        else if (col == 0 && n == SECTORS_PER_PAGE) /* else the staging page is erased there already */
+            jasmine_check_flash(f->buf_copy(f->ctx, L->staging, col + k, L->erased, 0, run), "staging");
+        k += run;
     }
-    return first == 0xFF ? BYTES_ERASED : BYTES_ZERO;
 }
 
 /* Program sectors col .. col+n of a page from memory at dma + col*512 (the
@@ -250,17 +256,19 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
     uint32_t host = 0, other = 0;
     uint32_t sector = 0;
     int in_dram = jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0;
-    if (in_dram) {
-        sector = jasmine_dram_sector(addr);
+    if (in_dram) sector = jasmine_dram_sector(addr);
+    /* Without a host sector the page is metadata, whatever its bytes. */
+    if (in_dram && memchr(&L->tags[sector], TAG_HOST, n)) {
+        const uint8_t *tags = L->tags;
         for (uint32_t k = 0; k < n; k++) {
-            if (L->tags[sector + k] == TAG_HOST)
-                host++;
-            else if (classify_bytes(sector + k) == BYTES_OTHER)
-                other++;
+            uint8_t kind = jasmine_sector_kind(tags, sector + k);
+            host += kind == TAG_HOST;
+            other += kind == TAG_BYTES;
         }
     }
     int32_t code;
     uint8_t oob;
+    uint8_t cause = cause_of(option, NANDLAB_CAUSE_GC);
     if (host > 0 && other > 0) {
         jasmine_fatal(JASMINE_E_LAYER,
                       "program of bank %u row %u from DRAM 0x%08lx mixes %u host sectors with %u sectors of bytes the "
@@ -270,28 +278,21 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
         oob = KIND_HOST;
         jasmine_shadow_check(sector, n, "a flash program of host data");
         if (col == 0 && n == SECTORS_PER_PAGE && host == n && sector % SHADOW_CHUNK == 0) {
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->shadow[sector / SHADOW_CHUNK], 0,
-                              &oob, 1);
-        } else if (col == 0 && n == SECTORS_PER_PAGE && host == n) {
-            jasmine_shadow_out(L->staging, 0, sector, n, "staging");
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+            code = f->program(f->ctx, cause, page, L->shadow[sector / SHADOW_CHUNK], 0, &oob, 1);
         } else {
-            jasmine_check_flash(f->buf_copy(f->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE), "staging");
-            for (uint32_t k = 0; k < n; k++) {
-                if (L->tags[sector + k] == TAG_HOST)
-                    jasmine_shadow_out(L->staging, col + k, sector + k, 1, "staging");
-                else if (classify_bytes(sector + k) == BYTES_ZERO)
-                    jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, 1), "staging");
-            }
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+            stage_host_sectors(sector, col, n);
+            code = f->program(f->ctx, cause, page, L->staging, 0, &oob, 1);
         }
         L->host_pages_programmed++;
     } else {
+        /* Metadata: the page's bytes up to the last sector programmed (the
+         * NAND keeps no trailing erased bytes: the rest reads as 0xFF). */
         static unsigned char page_bytes[BYTES_PER_PAGE];
+        unsigned long before = (unsigned long)col * BYTES_PER_SECTOR;
         oob = KIND_META;
-        memset(page_bytes, 0xFF, sizeof page_bytes);
-        memcpy(page_bytes + (size_t)col * BYTES_PER_SECTOR, (const void *)addr, bytes);
-        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, sizeof page_bytes, &oob, 1);
+        memset(page_bytes, 0xFF, before);
+        memcpy(page_bytes + before, (const void *)addr, bytes);
+        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, before + bytes, &oob, 1);
         L->meta_pages_programmed++;
     }
     if (code != NANDLAB_OK) {
@@ -388,22 +389,27 @@ void jasmine_write_scan_lists(void) {
 
 /* ---- The board's flash functions -------------------------------------- */
 
+/* The wrappers below are the layer's own: they fill the command port
+ * directly (what SETREG would store) rather than through jasmine_setreg. */
+#define PUT(ADDR, VAL) (FREG(ADDR) = (UINT32)(VAL))
+
 static void set_command(UINT32 cmd, UINT32 option, UINT32 dma, UINT32 bytes, UINT32 col, UINT32 bank, UINT32 row) {
-    SETREG(FCP_CMD, cmd);
-    SETREG(FCP_OPTION, option);
-    SETREG(FCP_DMA_ADDR, dma);
-    SETREG(FCP_DMA_CNT, bytes);
-    SETREG(FCP_COL, col);
-    SETREG(FCP_ROW_L(bank), row);
-    SETREG(FCP_ROW_H(bank), row);
+    PUT(FCP_CMD, cmd);
+    PUT(FCP_OPTION, option);
+    PUT(FCP_DMA_ADDR, dma);
+    PUT(FCP_DMA_CNT, bytes);
+    PUT(FCP_COL, col);
+    PUT(FCP_ROW_L(bank), row);
+    PUT(FCP_ROW_H(bank), row);
 }
 
 #define ROW(VBLOCK, PAGE) ((VBLOCK) * PAGES_PER_BLK + (PAGE))
 
 void flash_issue_cmd(UINT32 const bank, UINT32 const sync) {
     (void)sync; /* every command completes at issue */
-    SETREG(FCP_BANK, REAL_BANK(bank));
-    SETREG(FCP_ISSUE, 0);
+    PUT(FCP_BANK, REAL_BANK(bank));
+    PUT(FCP_ISSUE, 0);
+    jasmine_flash_command(REAL_BANK(bank));
 }
 
 void flash_finish(void) { jasmine_progress(); }
@@ -414,22 +420,22 @@ void flash_clear_irq(void) {
 }
 
 void flash_copy(UINT32 const bank, UINT32 const dst_row, UINT32 const src_row) {
-    SETREG(FCP_CMD, FC_COPYBACK);
-    SETREG(FCP_OPTION, FO_E | FO_B_W_DRDY);
-    SETREG(FCP_COL, 0);
-    SETREG(FCP_ROW_L(bank), src_row);
-    SETREG(FCP_ROW_H(bank), src_row);
-    SETREG(FCP_DST_ROW_L, dst_row);
-    SETREG(FCP_DST_ROW_H, dst_row);
-    SETREG(FCP_DST_COL, 0);
+    PUT(FCP_CMD, FC_COPYBACK);
+    PUT(FCP_OPTION, FO_E | FO_B_W_DRDY);
+    PUT(FCP_COL, 0);
+    PUT(FCP_ROW_L(bank), src_row);
+    PUT(FCP_ROW_H(bank), src_row);
+    PUT(FCP_DST_ROW_L, dst_row);
+    PUT(FCP_DST_ROW_H, dst_row);
+    PUT(FCP_DST_COL, 0);
     flash_issue_cmd(bank, RETURN_ON_ISSUE);
 }
 
 void flash_erase(UINT32 const bank, UINT16 const vblk_offset) {
-    SETREG(FCP_CMD, FC_ERASE);
-    SETREG(FCP_OPTION, 0);
-    SETREG(FCP_ROW_L(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
-    SETREG(FCP_ROW_H(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    PUT(FCP_CMD, FC_ERASE);
+    PUT(FCP_OPTION, 0);
+    PUT(FCP_ROW_L(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    PUT(FCP_ROW_H(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
     flash_issue_cmd(bank, RETURN_WHEN_DONE);
 }
 
