@@ -518,6 +518,9 @@ static void power_on(struct jasmine_instance *inst) {
     memset(L->mreg, 0, sizeof L->mreg);
     memset(L->bsreg, 0, sizeof L->bsreg);
     memset(L->bsp_intr, 0, sizeof L->bsp_intr);
+    /* The board's start-up enables interrupts before it calls ftl_open. */
+    L->irq_enabled = 1;
+    L->in_isr = 0;
     L->rbuf_ptr = L->wbuf_ptr = 0;
     L->host_sectors = L->host_done = 0;
     L->poll_count = 0;
@@ -673,6 +676,8 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) 
         {"jasmine_host_pages_programmed", (double)st->host_pages_programmed},
         {"jasmine_meta_pages_programmed", (double)st->meta_pages_programmed},
         {"jasmine_register_polls", (double)st->polls},
+        {"jasmine_interrupts", (double)st->interrupts},
+        {"jasmine_modified_copybacks", (double)st->modified_copybacks},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n && i < capacity; i++) stats[i] = all[i];
@@ -687,15 +692,28 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) 
 #define SET_SYMBOL(name, value) __asm__(".globl " #name "\n.set " #name ", " STRINGIFY(value))
 SET_SYMBOL(size_of_firmware_image, JASMINE_FIRMWARE_IMAGE_BYTES);
 
+/* ---- The CPU's interrupt masks ------------------------------------------- */
+
+/* disable_irq returns 1 if IRQs were already disabled, else 0, as the
+ * board's routine does. The flash interrupt is an IRQ; FIQ is the SATA
+ * controller's, which the layer plays itself, so its mask changes nothing. */
+UINT32 disable_irq(void) {
+    UINT32 was_disabled = !L->irq_enabled;
+    L->irq_enabled = 0;
+    return was_disabled;
+}
+void enable_irq(void) {
+    L->irq_enabled = 1;
+    jasmine_deliver_interrupt();
+}
+UINT32 disable_fiq(void) { return 0; }
+void enable_fiq(void) {}
+void enable_interrupt(void) { enable_irq(); }
+void disable_interrupt(void) { (void)disable_irq(); }
+
 /* ---- Board functions with nothing to do in nandlab ---------------------- */
 
 void delay(UINT32 const count) { (void)count; }
-UINT32 disable_irq(void) { return 0; }
-void enable_irq(void) {}
-UINT32 disable_fiq(void) { return 0; }
-void enable_fiq(void) {}
-void enable_interrupt(void) {}
-void disable_interrupt(void) {}
 void led(BOOL32 on) { (void)on; }
 void led_blink(void) {}
 void start_interval_measurement(UINT32 const timer, UINT32 const prescale) {

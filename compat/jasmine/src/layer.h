@@ -81,6 +81,10 @@ struct jasmine_layer {
     uint32_t bsreg[BSREG_BYTES / 4];
     uint8_t bsp_intr[NUM_BANKS_MAX];
 
+    /* The CPU's IRQ state (disable_irq / enable_irq), and whether the
+     * firmware's ftl_isr is running (interrupts are masked meanwhile). */
+    uint8_t irq_enabled, in_isr;
+
     /* The host side of the SATA buffers. */
     uint64_t host_buf;  /* request buffer of the host read in progress */
     uint64_t host_lba;  /* first sector of that request */
@@ -93,7 +97,8 @@ struct jasmine_layer {
     uint64_t poll_count;
 
     /* Statistics. */
-    uint64_t flash_commands, host_pages_programmed, meta_pages_programmed, polls;
+    uint64_t flash_commands, host_pages_programmed, meta_pages_programmed, polls, interrupts,
+        modified_copybacks;
 };
 
 /* What exists once per process (board.c). */
@@ -126,6 +131,7 @@ const char *jasmine_register_name(uint32_t addr);
 /* flash.c */
 void jasmine_flash_reset_state(void);
 void jasmine_flash_command(uint32_t rbank);
+void jasmine_deliver_interrupt(void);
 void jasmine_write_scan_lists(void);
 
 /* mem.c */
