@@ -430,6 +430,13 @@ void jasmine_host_take_read_buffers(uint32_t limit) {
 
 uint32_t nandlab_ftl_abi_version(void) { return NANDLAB_ABI_VERSION; }
 
+/* Optional symbol: a Jasmine firmware takes no options. */
+const nandlab_option_doc *nandlab_ftl_options(size_t *count) {
+    static const nandlab_option_doc none[1] = {{NULL, NULL, NULL}};
+    *count = 0;
+    return none;
+}
+
 /* Optional symbol: one instance of this library per process at a time
  * (nandlab runs its crash campaigns on one thread). */
 uint32_t nandlab_ftl_single_instance(void) { return 1; }

@@ -150,10 +150,7 @@ fn an_interrupt_handler_that_leaves_the_flags_set_is_reported() {
     let o = stress("isr_keeps_flags", &["--write_size", "1m"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(
-        out.contains("ftl_isr returned with bank 0's interrupt flags 0x20 still set (INTR_MASK 0x20)"),
-        "{out}"
-    );
+    assert!(out.contains("ftl_isr returned with bank 0's interrupt flags 0x20 still set (INTR_MASK 0x20)"), "{out}");
 }
 
 #[test]
@@ -256,6 +253,23 @@ fn a_device_no_jasmine_board_can_have_is_refused() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(err.contains("a Jasmine board cannot have planes_per_die = 2"), "{err}");
+}
+
+#[test]
+fn ftls_describes_a_jasmine_firmware_built_for_the_device() {
+    let ftl = format!("jasmine:{}", firmware("ftl_minimal"));
+    let o = nandlab(&["ftls", "--ftl", &ftl, "--config", &device()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.starts_with("lib:ftl_minimal — library FTL"), "{out}");
+    assert!(out.contains("ABI version 1") && out.contains("device `jasmine-tiny`"), "{out}");
+    assert!(out.contains("one instance per process") && out.contains("options: none"), "{out}");
+    // A tree that does not build: exit 2 with the compiler's errors.
+    let bad = format!("jasmine:{}", firmware("does_not_compile"));
+    let o = nandlab(&["ftls", "--ftl", &bad, "--config", &device()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("error: expected"), "{err}");
 }
 
 #[test]
