@@ -7,6 +7,10 @@
  * Addressing: bank b, row r (= vblock * PAGES_PER_VBLK + page) is nandlab
  * page b * PAGES_PER_BANK + r; block b * VBLKS_PER_BANK + vblock.
  *
+ * Interrupts: after each command, a bank flag that INTR_MASK selects
+ * calls the firmware's ftl_isr when the CPU takes IRQs (the board's IRQ
+ * handler); see jasmine_deliver_interrupt.
+ *
  * Payloads: a program decides from the tags of the DRAM sectors it takes
  * (mem.c) whether the page carries host data (every sector a host sector
  * or all-0xFF bytes: programmed from the DRAM shadow buffer, identities
@@ -296,6 +300,17 @@ static void overlay_host_sectors(uint32_t sector, uint32_t col, uint32_t n, int 
     }
 }
 
+/* After a program of `page` as `kind`: the page's kind, or on a failure
+ * the bank's flags (and the kind unknown until the page is looked up). */
+static void programmed(uint32_t rbank, uint64_t page, int32_t code, uint8_t kind, const char *what) {
+    if (code != NANDLAB_OK) {
+        flash_failed(code, rbank, what);
+        L->page_kind[page] = KIND_UNKNOWN;
+        return;
+    }
+    L->page_kind[page] = kind;
+}
+
 /* Stage a host page in L->staging: sectors col .. col+n from DRAM sector
  * `sector` on, the rest erased. */
 static void stage_host_sectors(uint32_t sector, uint32_t col, uint32_t n) {
@@ -359,12 +374,7 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
         code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, before + bytes, &oob, 1);
         L->meta_pages_programmed++;
     }
-    if (code != NANDLAB_OK) {
-        flash_failed(code, rbank, "flash program");
-        L->page_kind[page] = KIND_UNKNOWN;
-        return;
-    }
-    L->page_kind[page] = oob;
+    programmed(rbank, page, code, oob, "flash program");
 }
 
 static void do_erase(uint32_t rbank, uint32_t row) {
@@ -444,12 +454,7 @@ static void do_modify_copyback(uint32_t rbank, uint32_t src_row, uint32_t dst_ro
         code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, dst, page_bytes, sizeof page_bytes, &oob, 1);
         L->meta_pages_programmed++;
     }
-    if (code != NANDLAB_OK) {
-        flash_failed(code, rbank, "modified copyback");
-        L->page_kind[dst] = KIND_UNKNOWN;
-        return;
-    }
-    L->page_kind[dst] = oob;
+    programmed(rbank, dst, code, oob, "modified copyback");
 }
 
 /* Run the command in the command port on real bank `rbank`, to the end. */
