@@ -614,6 +614,7 @@ static int32_t run(void *ftl, const nandlab_flash *flash, enum call c, const nan
     L->entry = call_entry(c);
     L->error_code = NANDLAB_OK;
     L->poll_count = 0;
+    L->in_isr = 0; /* an entry point never starts inside ftl_isr (a power loss may have left one) */
     if (setjmp(L->escape) == 0) run_body(inst, c, req);
     L->flash = NULL;
     P->in_call = 0;
