@@ -314,6 +314,19 @@ void nandlab_ftl_prefetch(void *ftl, const nandlab_flash *flash, uint64_t lba, u
  * on one thread). Several instances may still exist at once. */
 uint32_t nandlab_ftl_single_instance(void);
 
+/* One option `create` accepts, as `nandlab ftls --ftl-lib PATH.so` lists it
+ * (all strings in static storage). */
+typedef struct nandlab_option_doc {
+    const char *name;          /* the KEY of --ftl-opt KEY=VALUE */
+    const char *default_value; /* the default, as TOML text ("2", "\"greedy\"") */
+    const char *help;          /* one line: what it sets, with its unit */
+} nandlab_option_doc;
+
+/* Optional: the options `create` accepts; writes their number to *count
+ * and returns a table of that many (static storage). Without it, `nandlab
+ * ftls` says the library does not list its options. */
+const nandlab_option_doc *nandlab_ftl_options(size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

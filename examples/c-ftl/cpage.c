@@ -323,6 +323,19 @@ static int32_t program_page(cpage *f, const nandlab_flash *fl, uint32_t lpn, uin
 #endif
 uint32_t nandlab_ftl_abi_version(void) { return CPAGE_ABI_VERSION; }
 
+/* The options nandlab_ftl_create accepts, for `nandlab ftls --ftl-lib`. */
+static const nandlab_option_doc cpage_options[] = {
+    {"gc_free_blocks", "2", "free blocks per plane at which garbage collection runs (1..64)"},
+#ifdef CPAGE_BROKEN
+    {"crash_at_request", "none", "dereference a wild pointer at this host request id (to test --isolate)"},
+#endif
+};
+
+const nandlab_option_doc *nandlab_ftl_options(size_t *count) {
+    *count = sizeof cpage_options / sizeof cpage_options[0];
+    return cpage_options;
+}
+
 void nandlab_ftl_destroy(void *ftl) {
     cpage *f = ftl;
     if (!f) {

@@ -34,9 +34,11 @@ UINT32 _mem_search_equ(const void *const addr, UINT32 const unit, UINT32 const s
 UINT32 _mem_cmp_sram(const void *const addr1, const void *const addr2, const UINT32 bytes);
 UINT32 _mem_cmp_dram(const void *const addr1, const void *const addr2, const UINT32 bytes);
 
-#define read_dram_8(ADDR) _read_dram_8(JASMINE_ADDR(ADDR))
-#define read_dram_16(ADDR) _read_dram_16(JASMINE_ADDR(ADDR))
-#define read_dram_32(ADDR) _read_dram_32(JASMINE_ADDR(ADDR))
+/* Loads from DRAM change nothing the layer tracks: plain loads, inline
+ * (a load outside the board's memory faults and is reported). */
+#define read_dram_8(ADDR) (*(volatile UINT8 *)JASMINE_ADDR(ADDR))
+#define read_dram_16(ADDR) (*(volatile UINT16 *)JASMINE_ADDR(ADDR))
+#define read_dram_32(ADDR) (*(volatile UINT32 *)JASMINE_ADDR(ADDR))
 #define write_dram_8(ADDR, VAL) _write_dram_8(JASMINE_ADDR(ADDR), (UINT8)(VAL))
 #define write_dram_16(ADDR, VAL) _write_dram_16(JASMINE_ADDR(ADDR), (UINT16)(VAL))
 #define write_dram_32(ADDR, VAL) _write_dram_32(JASMINE_ADDR(ADDR), (UINT32)(VAL))

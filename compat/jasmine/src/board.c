@@ -167,6 +167,10 @@ static void map_fresh(unsigned long addr, unsigned long bytes) {
     void *p = mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) jasmine_fatal(JASMINE_E_LAYER, "cannot map the board's memory at 0x%08lx", addr);
+    /* Transparent huge pages where the kernel offers them (a hint; no
+     * harm if refused): the firmware's map lookups land all over DRAM,
+     * and with 4 KiB pages most of them missed the TLB. */
+    madvise(p, bytes, MADV_HUGEPAGE);
 }
 
 /* Move the memory at a board address aside (its pages, not a copy); the
@@ -367,48 +371,32 @@ static void host_fill_write_buffers(const nandlab_request *req) {
     }
 }
 
-static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
-    /* Eight bytes at a time (a read of never-written sectors checks whole
-     * buffers of 0xFF). */
-    uint64_t word = 0x0101010101010101ull * v, w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        if (w != word) return 0;
-    }
-    for (; i < n; i++)
-        if (p[i] != v) return 0;
-    return 1;
-}
-
-/* What DRAM sector `sector` gives the host: a host sector, erased or zero
- * bytes; anything else stops the run. */
-enum taken { TAKEN_HOST, TAKEN_ERASED, TAKEN_ZERO };
-
-static enum taken take_kind(uint32_t sector, uint32_t i) {
-    if (L->tags[sector] == TAG_HOST) return TAKEN_HOST;
-    const unsigned char *bytes = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
-    if (all_bytes(bytes, BYTES_PER_SECTOR, 0xFF)) return TAKEN_ERASED;
-    if (all_bytes(bytes, BYTES_PER_SECTOR, 0x00)) return TAKEN_ZERO;
-    jasmine_fatal(JASMINE_E_LAYER,
-                  "the host read of sector %llu got DRAM 0x%08lx, which holds bytes the firmware wrote, not a "
-                  "host sector (neither all 0x00 nor all 0xFF)",
-                  (unsigned long long)(L->host_lba + i), DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
-    return TAKEN_ZERO;
+/* What DRAM sector `sector` gives the host at request sector `i`: a host
+ * sector, erased or zero bytes; anything else stops the run. */
+static inline uint8_t take_kind(uint32_t sector, uint32_t i) {
+    uint8_t kind = jasmine_sector_kind(L->tags, sector);
+    if (kind == TAG_BYTES)
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "the host read of sector %llu got DRAM 0x%08lx, which holds bytes the firmware wrote, not a "
+                      "host sector (neither all 0x00 nor all 0xFF)",
+                      (unsigned long long)(L->host_lba + i), DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
+    return kind;
 }
 
 /* Give `count` (at most a page) DRAM sectors from `sector` on to the host
  * at request sector `i`, a run of sectors of one kind per buffer call. */
 static void host_take_sectors(uint32_t sector, uint32_t i, uint32_t count) {
     const nandlab_flash *f = L->flash;
+    const uint8_t *tags = L->tags;
     uint32_t k = 0;
     while (k < count) {
-        enum taken kind = take_kind(sector + k, i + k);
+        uint8_t kind = take_kind(sector + k, i + k);
         uint32_t run = 1;
-        while (k + run < count && take_kind(sector + k + run, i + k + run) == kind) run++;
-        if (kind == TAKEN_HOST)
+        while (k + run < count && (tags[sector + k + run] == kind || take_kind(sector + k + run, i + k + run) == kind))
+            run++;
+        if (kind == TAG_HOST)
             jasmine_shadow_out(L->host_buf, i + k, sector + k, run, "a read buffer to the host");
-        else if (kind == TAKEN_ERASED)
+        else if (kind == TAG_ERASED)
             jasmine_check_flash(f->buf_copy(f->ctx, L->host_buf, i + k, L->erased, 0, run),
                                 "an erased sector to the host");
         else
@@ -441,6 +429,13 @@ void jasmine_host_take_read_buffers(uint32_t limit) {
 /* ---- Entry points ------------------------------------------------------ */
 
 uint32_t nandlab_ftl_abi_version(void) { return NANDLAB_ABI_VERSION; }
+
+/* Optional symbol: a Jasmine firmware takes no options. */
+const nandlab_option_doc *nandlab_ftl_options(size_t *count) {
+    static const nandlab_option_doc none[1] = {{NULL, NULL, NULL}};
+    *count = 0;
+    return none;
+}
 
 /* Optional symbol: one instance of this library per process at a time
  * (nandlab runs its crash campaigns on one thread). */
@@ -524,12 +519,15 @@ static void power_on(struct jasmine_instance *inst) {
     const nandlab_flash *f = L->flash;
     hold_board(inst, 1);
     inst->powered = 1;
-    memset(L->tags, TAG_BYTES, sizeof L->tags);
+    memset(L->tags, TAG_ZERO, sizeof L->tags); /* fresh DRAM reads as zeros */
     memset(L->page_kind, KIND_UNKNOWN, NL_PAGES);
     memset(L->freg, 0, sizeof L->freg);
     memset(L->mreg, 0, sizeof L->mreg);
     memset(L->bsreg, 0, sizeof L->bsreg);
     memset(L->bsp_intr, 0, sizeof L->bsp_intr);
+    /* The board's start-up enables interrupts before it calls ftl_open. */
+    L->irq_enabled = 1;
+    L->in_isr = 0;
     L->rbuf_ptr = L->wbuf_ptr = 0;
     L->host_sectors = L->host_done = 0;
     L->poll_count = 0;
@@ -616,6 +614,7 @@ static int32_t run(void *ftl, const nandlab_flash *flash, enum call c, const nan
     L->entry = call_entry(c);
     L->error_code = NANDLAB_OK;
     L->poll_count = 0;
+    L->in_isr = 0; /* an entry point never starts inside ftl_isr (a power loss may have left one) */
     if (setjmp(L->escape) == 0) run_body(inst, c, req);
     L->flash = NULL;
     P->in_call = 0;
@@ -685,6 +684,8 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) 
         {"jasmine_host_pages_programmed", (double)st->host_pages_programmed},
         {"jasmine_meta_pages_programmed", (double)st->meta_pages_programmed},
         {"jasmine_register_polls", (double)st->polls},
+        {"jasmine_interrupts", (double)st->interrupts},
+        {"jasmine_modified_copybacks", (double)st->modified_copybacks},
     };
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n && i < capacity; i++) stats[i] = all[i];
@@ -699,15 +700,28 @@ size_t nandlab_ftl_stats(const void *ftl, nandlab_stat *stats, size_t capacity) 
 #define SET_SYMBOL(name, value) __asm__(".globl " #name "\n.set " #name ", " STRINGIFY(value))
 SET_SYMBOL(size_of_firmware_image, JASMINE_FIRMWARE_IMAGE_BYTES);
 
+/* ---- The CPU's interrupt masks ------------------------------------------- */
+
+/* disable_irq returns 1 if IRQs were already disabled, else 0, as the
+ * board's routine does. The flash interrupt is an IRQ; FIQ is the SATA
+ * controller's, which the layer plays itself, so its mask changes nothing. */
+UINT32 disable_irq(void) {
+    UINT32 was_disabled = !L->irq_enabled;
+    L->irq_enabled = 0;
+    return was_disabled;
+}
+void enable_irq(void) {
+    L->irq_enabled = 1;
+    jasmine_deliver_interrupt();
+}
+UINT32 disable_fiq(void) { return 0; }
+void enable_fiq(void) {}
+void enable_interrupt(void) { enable_irq(); }
+void disable_interrupt(void) { (void)disable_irq(); }
+
 /* ---- Board functions with nothing to do in nandlab ---------------------- */
 
 void delay(UINT32 const count) { (void)count; }
-UINT32 disable_irq(void) { return 0; }
-void enable_irq(void) {}
-UINT32 disable_fiq(void) { return 0; }
-void enable_fiq(void) {}
-void enable_interrupt(void) {}
-void disable_interrupt(void) {}
 void led(BOOL32 on) { (void)on; }
 void led_blink(void) {}
 void start_interval_measurement(UINT32 const timer, UINT32 const prescale) {

@@ -7,6 +7,10 @@
  * Addressing: bank b, row r (= vblock * PAGES_PER_VBLK + page) is nandlab
  * page b * PAGES_PER_BANK + r; block b * VBLKS_PER_BANK + vblock.
  *
+ * Interrupts: after each command, a bank flag that INTR_MASK selects
+ * calls the firmware's ftl_isr when the CPU takes IRQs (the board's IRQ
+ * handler); see jasmine_deliver_interrupt.
+ *
  * Payloads: a program decides from the tags of the DRAM sectors it takes
  * (mem.c) whether the page carries host data (every sector a host sector
  * or all-0xFF bytes: programmed from the DRAM shadow buffer, identities
@@ -57,6 +61,55 @@ void jasmine_flash_reset_state(void) {
     MREG(BM_READ_LIMIT) = 0;
 }
 
+/* ---- Interrupts ------------------------------------------------------------ */
+
+/* The flash interrupt: raised while a bank holds a flag (BSP_INTR) that
+ * INTR_MASK selects; the flags stay until the firmware clears them. */
+static int flash_interrupt_line(void) {
+    uint32_t mask = FREG(INTR_MASK) & 0xFF;
+    if (!mask) return 0;
+    for (uint32_t b = 0; b < NUM_BANKS; b++)
+        if (L->bsp_intr[b] & mask) return 1;
+    return 0;
+}
+
+/* The board's IRQ handler for a flash interrupt: when the line is up and
+ * the CPU takes IRQs, call the firmware's ftl_isr with IRQs masked (as the
+ * CPU does in its IRQ mode). Commands complete at issue here, so the
+ * interrupt arrives right after the command that raised the flag, or when
+ * the firmware enables IRQs again. The line is level: a ftl_isr that
+ * returns with it still up would be entered again at once, forever, on
+ * the board; that is reported. */
+void jasmine_deliver_interrupt(void) {
+    if (!L->irq_enabled || L->in_isr || !flash_interrupt_line()) return;
+    L->in_isr = 1;
+    L->interrupts++;
+    ftl_isr();
+    L->in_isr = 0;
+    if (flash_interrupt_line()) {
+        uint32_t b = 0;
+        while (b + 1 < NUM_BANKS && !(L->bsp_intr[b] & FREG(INTR_MASK))) b++;
+        jasmine_fatal(JASMINE_E_LAYER,
+                      "ftl_isr returned with bank %u's interrupt flags 0x%02x still set (INTR_MASK 0x%02x): on the "
+                      "board the flash interrupt would be taken again at once, forever",
+                      b, L->bsp_intr[b], FREG(INTR_MASK) & 0xFF);
+    }
+}
+
+/* A bank flag that FCONF_PAUSE names stops the flash controller until the
+ * firmware clears it: a command issued meanwhile would never run. */
+static void check_not_paused(uint32_t cmd) {
+    uint32_t pause = FREG(FCONF_PAUSE) & 0xFF;
+    if (!pause) return;
+    for (uint32_t b = 0; b < NUM_BANKS; b++)
+        if (L->bsp_intr[b] & pause)
+            jasmine_fatal(JASMINE_E_LAYER,
+                          "flash command 0x%x issued while the flash controller is paused: bank %u holds interrupt "
+                          "flags 0x%02x, which FCONF_PAUSE (0x%02x) names, and nothing cleared them; on the board "
+                          "the command would never run",
+                          cmd, b, L->bsp_intr[b], pause);
+}
+
 /* ---- SETREG / GETREG ---------------------------------------------------- */
 
 void jasmine_setreg(UINT32 addr, UINT32 val) {
@@ -76,6 +129,10 @@ void jasmine_setreg(UINT32 addr, UINT32 val) {
             jasmine_host_take_read_buffers(MREG(BM_STACK_RDSET));
         }
         if (val & 0x01) MREG(BM_WRITE_LIMIT) = MREG(BM_STACK_WRSET);
+    } else if (addr >= BSP_INTR_BASE && addr < BSP_INTR_BASE + NUM_BANKS_MAX) {
+        /* Four banks' flags per word; a 1 bit clears that flag. */
+        for (uint32_t k = 0; k < 4; k++) L->bsp_intr[addr - BSP_INTR_BASE + k] &= (uint8_t) ~(val >> (8 * k));
+        *slot = 0;
     } else if (addr == INTR_BSP) {
         /* Writing the bank interrupt summary clears it. */
         *slot = 0;
@@ -84,7 +141,9 @@ void jasmine_setreg(UINT32 addr, UINT32 val) {
 
 UINT32 jasmine_getreg(UINT32 addr) {
     uint32_t value;
-    if (addr == SATA_WBUF_PTR) {
+    if (addr == APB_INT_STS) {
+        value = flash_interrupt_line() ? INTR_FLASH : 0;
+    } else if (addr == SATA_WBUF_PTR) {
         value = L->wbuf_ptr;
     } else if (addr == SATA_RBUF_PTR) {
         value = L->rbuf_ptr;
@@ -208,7 +267,7 @@ static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsi
         jasmine_tag_bytes(addr, bytes);
     } else {
         memset((void *)addr, 0xFF, bytes);
-        jasmine_tag_bytes(addr, bytes);
+        jasmine_tag_fill(addr, bytes, 0xFF);
         L->bsp_intr[rbank] |= FIRQ_ALL_FF;
     }
     if ((option & FO_B_SATA_R) && jasmine_in_dram(dma, 1) && dma >= RD_BUF_ADDR &&
@@ -219,21 +278,47 @@ static void do_read(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, unsi
     }
 }
 
-/* What a DRAM sector of firmware bytes becomes in a host page. */
-#define BYTES_ERASED 0 /* all 0xFF: an erased sector */
-#define BYTES_ZERO 1   /* all 0x00: a zero sector */
-#define BYTES_OTHER 2  /* anything else: not representable */
-
-static int classify_bytes(uint32_t sector) {
-    const unsigned char *p = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
-    unsigned char first = p[0];
-    if (first != 0xFF && first != 0x00) return BYTES_OTHER;
-    uint64_t word = 0x0101010101010101ull * first, w;
-    for (int i = 0; i < BYTES_PER_SECTOR; i += 8) { /* BYTES_PER_SECTOR is 512 */
-        memcpy(&w, p + i, 8);
-        if (w != word) return BYTES_OTHER;
+/* Put DRAM sectors `sector` .. +n (host identities, erased or zero bytes)
+ * into sectors col .. col+n of the staging page, one buffer call per run
+ * of sectors of one kind; erased runs only when `erased_too` (else the
+ * staging page is erased there already). */
+static void overlay_host_sectors(uint32_t sector, uint32_t col, uint32_t n, int erased_too) {
+    const nandlab_flash *f = L->flash;
+    const uint8_t *tags = L->tags;
+    uint32_t k = 0;
+    while (k < n) {
+        uint8_t kind = jasmine_sector_kind(tags, sector + k);
+        uint32_t run = 1;
+        while (k + run < n && jasmine_sector_kind(tags, sector + k + run) == kind) run++;
+        if (kind == TAG_HOST)
+            jasmine_shadow_out(L->staging, col + k, sector + k, run, "staging");
+        else if (kind == TAG_ZERO)
+            jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, run), "staging");
+        else if (erased_too)
+            jasmine_check_flash(f->buf_copy(f->ctx, L->staging, col + k, L->erased, 0, run), "staging");
+        k += run;
     }
-    return first == 0xFF ? BYTES_ERASED : BYTES_ZERO;
+}
+
+/* After a program of `page` as `kind`: the page's kind, or on a failure
+ * the bank's flags (and the kind unknown until the page is looked up). */
+static void programmed(uint32_t rbank, uint64_t page, int32_t code, uint8_t kind, const char *what) {
+    if (code != NANDLAB_OK) {
+        flash_failed(code, rbank, what);
+        L->page_kind[page] = KIND_UNKNOWN;
+        return;
+    }
+    L->page_kind[page] = kind;
+}
+
+/* Stage a host page in L->staging: sectors col .. col+n from DRAM sector
+ * `sector` on, the rest erased. */
+static void stage_host_sectors(uint32_t sector, uint32_t col, uint32_t n) {
+    int whole = col == 0 && n == SECTORS_PER_PAGE;
+    if (!whole)
+        jasmine_check_flash(L->flash->buf_copy(L->flash->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE),
+                            "staging");
+    overlay_host_sectors(sector, col, n, whole);
 }
 
 /* Program sectors col .. col+n of a page from memory at dma + col*512 (the
@@ -250,17 +335,19 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
     uint32_t host = 0, other = 0;
     uint32_t sector = 0;
     int in_dram = jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0;
-    if (in_dram) {
-        sector = jasmine_dram_sector(addr);
+    if (in_dram) sector = jasmine_dram_sector(addr);
+    /* Without a host sector the page is metadata, whatever its bytes. */
+    if (in_dram && memchr(&L->tags[sector], TAG_HOST, n)) {
+        const uint8_t *tags = L->tags;
         for (uint32_t k = 0; k < n; k++) {
-            if (L->tags[sector + k] == TAG_HOST)
-                host++;
-            else if (classify_bytes(sector + k) == BYTES_OTHER)
-                other++;
+            uint8_t kind = jasmine_sector_kind(tags, sector + k);
+            host += kind == TAG_HOST;
+            other += kind == TAG_BYTES;
         }
     }
     int32_t code;
     uint8_t oob;
+    uint8_t cause = cause_of(option, NANDLAB_CAUSE_GC);
     if (host > 0 && other > 0) {
         jasmine_fatal(JASMINE_E_LAYER,
                       "program of bank %u row %u from DRAM 0x%08lx mixes %u host sectors with %u sectors of bytes the "
@@ -270,36 +357,24 @@ static void do_program(uint32_t rbank, uint32_t row, uint32_t col, uint32_t n, u
         oob = KIND_HOST;
         jasmine_shadow_check(sector, n, "a flash program of host data");
         if (col == 0 && n == SECTORS_PER_PAGE && host == n && sector % SHADOW_CHUNK == 0) {
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->shadow[sector / SHADOW_CHUNK], 0,
-                              &oob, 1);
-        } else if (col == 0 && n == SECTORS_PER_PAGE && host == n) {
-            jasmine_shadow_out(L->staging, 0, sector, n, "staging");
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+            code = f->program(f->ctx, cause, page, L->shadow[sector / SHADOW_CHUNK], 0, &oob, 1);
         } else {
-            jasmine_check_flash(f->buf_copy(f->ctx, L->staging, 0, L->erased, 0, SECTORS_PER_PAGE), "staging");
-            for (uint32_t k = 0; k < n; k++) {
-                if (L->tags[sector + k] == TAG_HOST)
-                    jasmine_shadow_out(L->staging, col + k, sector + k, 1, "staging");
-                else if (classify_bytes(sector + k) == BYTES_ZERO)
-                    jasmine_check_flash(f->buf_zero(f->ctx, L->staging, col + k, 1), "staging");
-            }
-            code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), page, L->staging, 0, &oob, 1);
+            stage_host_sectors(sector, col, n);
+            code = f->program(f->ctx, cause, page, L->staging, 0, &oob, 1);
         }
         L->host_pages_programmed++;
     } else {
+        /* Metadata: the page's bytes up to the last sector programmed (the
+         * NAND keeps no trailing erased bytes: the rest reads as 0xFF). */
         static unsigned char page_bytes[BYTES_PER_PAGE];
+        unsigned long before = (unsigned long)col * BYTES_PER_SECTOR;
         oob = KIND_META;
-        memset(page_bytes, 0xFF, sizeof page_bytes);
-        memcpy(page_bytes + (size_t)col * BYTES_PER_SECTOR, (const void *)addr, bytes);
-        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, sizeof page_bytes, &oob, 1);
+        memset(page_bytes, 0xFF, before);
+        memcpy(page_bytes + before, (const void *)addr, bytes);
+        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, page, page_bytes, before + bytes, &oob, 1);
         L->meta_pages_programmed++;
     }
-    if (code != NANDLAB_OK) {
-        flash_failed(code, rbank, "flash program");
-        L->page_kind[page] = KIND_UNKNOWN;
-        return;
-    }
-    L->page_kind[page] = oob;
+    programmed(rbank, page, code, oob, "flash program");
 }
 
 static void do_erase(uint32_t rbank, uint32_t row) {
@@ -322,6 +397,66 @@ static void do_copyback(uint32_t rbank, uint32_t src_row, uint32_t dst_row) {
     L->page_kind[dst] = kind;
 }
 
+/* FC_MODIFY_COPYBACK: the page at src_row, with sectors col .. col+n
+ * replaced by memory at dma + col*512, programmed at dst_row of the same
+ * bank. As on the board (the source page passes through the controller's
+ * copy buffer), it is a read and a program; identities are kept: a host
+ * page takes host sectors (or erased / zero bytes), a metadata page takes
+ * bytes; a mix is reported as for a program. An erased source makes it a
+ * program of the new sectors alone. A source that cannot be read raises
+ * the bank's FIRQ_DATA_CORRUPT and nothing is programmed. */
+static void do_modify_copyback(uint32_t rbank, uint32_t src_row, uint32_t dst_row, uint32_t col, uint32_t n,
+                               unsigned long dma, uint32_t option) {
+    uint64_t src = nl_page(rbank, src_row), dst = nl_page(rbank, dst_row);
+    if (col + n > SECTORS_PER_PAGE)
+        jasmine_fatal(JASMINE_E_LAYER, "modified copyback of sectors %u..%u of a %u-sector page (FCP_DST_COL, FCP_DMA_CNT)",
+                      col, col + n, (unsigned)SECTORS_PER_PAGE);
+    if (n == 0) {
+        do_copyback(rbank, src_row, dst_row);
+        return;
+    }
+    unsigned long addr = dma + (unsigned long)col * BYTES_PER_SECTOR, bytes = (unsigned long)n * BYTES_PER_SECTOR;
+    check_dma(addr, bytes, "modified copyback");
+    uint8_t kind = page_kind(src);
+    if (kind == KIND_ERASED) {
+        do_program(rbank, dst_row, col, n, dma, option);
+        return;
+    }
+    const nandlab_flash *f = L->flash;
+    int in_dram = jasmine_in_dram(addr, bytes) && addr % BYTES_PER_SECTOR == 0;
+    uint32_t sector = in_dram ? jasmine_dram_sector(addr) : 0;
+    uint8_t oob = kind;
+    int32_t code;
+    if (kind == KIND_HOST) {
+        for (uint32_t k = 0; k < n; k++)
+            if (!in_dram || jasmine_sector_kind(L->tags, sector + k) == TAG_BYTES)
+                jasmine_fatal(JASMINE_E_LAYER,
+                              "modified copyback of bank %u row %u (host data) to row %u takes sector %u from 0x%08lx, "
+                              "which holds bytes the firmware wrote, not a host sector; nandlab cannot keep both in "
+                              "one page",
+                              rbank, src_row, dst_row, col + k, addr + (unsigned long)k * BYTES_PER_SECTOR);
+        jasmine_shadow_check(sector, n, "a modified copyback of host data");
+        code = f->read(f->ctx, NANDLAB_CAUSE_GC, src, 0, SECTORS_PER_PAGE, L->staging, 0, NULL, 0);
+        if (code != NANDLAB_OK && flash_failed(code, rbank, "modified copyback (source read)")) return;
+        overlay_host_sectors(sector, col, n, 1);
+        code = f->program(f->ctx, cause_of(option, NANDLAB_CAUSE_GC), dst, L->staging, 0, &oob, 1);
+        L->host_pages_programmed++;
+    } else {
+        static unsigned char page_bytes[BYTES_PER_PAGE];
+        if (in_dram && memchr(&L->tags[sector], TAG_HOST, n))
+            jasmine_fatal(JASMINE_E_LAYER,
+                          "modified copyback of bank %u row %u (metadata) to row %u takes host sectors from DRAM "
+                          "0x%08lx; nandlab cannot keep both in one page",
+                          rbank, src_row, dst_row, addr);
+        code = f->read_meta_at(f->ctx, NANDLAB_CAUSE_METADATA, src, 0, page_bytes, sizeof page_bytes);
+        if (code != NANDLAB_OK && flash_failed(code, rbank, "modified copyback (source read)")) return;
+        memcpy(page_bytes + (size_t)col * BYTES_PER_SECTOR, (const void *)addr, bytes);
+        code = f->program_meta(f->ctx, NANDLAB_CAUSE_METADATA, dst, page_bytes, sizeof page_bytes, &oob, 1);
+        L->meta_pages_programmed++;
+    }
+    programmed(rbank, dst, code, oob, "modified copyback");
+}
+
 /* Run the command in the command port on real bank `rbank`, to the end. */
 void jasmine_flash_command(uint32_t rbank) {
     uint32_t cmd = FREG(FCP_CMD), option = FREG(FCP_OPTION);
@@ -330,7 +465,8 @@ void jasmine_flash_command(uint32_t rbank) {
         jasmine_fatal(JASMINE_E_LAYER, "flash command 0x%x on bank %u; the board has %u banks", cmd,
                       rbank, (unsigned)NUM_BANKS);
     uint32_t row = FREG(_FCP_ROW_L(rbank));
-    uint32_t dst_row = FREG(FCP_DST_ROW_L);
+    uint32_t dst_row = FREG(FCP_DST_ROW_L), dst_col = FREG(FCP_DST_COL);
+    check_not_paused(cmd);
     L->flash_commands++;
     /* The bank status port shows the last command of the bank. */
     uint32_t *bsp = &L->freg[(_BSP_CMD(rbank) - FREG_BASE) / 4];
@@ -341,9 +477,10 @@ void jasmine_flash_command(uint32_t rbank) {
     bsp[4] = col;
     bsp[5] = row;
     bsp[6] = row;
+    bsp[7] = dst_col;
     bsp[8] = dst_row;
     bsp[9] = dst_row;
-    if (cnt % BYTES_PER_SECTOR && (cmd == FC_COL_ROW_READ_OUT || cmd == FC_COL_ROW_IN_PROG))
+    if (cnt % BYTES_PER_SECTOR && (cmd == FC_COL_ROW_READ_OUT || cmd == FC_COL_ROW_IN_PROG || cmd == FC_MODIFY_COPYBACK))
         jasmine_fatal(JASMINE_E_LAYER, "flash command 0x%x with FCP_DMA_CNT = %u, not whole sectors", cmd,
                       cnt);
     switch (cmd) {
@@ -351,13 +488,18 @@ void jasmine_flash_command(uint32_t rbank) {
     case FC_COL_ROW_IN_PROG: do_program(rbank, row, col, cnt / BYTES_PER_SECTOR, dma, option); break;
     case FC_ERASE: do_erase(rbank, row); break;
     case FC_COPYBACK: do_copyback(rbank, row, dst_row); break;
+    case FC_MODIFY_COPYBACK:
+        L->modified_copybacks++;
+        do_modify_copyback(rbank, row, dst_row, dst_col, cnt / BYTES_PER_SECTOR, dma, option);
+        break;
     default:
         jasmine_fatal(JASMINE_E_LAYER,
                       "flash command 0x%x is not implemented by nandlab's Jasmine layer (it runs FC_COL_ROW_READ_OUT, "
-                      "FC_COL_ROW_IN_PROG, FC_ERASE and FC_COPYBACK)",
+                      "FC_COL_ROW_IN_PROG, FC_ERASE, FC_COPYBACK and FC_MODIFY_COPYBACK)",
                       cmd);
     }
     jasmine_progress();
+    jasmine_deliver_interrupt();
 }
 
 /* Block 0 of every bank as the board's installer leaves it, programmed
@@ -388,22 +530,27 @@ void jasmine_write_scan_lists(void) {
 
 /* ---- The board's flash functions -------------------------------------- */
 
+/* The wrappers below are the layer's own: they fill the command port
+ * directly (what SETREG would store) rather than through jasmine_setreg. */
+#define PUT(ADDR, VAL) (FREG(ADDR) = (UINT32)(VAL))
+
 static void set_command(UINT32 cmd, UINT32 option, UINT32 dma, UINT32 bytes, UINT32 col, UINT32 bank, UINT32 row) {
-    SETREG(FCP_CMD, cmd);
-    SETREG(FCP_OPTION, option);
-    SETREG(FCP_DMA_ADDR, dma);
-    SETREG(FCP_DMA_CNT, bytes);
-    SETREG(FCP_COL, col);
-    SETREG(FCP_ROW_L(bank), row);
-    SETREG(FCP_ROW_H(bank), row);
+    PUT(FCP_CMD, cmd);
+    PUT(FCP_OPTION, option);
+    PUT(FCP_DMA_ADDR, dma);
+    PUT(FCP_DMA_CNT, bytes);
+    PUT(FCP_COL, col);
+    PUT(FCP_ROW_L(bank), row);
+    PUT(FCP_ROW_H(bank), row);
 }
 
 #define ROW(VBLOCK, PAGE) ((VBLOCK) * PAGES_PER_BLK + (PAGE))
 
 void flash_issue_cmd(UINT32 const bank, UINT32 const sync) {
     (void)sync; /* every command completes at issue */
-    SETREG(FCP_BANK, REAL_BANK(bank));
-    SETREG(FCP_ISSUE, 0);
+    PUT(FCP_BANK, REAL_BANK(bank));
+    PUT(FCP_ISSUE, 0);
+    jasmine_flash_command(REAL_BANK(bank));
 }
 
 void flash_finish(void) { jasmine_progress(); }
@@ -414,22 +561,22 @@ void flash_clear_irq(void) {
 }
 
 void flash_copy(UINT32 const bank, UINT32 const dst_row, UINT32 const src_row) {
-    SETREG(FCP_CMD, FC_COPYBACK);
-    SETREG(FCP_OPTION, FO_E | FO_B_W_DRDY);
-    SETREG(FCP_COL, 0);
-    SETREG(FCP_ROW_L(bank), src_row);
-    SETREG(FCP_ROW_H(bank), src_row);
-    SETREG(FCP_DST_ROW_L, dst_row);
-    SETREG(FCP_DST_ROW_H, dst_row);
-    SETREG(FCP_DST_COL, 0);
+    PUT(FCP_CMD, FC_COPYBACK);
+    PUT(FCP_OPTION, FO_E | FO_B_W_DRDY);
+    PUT(FCP_COL, 0);
+    PUT(FCP_ROW_L(bank), src_row);
+    PUT(FCP_ROW_H(bank), src_row);
+    PUT(FCP_DST_ROW_L, dst_row);
+    PUT(FCP_DST_ROW_H, dst_row);
+    PUT(FCP_DST_COL, 0);
     flash_issue_cmd(bank, RETURN_ON_ISSUE);
 }
 
 void flash_erase(UINT32 const bank, UINT16 const vblk_offset) {
-    SETREG(FCP_CMD, FC_ERASE);
-    SETREG(FCP_OPTION, 0);
-    SETREG(FCP_ROW_L(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
-    SETREG(FCP_ROW_H(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    PUT(FCP_CMD, FC_ERASE);
+    PUT(FCP_OPTION, 0);
+    PUT(FCP_ROW_L(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
+    PUT(FCP_ROW_H(bank), (UINT32)vblk_offset * PAGES_PER_VBLK);
     flash_issue_cmd(bank, RETURN_WHEN_DONE);
 }
 
@@ -501,19 +648,26 @@ void nand_page_copyback(UINT32 const bank, UINT32 const src_vblock, UINT32 const
     flash_copy(bank, ROW(dst_vblock, dst_page), ROW(src_vblock, src_page));
 }
 
+/* The new data of sectors sect_offset .. is at dma_addr; the command port
+ * takes the page's base (FCP_DMA_ADDR + FCP_DST_COL * 512 is the first
+ * modified sector). The board's wrapper falls back to a read and a program
+ * where its NAND cannot copy back between the two rows; nandlab's banks
+ * are single-plane, so it always can. */
 void nand_page_modified_copyback(UINT32 const bank, UINT32 const src_vblock, UINT32 const src_page,
                                  UINT32 const dst_vblock, UINT32 const dst_page, UINT32 const sect_offset,
                                  UINT32 dma_addr, UINT32 const dma_count) {
-    (void)bank;
-    (void)src_vblock;
-    (void)src_page;
-    (void)dst_vblock;
-    (void)dst_page;
-    (void)sect_offset;
-    (void)dma_addr;
-    (void)dma_count;
-    jasmine_fatal(JASMINE_E_LAYER,
-                  "nand_page_modified_copyback (FC_MODIFY_COPYBACK) is not implemented by nandlab's Jasmine layer");
+    UINT32 src_row = ROW(src_vblock, src_page), dst_row = ROW(dst_vblock, dst_page);
+    PUT(FCP_CMD, FC_MODIFY_COPYBACK);
+    PUT(FCP_OPTION, FO_E | FO_B_W_DRDY);
+    PUT(FCP_DMA_ADDR, dma_addr - sect_offset * BYTES_PER_SECTOR);
+    PUT(FCP_DMA_CNT, dma_count);
+    PUT(FCP_COL, 0);
+    PUT(FCP_ROW_L(bank), src_row);
+    PUT(FCP_ROW_H(bank), src_row);
+    PUT(FCP_DST_ROW_L, dst_row);
+    PUT(FCP_DST_ROW_H, dst_row);
+    PUT(FCP_DST_COL, sect_offset);
+    flash_issue_cmd(bank, RETURN_ON_ISSUE);
 }
 
 void nand_block_erase(UINT32 const bank, UINT32 const vblock) { flash_erase(bank, (UINT16)vblock); }

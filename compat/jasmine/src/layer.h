@@ -27,9 +27,16 @@
 #define SHADOW_CHUNKS_MAX ((DRAM_SECTORS + SHADOW_CHUNK - 1) / SHADOW_CHUNK)
 #define NL_PAGES ((uint64_t)NUM_BANKS * VBLKS_PER_BANK * PAGES_PER_VBLK)
 
-/* What a DRAM sector holds (one byte per sector). */
-#define TAG_BYTES 0 /* bytes the firmware wrote (or nothing yet) */
-#define TAG_HOST 1  /* a host sector: its identity is in the shadow buffer */
+/* What a DRAM sector holds (one byte per sector). TAG_ERASED and TAG_ZERO
+ * are bytes the layer knows without reading them: it wrote them itself
+ * (mem_set_dram, a read of an erased page, a power-on's fresh DRAM) and has
+ * seen no store to the sector since. A read of never-written sectors
+ * (mem_set_dram of a read buffer to 0xFF) thus goes to the host without
+ * the 512 bytes of each sector being compared. */
+#define TAG_BYTES 0  /* bytes the firmware wrote: read them to know */
+#define TAG_HOST 1   /* a host sector: its identity is in the shadow buffer */
+#define TAG_ERASED 2 /* all 0xFF */
+#define TAG_ZERO 3   /* all 0x00 */
 
 /* What a flash page holds, as the layer records it in the page's first
  * OOB byte (Jasmine firmware never writes OOB) and caches in page_kind. */
@@ -74,6 +81,10 @@ struct jasmine_layer {
     uint32_t bsreg[BSREG_BYTES / 4];
     uint8_t bsp_intr[NUM_BANKS_MAX];
 
+    /* The CPU's IRQ state (disable_irq / enable_irq), and whether the
+     * firmware's ftl_isr is running (interrupts are masked meanwhile). */
+    uint8_t irq_enabled, in_isr;
+
     /* The host side of the SATA buffers. */
     uint64_t host_buf;  /* request buffer of the host read in progress */
     uint64_t host_lba;  /* first sector of that request */
@@ -86,7 +97,8 @@ struct jasmine_layer {
     uint64_t poll_count;
 
     /* Statistics. */
-    uint64_t flash_commands, host_pages_programmed, meta_pages_programmed, polls;
+    uint64_t flash_commands, host_pages_programmed, meta_pages_programmed, polls, interrupts,
+        modified_copybacks;
 };
 
 /* What exists once per process (board.c). */
@@ -119,12 +131,22 @@ const char *jasmine_register_name(uint32_t addr);
 /* flash.c */
 void jasmine_flash_reset_state(void);
 void jasmine_flash_command(uint32_t rbank);
+void jasmine_deliver_interrupt(void);
 void jasmine_write_scan_lists(void);
 
 /* mem.c */
 int jasmine_in_dram(unsigned long addr, unsigned long bytes);
 int jasmine_in_sram(unsigned long addr, unsigned long bytes);
 void jasmine_tag_bytes(unsigned long addr, unsigned long bytes);
+void jasmine_tag_fill(unsigned long addr, unsigned long bytes, unsigned char byte);
+/* What DRAM sector `sector` holds: TAG_HOST, TAG_ERASED, TAG_ZERO, or
+ * TAG_BYTES for bytes that are neither all 0xFF nor all 0x00 (the bytes
+ * are read only when the tag does not already say). */
+uint8_t jasmine_sector_kind_of_bytes(uint32_t sector);
+static inline uint8_t jasmine_sector_kind(const uint8_t *tags, uint32_t sector) {
+    uint8_t tag = tags[sector];
+    return tag != TAG_BYTES ? tag : jasmine_sector_kind_of_bytes(sector);
+}
 uint32_t jasmine_dram_sector(unsigned long addr);
 void jasmine_shadow_check(uint32_t sector, uint32_t count, const char *what);
 /* Host identities moved between the shadow (DRAM sectors) and a nandlab

@@ -4,12 +4,15 @@
  *
  * Each DRAM sector carries a tag (layer.h): TAG_HOST when it holds a host
  * sector, whose identity is the same sector of the shadow buffer in
- * nandlab's device DRAM, else TAG_BYTES. mem_copy moves identities with
- * the bytes when it copies whole, aligned host sectors within DRAM;
- * everything else the firmware writes through these functions makes the
- * sectors it touches TAG_BYTES. A firmware that writes DRAM through a raw
- * pointer changes bytes without the layer knowing: the tag of such a
- * sector stays what it was (docs/jasmine.md, "What the layer cannot see").
+ * nandlab's device DRAM; TAG_ERASED or TAG_ZERO when the layer knows its
+ * bytes are all 0xFF or all 0x00 (it filled them, or read them once and
+ * saw no store since); else TAG_BYTES. mem_copy moves identities and tags
+ * with the bytes when it copies whole, aligned sectors within DRAM;
+ * mem_set_dram of whole sectors to 0xFF or 0x00 makes them TAG_ERASED or
+ * TAG_ZERO; every other write through these functions makes the sectors it
+ * touches TAG_BYTES. A firmware that writes DRAM through a raw pointer
+ * changes bytes without the layer knowing: the tag of such a sector stays
+ * what it was (docs/jasmine.md, "What the layer cannot see").
  */
 #include <string.h>
 
@@ -77,6 +80,43 @@ void jasmine_shadow_move(uint32_t ds, uint32_t ss, uint32_t n, const char *what)
     }
 }
 
+/* Tag of the DRAM sectors overlapping addr .. addr+bytes, which the
+ * caller has just filled with `byte`: whole sectors become TAG_ERASED or
+ * TAG_ZERO (TAG_BYTES for any other byte); a sector filled only in part
+ * keeps TAG_ERASED or TAG_ZERO when it already had that tag and the fill
+ * is the same byte, else becomes TAG_BYTES. */
+void jasmine_tag_fill(unsigned long addr, unsigned long bytes, unsigned char byte) {
+    uint8_t tag = byte == 0xFF ? TAG_ERASED : byte == 0x00 ? TAG_ZERO : TAG_BYTES;
+    unsigned long lo = addr < DRAM_BASE ? DRAM_BASE : addr;
+    unsigned long hi = addr + bytes;
+    if (hi > (unsigned long)DRAM_BASE + DRAM_SIZE) hi = (unsigned long)DRAM_BASE + DRAM_SIZE;
+    if (bytes == 0 || lo >= hi) return;
+    uint32_t first = jasmine_dram_sector(lo), last = jasmine_dram_sector(hi - 1);
+    uint8_t first_was = L->tags[first], last_was = L->tags[last];
+    memset(&L->tags[first], tag, last - first + 1);
+    if (lo % BYTES_PER_SECTOR && first_was != tag) L->tags[first] = TAG_BYTES;
+    if (hi % BYTES_PER_SECTOR && last_was != tag) L->tags[last] = TAG_BYTES;
+}
+
+/* Eight bytes at a time: a sector of firmware bytes that is all `v`. */
+static int all_bytes(const unsigned char *p, unsigned char v) {
+    uint64_t word = 0x0101010101010101ull * v, w;
+    for (int i = 0; i < BYTES_PER_SECTOR; i += 8) { /* BYTES_PER_SECTOR is 512 */
+        memcpy(&w, p + i, 8);
+        if (w != word) return 0;
+    }
+    return 1;
+}
+
+/* Look once; the answer holds until the next store the layer sees. */
+uint8_t jasmine_sector_kind_of_bytes(uint32_t sector) {
+    const unsigned char *p = (const unsigned char *)(DRAM_BASE + (unsigned long)sector * BYTES_PER_SECTOR);
+    uint8_t tag = TAG_BYTES;
+    if (p[0] == 0xFF && all_bytes(p, 0xFF)) tag = TAG_ERASED;
+    else if (p[0] == 0x00 && all_bytes(p, 0x00)) tag = TAG_ZERO;
+    return L->tags[sector] = tag;
+}
+
 void jasmine_tag_bytes(unsigned long addr, unsigned long bytes) {
     if (bytes == 0) return;
     unsigned long lo = addr < DRAM_BASE ? DRAM_BASE : addr;
@@ -115,11 +155,42 @@ void _mem_set_sram(unsigned long addr, UINT32 const val, UINT32 bytes) {
     jasmine_tag_bytes(addr, bytes);
 }
 
+/* Fill the SATA read buffers' whole sectors addr .. addr+bytes with `byte`
+ * (0xFF or 0x00), storing only into sectors whose tag does not already
+ * say they hold it: a read of never-written sectors fills a read buffer
+ * with 0xFF, and most read buffers held 0xFF the last time too. Only the
+ * read buffers: their bytes go to the host through the tags anyway, and
+ * no firmware keeps its own data there. */
+static int fill_read_buffer(unsigned long addr, unsigned long bytes, unsigned char byte) {
+    unsigned long lo = RD_BUF_ADDR, hi = RD_BUF_ADDR + (unsigned long)NUM_RD_BUFFERS * BYTES_PER_PAGE;
+    if (addr < lo || addr + bytes > hi || addr % BYTES_PER_SECTOR || bytes % BYTES_PER_SECTOR) return 0;
+    uint8_t *tags = L->tags, tag = byte == 0xFF ? TAG_ERASED : TAG_ZERO;
+    uint32_t first = jasmine_dram_sector(addr), end = first + (uint32_t)(bytes / BYTES_PER_SECTOR);
+    for (uint32_t s = first; s < end;) {
+        if (tags[s] == tag) {
+            s++;
+            continue;
+        }
+        uint32_t run = 1;
+        while (s + run < end && tags[s + run] != tag) run++;
+        memset((void *)(DRAM_BASE + (unsigned long)s * BYTES_PER_SECTOR), byte, (size_t)run * BYTES_PER_SECTOR);
+        memset(&tags[s], tag, run);
+        s += run;
+    }
+    return 1;
+}
+
 void _mem_set_dram(unsigned long addr, UINT32 const val, UINT32 bytes) {
     jasmine_progress();
     check_range(addr, bytes, "mem_set_dram");
-    fill32(addr, val, bytes);
-    jasmine_tag_bytes(addr, bytes);
+    if (val == 0 || val == 0xFFFFFFFF) {
+        if (fill_read_buffer(addr, bytes, (unsigned char)val)) return;
+        fill32(addr, val, bytes);
+        jasmine_tag_fill(addr, bytes, (unsigned char)val);
+    } else {
+        fill32(addr, val, bytes);
+        jasmine_tag_bytes(addr, bytes);
+    }
 }
 
 void _mem_copy(void *const dst, const void *const src, UINT32 const bytes) {
@@ -136,22 +207,18 @@ void _mem_copy(void *const dst, const void *const src, UINT32 const bytes) {
     }
     uint32_t ds = jasmine_dram_sector(d), ss = jasmine_dram_sector(s);
     uint32_t whole = bytes / BYTES_PER_SECTOR;
-    const nandlab_flash *f = L->flash;
-    /* Runs of host sectors move their identities; other sectors are bytes. */
-    uint32_t k = 0;
-    while (k < whole) {
-        if (L->tags[ss + k] != TAG_HOST) {
-            L->tags[ds + k] = TAG_BYTES;
-            k++;
-            continue;
-        }
-        uint32_t run = 1;
-        while (k + run < whole && L->tags[ss + k + run] == TAG_HOST) run++;
-        jasmine_shadow_check(ds + k, run, "mem_copy of host sectors");
-        jasmine_shadow_move(ds + k, ss + k, run, "mem_copy of host sectors");
-        memset(&L->tags[ds + k], TAG_HOST, run);
-        k += run;
+    /* Identities move with the bytes: the span from the first to the last
+     * host sector in one shadow move (memmove semantics, so an
+     * overlapping copy is right; the shadow of the other sectors in the
+     * span is never looked at). The tags then move as the bytes did. */
+    const uint8_t *host = whole ? memchr(&L->tags[ss], TAG_HOST, whole) : NULL;
+    if (host) {
+        uint32_t a = (uint32_t)(host - &L->tags[ss]), b = whole;
+        while (L->tags[ss + b - 1] != TAG_HOST) b--;
+        jasmine_shadow_check(ds + a, b - a, "mem_copy of host sectors");
+        jasmine_shadow_move(ds + a, ss + a, b - a, "mem_copy of host sectors");
     }
+    memmove(&L->tags[ds], &L->tags[ss], whole);
     if (bytes % BYTES_PER_SECTOR) jasmine_tag_bytes(d + (unsigned long)whole * BYTES_PER_SECTOR, bytes % BYTES_PER_SECTOR);
 }
 

@@ -105,8 +105,12 @@ enum Command {
     },
     /// List the device presets.
     Presets,
-    /// List the FTLs and their options.
-    Ftls,
+    /// List the FTLs and their options; `--ftl-lib PATH.so` or `--ftl
+    /// jasmine:DIR`: what a library FTL declares (name, ABI version, options).
+    Ftls {
+        #[command(flatten)]
+        args: lists::FtlsArgs,
+    },
     /// List the rules nandlab checks.
     Rules,
     /// Jasmine OpenSSD firmware: `nandlab jasmine build DIR -o ftl.so`.
@@ -141,7 +145,7 @@ fn main() -> ExitCode {
         Command::Report { args } => report_cmd::run(&args),
         Command::Hunt { device, hunt } => hunt_cmd::run(&device, &hunt),
         Command::Presets => lists::presets(),
-        Command::Ftls => lists::ftls(),
+        Command::Ftls { args } => lists::ftls(&args),
         Command::Rules => lists::rules(),
         Command::Jasmine { which } => jasmine_cmd::run(which),
         Command::Bench { which } => bench_cmd::run(which),

@@ -229,6 +229,44 @@ fn loading_errors_name_the_path_and_what_is_missing() {
 /// A segfault in C code under `--isolate` is a finding: the signal, the
 /// function, the request and the flash operation, and the reproducer.
 #[test]
+fn ftls_describes_a_library_ftl_by_its_declarations() {
+    let l = libs();
+    let o = nandlab(&["ftls", "--ftl-lib", s(&l.cpage)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.starts_with(&format!("lib:cpage — library FTL, {}", l.cpage.display())), "{out}");
+    assert!(out.contains("ABI version 1 (this nandlab implements 1)"), "{out}");
+    assert!(out.contains("crash guarantee baseline, 16 OOB bytes per page"), "{out}");
+    assert!(out.contains("gc_free_blocks") && out.contains("default 2"), "{out}");
+    assert!(!out.contains("crash_at_request"), "cpage does not take the broken one's option: {out}");
+    // The broken build lists its extra option; a library without the
+    // optional table says so.
+    let (out, _) = text(&nandlab(&["ftls", "--ftl-lib", s(&l.cbroken)]));
+    assert!(out.starts_with("lib:cbroken") && out.contains("crash_at_request"), "{out}");
+    // The test instance gets the options: a bad one is create's error.
+    let o = nandlab(&["ftls", "--ftl-lib", s(&l.cpage), "--ftl-opt", "gc_free_blocks=0"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("option `gc_free_blocks`: `0` is not a number of blocks"), "{err}");
+}
+
+#[test]
+fn ftls_refuses_a_bad_library_with_exit_2() {
+    let l = libs();
+    for (lib, want) in [
+        (s(&l.partial), "does not export `nandlab_ftl_create`".to_string()),
+        (s(&l.future), "built for nandlab ABI version 99, but this nandlab implements ABI version 1".to_string()),
+        ("/no/such/lib.so", "/no/such/lib.so: no such file".to_string()),
+    ] {
+        let o = nandlab(&["ftls", "--ftl-lib", lib]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{lib}: {out}\n{err}");
+        assert!(err.contains(lib) && err.contains(&want), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+}
+
+#[test]
 fn isolate_reports_a_segfault_of_the_c_code_as_a_violation() {
     let l = libs();
     let args = |lib: &Path, extra: &[&'static str]| {

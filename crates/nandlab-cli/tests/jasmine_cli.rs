@@ -6,7 +6,11 @@
 //! `tests/jasmine_fw/` prove the bad-input reports: a tree that does not
 //! compile, a board function the layer lacks, a busy wait that never
 //! ends, a store outside the board's memory, a page mixing host data and
-//! firmware bytes. Builds go to a temporary cache (`XDG_CACHE_HOME`); the
+//! firmware bytes, an interrupt handler that never clears the flags. The
+//! board's flash interrupt reaches `ftl_isr` (a failing erase, which
+//! `ftl_minimal` retires; without the interrupt set-up it is caught), and
+//! `FC_MODIFY_COPYBACK` keeps host data's identity (`ftl_copyback`; the
+//! wrong data address is caught). Builds go to a temporary cache (`XDG_CACHE_HOME`); the
 //! system C compiler (`cc`) is required, as for the C FTL tests.
 
 use std::path::{Path, PathBuf};
@@ -105,6 +109,68 @@ fn the_buggy_jasmine_ftl_is_caught_by_the_read_check() {
     assert!(out.contains("Reproduce with:") && out.contains("--ftl jasmine:"), "{out}");
 }
 
+/// The media model with one failing erase and no random failures: the
+/// erase of block 3 (bank 0's first data block) fails the first time.
+const FAILING_ERASE: [&str; 4] =
+    ["--reliability", "preset:mlc,program_fail_probability=0,erase_fail_probability=0", "--fail", "erase@block=3"];
+
+fn stat(out: &str, key: &str) -> u64 {
+    let line = out.lines().find(|l| l.trim_start().starts_with("ftl ")).unwrap_or_else(|| panic!("{out}"));
+    let at = line.find(&format!("{key} ")).unwrap_or_else(|| panic!("no {key} in {line}")) + key.len() + 1;
+    line[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_minimal_jasmine_ftl_retires_a_block_whose_erase_fails_through_its_ftl_isr() {
+    let mut args = vec!["--write_size", "60m", "--remount"];
+    args.extend(FAILING_ERASE);
+    let o = stress("ftl_minimal", &args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS"), "{out}");
+    assert!(out.contains("1 grown bad blocks (0 program, 1 erase failures"), "{out}");
+    // The board called the firmware's interrupt handler for it, once.
+    assert_eq!(stat(&out, "jasmine_interrupts"), 1, "{out}");
+}
+
+#[test]
+fn a_firmware_that_never_takes_the_flash_interrupt_writes_into_the_failed_block() {
+    // ftl_minimal without its INTR_MASK set-up: ftl_isr is never called.
+    let mut args = vec!["--write_size", "10m"];
+    args.extend(FAILING_ERASE);
+    let o = stress("no_interrupts", &args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("[Error] used_bad_block") && out.contains("program of grown bad block 3"), "{out}");
+    assert_eq!(stat(&out, "jasmine_interrupts"), 0, "{out}");
+}
+
+#[test]
+fn an_interrupt_handler_that_leaves_the_flags_set_is_reported() {
+    let o = stress("isr_keeps_flags", &["--write_size", "1m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("ftl_isr returned with bank 0's interrupt flags 0x20 still set (INTR_MASK 0x20)"), "{out}");
+}
+
+#[test]
+fn modified_copybacks_keep_the_identity_of_host_data() {
+    let o = stress("ftl_copyback", &["--write_size", "120m", "--remount"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("result     PASS"), "{out}");
+    assert!(out.contains("remount    clean power cycle, fresh FTL mounted, 212992 sectors verified"), "{out}");
+    assert!(stat(&out, "jasmine_modified_copybacks") > 100, "{out}");
+}
+
+#[test]
+fn a_modified_copyback_given_the_wrong_data_address_is_caught_by_the_read_check() {
+    let o = stress("copyback_wrong_address", &["--write_size", "30m"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("[Error] lost_write"), "{out}");
+}
+
 #[test]
 fn a_firmware_tree_that_does_not_compile_is_exit_2_with_the_compilers_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -187,6 +253,23 @@ fn a_device_no_jasmine_board_can_have_is_refused() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(err.contains("a Jasmine board cannot have planes_per_die = 2"), "{err}");
+}
+
+#[test]
+fn ftls_describes_a_jasmine_firmware_built_for_the_device() {
+    let ftl = format!("jasmine:{}", firmware("ftl_minimal"));
+    let o = nandlab(&["ftls", "--ftl", &ftl, "--config", &device()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.starts_with("lib:ftl_minimal — library FTL"), "{out}");
+    assert!(out.contains("ABI version 1") && out.contains("device `jasmine-tiny`"), "{out}");
+    assert!(out.contains("one instance per process") && out.contains("options: none"), "{out}");
+    // A tree that does not build: exit 2 with the compiler's errors.
+    let bad = format!("jasmine:{}", firmware("does_not_compile"));
+    let o = nandlab(&["ftls", "--ftl", &bad, "--config", &device()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("error: expected"), "{err}");
 }
 
 #[test]

@@ -19,6 +19,13 @@
  * - ftl_open mounts from the newest complete checkpoint of each bank, or
  *   formats when there is none; the reverse map, valid counts and free
  *   blocks are rebuilt from the map. A block is erased when it is opened.
+ * - A data block whose erase fails is retired: ftl_open unmasks the bad
+ *   block interrupts (INTR_MASK) and enables IRQs; the board then calls
+ *   ftl_isr after the failing erase, which records the bank's block
+ *   (BSP_CMD, BSP_ROW_H) and clears the flags; the code that erased looks
+ *   at the record and never writes that block. Not handled: a failing
+ *   checkpoint block, failing programs, and remembering retired blocks
+ *   across a power cycle (no bad-block list is kept on flash).
  * Crash promise: what was written before the last ftl_flush survives.
  */
 #include "jasmine.h"
@@ -31,6 +38,7 @@
 #define BLK_FREE 0
 #define BLK_DATA 1
 #define BLK_ACTIVE 2
+#define BLK_BAD 3
 
 UINT32 g_ftl_read_buf_id;
 UINT32 g_ftl_write_buf_id;
@@ -42,6 +50,7 @@ static UINT32 g_active[NUM_BANKS];
 static UINT32 g_next_page[NUM_BANKS];
 static UINT32 g_ckpt_seq[NUM_BANKS];
 static UINT32 g_ckpt_blk[NUM_BANKS]; /* block holding the newest checkpoint */
+static UINT32 g_erase_failed[NUM_BANKS]; /* set by ftl_isr: vblock + 1 of a failed erase, or 0 */
 
 #define MAP_ENTRY(BANK, LPN) (MAP_ADDR + (BANK) * MAP_BYTES_PER_BANK + ((LPN) / NUM_BANKS) * sizeof(UINT32))
 #define P2L_ENTRY(BANK, ROW) (P2L_ADDR + (BANK) * P2L_BYTES_PER_BANK + (ROW) * sizeof(UINT32))
@@ -60,13 +69,24 @@ static void checkpoint(UINT32 bank) {
     g_ckpt_blk[bank] = blk;
 }
 
-/* Erase the first free block and make it the bank's active block. */
+/* Erase a block; FALSE when the erase failed (ftl_isr said so). */
+static BOOL32 erase_block(UINT32 bank, UINT32 blk) {
+    g_erase_failed[bank] = 0;
+    nand_block_erase(bank, blk);
+    return g_erase_failed[bank] != blk + 1;
+}
+
+/* Erase the first free block and make it the bank's active block; a block
+ * whose erase fails is retired and the next one tried. */
 static void take_free_block(UINT32 bank) {
     for (UINT32 b = FIRST_DATA_BLK; b < VBLKS_PER_BANK; b++) {
         if (g_state[bank][b] == BLK_FREE) {
-            g_state[bank][b] = BLK_ACTIVE;
             g_free[bank]--;
-            nand_block_erase(bank, b);
+            if (!erase_block(bank, b)) {
+                g_state[bank][b] = BLK_BAD;
+                continue;
+            }
+            g_state[bank][b] = BLK_ACTIVE;
             g_active[bank] = b;
             g_next_page[bank] = 0;
             return;
@@ -102,8 +122,11 @@ static void collect(UINT32 bank) {
         g_vcount[bank][g_active[bank]]++;
     }
     checkpoint(bank);
-    nand_block_erase(bank, victim);
     g_vcount[bank][victim] = 0;
+    if (!erase_block(bank, victim)) {
+        g_state[bank][victim] = BLK_BAD;
+        return;
+    }
     g_state[bank][victim] = BLK_FREE;
     g_free[bank]++;
 }
@@ -185,6 +208,11 @@ void ftl_open(void) {
     g_ftl_read_buf_id = 0;
     g_ftl_write_buf_id = 0;
     flash_clear_irq();
+#ifndef MINIMAL_BUG_NO_INTERRUPTS
+    /* Bad-block flags raise the flash interrupt: ftl_isr handles them. */
+    SETREG(INTR_MASK, FIRQ_BADBLK_L | FIRQ_BADBLK_H);
+    enable_irq();
+#endif
 }
 
 void ftl_read(UINT32 const lba, UINT32 const num_sectors) {
@@ -209,8 +237,39 @@ void ftl_read(UINT32 const lba, UINT32 const num_sectors) {
     }
 }
 
+#ifdef MINIMAL_MODIFIED_COPYBACK
+/* A partial write over an existing page in one command: the old page
+ * copied back within the bank with the written sectors taken from the
+ * write buffer (FC_MODIFY_COPYBACK); the write buffer is then released to
+ * the host by moving the write limit. New row first: taking it may run
+ * garbage collection, which can move the old page. */
+static void modify_page(UINT32 lpn, UINT32 offset, UINT32 count) {
+    UINT32 bank = lpn % NUM_BANKS, row = new_row(bank), old = get_row(lpn);
+#ifdef MINIMAL_BUG_COPYBACK_ADDRESS
+    UINT32 data = WR_BUF_PTR(g_ftl_write_buf_id); /* the buffer's start, not the new sectors' */
+#else
+    UINT32 data = WR_BUF_PTR(g_ftl_write_buf_id) + offset * BYTES_PER_SECTOR;
+#endif
+    nand_page_modified_copyback(bank, old / PAGES_PER_BLK, old % PAGES_PER_BLK, row / PAGES_PER_BLK,
+                                row % PAGES_PER_BLK, offset, data, count * BYTES_PER_SECTOR);
+    g_ftl_write_buf_id = (g_ftl_write_buf_id + 1) % NUM_WR_BUFFERS;
+    SETREG(BM_STACK_WRSET, g_ftl_write_buf_id);
+    SETREG(BM_STACK_RESET, 0x01);
+    invalidate(bank, old);
+    write_dram_32(MAP_ENTRY(bank, lpn), row);
+    write_dram_32(P2L_ENTRY(bank, row), lpn);
+    g_vcount[bank][row / PAGES_PER_BLK]++;
+}
+#endif
+
 static void write_page(UINT32 lpn, UINT32 offset, UINT32 count) {
     UINT32 bank = lpn % NUM_BANKS, old = get_row(lpn);
+#ifdef MINIMAL_MODIFIED_COPYBACK
+    if (old != 0 && count != SECTORS_PER_PAGE) {
+        modify_page(lpn, offset, count);
+        return;
+    }
+#endif
     if (old != 0 && count != SECTORS_PER_PAGE) {
         /* Read the page's other sectors into the write buffer. */
         if (offset != 0)
@@ -256,4 +315,15 @@ void ftl_flush(void) {
     for (UINT32 bank = 0; bank < NUM_BANKS; bank++) checkpoint(bank);
 }
 
-void ftl_isr(void) {}
+/* The flash interrupt: for each bank with flags, clear them and, when an
+ * erase failed, record the block for the code that erased it. */
+void ftl_isr(void) {
+    for (UINT32 bank = 0; bank < NUM_BANKS; bank++) {
+        UINT32 flags = BSP_INTR(bank);
+        if (flags == 0) continue;
+        UINT32 cmd = GETREG(BSP_CMD(bank));
+        CLR_BSP_INTR(bank, flags);
+        if ((flags & (FIRQ_BADBLK_L | FIRQ_BADBLK_H)) && cmd == FC_ERASE)
+            g_erase_failed[bank] = GETREG(BSP_ROW_H(bank)) / PAGES_PER_BLK + 1;
+    }
+}

@@ -67,6 +67,7 @@ fn checks() -> String {
     layout!(c, "nandlab_read_op", CReadOp, [page, dst, dst_sector, reserved]);
     layout!(c, "nandlab_copyback_op", CCopybackOp, [src, dst, oob, oob_len]);
     layout!(c, "nandlab_stat", CStat, [key, value]);
+    layout!(c, "nandlab_option_doc", COptionDoc, [name, default_value, help]);
     layout!(
         c,
         "nandlab_flash",
@@ -152,6 +153,8 @@ fn checks() -> String {
         ("nandlab_ftl_shutdown", "int32_t (*)(void *, const nandlab_flash *, char *, size_t)"),
         ("nandlab_ftl_stats", "size_t (*)(const void *, nandlab_stat *, size_t)"),
         ("nandlab_ftl_prefetch", "void (*)(void *, const nandlab_flash *, uint64_t, uint32_t)"),
+        ("nandlab_ftl_single_instance", "uint32_t (*)(void)"),
+        ("nandlab_ftl_options", "const nandlab_option_doc *(*)(size_t *)"),
     ] {
         let _ = writeln!(c, "_Static_assert(_Generic(&{name}, {ty}: 1, default: 0), \"prototype of {name}\");");
     }

@@ -2,8 +2,8 @@
 //! `nandlab_ftl_*` symbol looked up at once, and the ABI version checked
 //! before anything else is called.
 
-use super::{CEnv, CFlash, CInfo, COption, CRequest, CStat};
-use std::ffi::{c_char, c_void};
+use super::{CEnv, CFlash, CInfo, COption, COptionDoc, CRequest, CStat};
+use std::ffi::{c_char, c_void, CStr};
 use std::path::{Path, PathBuf};
 
 /// `NANDLAB_ABI_VERSION`: the version of `include/nandlab.h` this build
@@ -30,6 +30,15 @@ pub(super) struct Functions {
     pub prefetch: Option<unsafe extern "C" fn(*mut c_void, *const CFlash, u64, u32)>,
 }
 
+/// One option a library lists (`nandlab_ftl_options`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryOption {
+    pub name: String,
+    /// TOML text of the default.
+    pub default_value: String,
+    pub help: String,
+}
+
 /// An opened FTL library. It stays loaded as long as an FTL built from it
 /// lives (each [`super::LibraryFtl`] holds it).
 pub struct Library {
@@ -40,6 +49,9 @@ pub struct Library {
     /// firmware's globals and board memory), so only one of them may run
     /// at a time and never two on different threads.
     single_instance: bool,
+    /// What `nandlab_ftl_options` lists (`None` without the symbol).
+    options: Option<Vec<LibraryOption>>,
+    abi_version: u32,
     _library: libloading::Library,
 }
 
@@ -105,7 +117,33 @@ impl Library {
             // SAFETY: as declared.
             f.is_some_and(|f| unsafe { f() } != 0)
         };
-        Ok(Library { path: path.to_path_buf(), functions, single_instance, _library: library })
+        let options = {
+            // SAFETY: the header's declaration of the optional symbol.
+            let f = unsafe {
+                library.get::<unsafe extern "C" fn(*mut usize) -> *const COptionDoc>(b"nandlab_ftl_options\0")
+            }
+            .ok();
+            // SAFETY: as declared: a static table of *count entries.
+            f.map(|f| unsafe { option_table(*f) })
+        };
+        Ok(Library {
+            path: path.to_path_buf(),
+            functions,
+            single_instance,
+            options,
+            abi_version: version,
+            _library: library,
+        })
+    }
+
+    /// The options the library lists, if it exports `nandlab_ftl_options`.
+    pub fn options(&self) -> Option<&[LibraryOption]> {
+        self.options.as_deref()
+    }
+
+    /// What `nandlab_ftl_abi_version` returned.
+    pub fn abi_version(&self) -> u32 {
+        self.abi_version
     }
 
     /// Whether only one instance may exist at a time (see the field).
@@ -125,4 +163,31 @@ fn missing(path: &Path, symbol: &str) -> String {
          nandlab_ftl_* function of include/nandlab.h)",
         path.display()
     )
+}
+
+/// The library's option table, copied out (NULL strings read as empty).
+///
+/// # Safety
+/// `f` is the library's `nandlab_ftl_options`: it returns NULL or a table
+/// of `*count` entries whose strings are NUL-terminated.
+unsafe fn option_table(f: unsafe extern "C" fn(*mut usize) -> *const COptionDoc) -> Vec<LibraryOption> {
+    let mut count = 0usize;
+    // SAFETY: the caller's contract.
+    let table = unsafe { f(&mut count) };
+    if table.is_null() {
+        return Vec::new();
+    }
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a NUL-terminated string in static storage (the header).
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    // SAFETY: `count` entries at `table` (the header).
+    let docs = unsafe { std::slice::from_raw_parts(table, count) };
+    docs.iter()
+        .map(|d| LibraryOption { name: text(d.name), default_value: text(d.default_value), help: text(d.help) })
+        .collect()
 }

@@ -30,7 +30,7 @@ pub mod progress;
 mod drift_tests;
 
 pub use adapter::LibraryFtl;
-pub use library::{Library, ABI_VERSION};
+pub use library::{Library, LibraryOption, ABI_VERSION};
 
 use super::{Ftl, FtlEnv, FtlOptions};
 use std::ffi::{c_char, c_void};
@@ -163,6 +163,15 @@ pub struct CCopybackOp {
     pub oob_len: usize,
 }
 
+/// `nandlab_option_doc`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct COptionDoc {
+    pub name: *const c_char,
+    pub default_value: *const c_char,
+    pub help: *const c_char,
+}
+
 /// `nandlab_stat`.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
@@ -256,4 +265,50 @@ pub fn load_for(config: &crate::config::Config, path: &Path) -> Result<String, S
         seed: 0,
     };
     load(path, &env, &config.ftl_options)
+}
+
+/// What `nandlab ftls --ftl-lib` shows of a library FTL.
+#[derive(Clone, Debug)]
+pub struct LibraryDescription {
+    /// `lib:NAME`, NAME as the library declares it.
+    pub name: String,
+    pub path: std::path::PathBuf,
+    /// `nandlab_ftl_abi_version()` (this nandlab refuses any other than
+    /// [`ABI_VERSION`]).
+    pub abi_version: u32,
+    /// The crash guarantee it claims (`baseline`, `optr`).
+    pub guarantee: &'static str,
+    /// OOB bytes per page it writes.
+    pub oob_bytes: u32,
+    /// It exports `nandlab_ftl_single_instance`.
+    pub single_instance: bool,
+    /// Its options (`nandlab_ftl_options`), or `None` when it does not
+    /// list them.
+    pub options: Option<Vec<LibraryOption>>,
+}
+
+/// Open the library at `path`, make a test instance for a device (as
+/// [`load_for`] does; a failing `create` is the error) and describe it.
+pub fn describe_for(config: &crate::config::Config, path: &Path) -> Result<LibraryDescription, String> {
+    let library = Arc::new(Library::open(path)?);
+    let env = FtlEnv {
+        geometry: config.geometry.clone(),
+        logical_sectors: config.logical_sectors,
+        dram_budget_bytes: config.dram_budget_bytes,
+        seed: 0,
+    };
+    let ftl = LibraryFtl::new(library.clone(), &env, &config.ftl_options)?;
+    let info = ftl.info();
+    Ok(LibraryDescription {
+        name: info.name.to_string(),
+        path: path.to_path_buf(),
+        abi_version: library.abi_version(),
+        guarantee: match info.guarantee {
+            super::Guarantee::Baseline => "baseline",
+            super::Guarantee::Optr => "optr",
+        },
+        oob_bytes: info.oob_bytes,
+        single_instance: library.single_instance(),
+        options: library.options().map(<[LibraryOption]>::to_vec),
+    })
 }

@@ -1,0 +1,1 @@
+#include "../common_ftl.h"
