@@ -34,6 +34,17 @@ pub struct HuntArgs {
     /// With --seed: switch these features off (comma-separated; see the README).
     #[arg(long, requires = "seed", value_delimiter = ',')]
     pub without: Vec<String>,
+    /// With --seed: take these draws from other seeds, NAME=SEED,... (a
+    /// guided run's reproducer prints them).
+    #[arg(long, requires = "seed")]
+    pub splice: Option<String>,
+    /// Pure swarm draws: no coverage guidance (every run a fresh draw).
+    #[arg(long)]
+    pub unguided: bool,
+    /// Keep the guided campaign's corpus in DIR (runs that reached new
+    /// coverage, one JSON file each), and start from what it holds.
+    #[arg(long, conflicts_with = "unguided")]
+    pub corpus: Option<PathBuf>,
     /// Worker threads (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -67,10 +78,16 @@ pub fn run(device: &DeviceArgs, args: &HuntArgs) -> ExitCode {
             Runs::Count(n) => format!("{n} runs from seed {}", opts.first_seed),
             Runs::Budget(d) => format!("budget {:?} from seed {}", d, opts.first_seed),
             Runs::One { .. } => format!("one run, seed {}", opts.first_seed),
+        } + match &opts.guided {
+            Some(g) if !matches!(opts.runs, Runs::One { .. }) =>
+                format!(", guided ({} corpus entries)", g.loaded.len()),
+            Some(_) => String::new(),
+            None => ", unguided".to_string(),
         }
+        .as_str()
     );
-    if let Runs::One { requests, without } = &opts.runs {
-        let swarm = hunt::swarm::Swarm::draw(&config, &target.ftl, opts.first_seed, without, *requests);
+    if let Runs::One { requests, without, splice } = &opts.runs {
+        let swarm = hunt::swarm::Swarm::draw_spliced(&config, &target.ftl, opts.first_seed, without, splice, *requests);
         println!("run {}: {}", swarm.seed, swarm.describe());
     }
     let report = hunt::campaign(&config, &target, &opts);
@@ -111,7 +128,11 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
                     ));
                 }
             }
-            Runs::One { requests: args.requests, without: args.without.iter().cloned().collect() }
+            let splice = match &args.splice {
+                Some(text) => hunt::swarm::parse_splice(text).map_err(|e| format!("--splice: {e}"))?,
+                None => Default::default(),
+            };
+            Runs::One { requests: args.requests, without: args.without.iter().cloned().collect(), splice }
         }
         (None, Some(0), _) => return Err("--runs: must be at least 1".into()),
         (None, Some(n), _) => Runs::Count(n),
@@ -146,6 +167,14 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     let mutant = device.mutant_for(&config.ftl_name)?;
     let target = Target::shipped(&config.ftl_name, mutant)?;
     let first_seed = args.seed.unwrap_or(args.first_seed);
+    let guided = match (&args.corpus, args.unguided) {
+        (_, true) => None,
+        (Some(dir), false) => Some(hunt::guide::Guided {
+            loaded: hunt::guide::load_corpus(dir).map_err(|e| format!("--corpus: {e}"))?,
+            dir: Some(dir.clone()),
+        }),
+        (None, false) => Some(hunt::guide::Guided::default()),
+    };
     let opts = HuntOptions {
         first_seed,
         runs,
@@ -153,6 +182,7 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
         shrink: !args.no_shrink && args.seed.is_none(),
         stop_at_first: args.stop_at_first,
         stop,
+        guided,
     };
     Ok(((outputs, config), target, opts))
 }
@@ -209,6 +239,9 @@ fn print_report(report: &HuntReport, prefix: &str) {
         let never = c.never_moved();
         println!("  never moved  {}", if never.is_empty() { "(none)".to_string() } else { never.join(", ") });
     }
+    if let Some(guide) = &report.guide {
+        print_guide(guide);
+    }
     for g in &report.groups {
         let f = &g.first;
         println!("\nFINDING {} — {} run(s), first seed {}", f.rule, g.seeds.len(), g.swarm.seed);
@@ -226,6 +259,28 @@ fn print_report(report: &HuntReport, prefix: &str) {
     }
     if report.groups.is_empty() {
         println!("result: nothing found");
+    }
+}
+
+/// How the corpus grew: entries added, at which runs, from which origin.
+fn print_guide(guide: &hunt::guide::GuideReport) {
+    use hunt::guide::Origin;
+    let from = |o: fn(&Origin) -> bool| guide.added.iter().filter(|(_, origin, _)| o(origin)).count();
+    println!(
+        "guidance: {} fresh and {} mutated runs ({} corpus entries loaded); corpus grew by {} ({} from fresh runs, {} \
+         from mutations, {} loaded)",
+        guide.fresh_runs,
+        guide.mutated_runs,
+        guide.loaded,
+        guide.added.len(),
+        from(|o| *o == Origin::Fresh),
+        from(|o| matches!(o, Origin::Mutated(_))),
+        from(|o| *o == Origin::Loaded),
+    );
+    let at: Vec<String> = guide.added.iter().map(|(i, _, e)| format!("{}(+{})", i + 1, e.new_pairs)).collect();
+    println!("  grew at runs {}", if at.is_empty() { "(none)".to_string() } else { at.join(" ") });
+    if let Some(e) = &guide.write_error {
+        eprintln!("warning: --corpus: cannot write an entry: {e}");
     }
 }
 
@@ -259,6 +314,20 @@ fn report_json(report: &HuntReport, prefix: &str) -> serde_json::Value {
         "first_finding_seconds": report.first_finding_seconds,
         "coverage": report.coverage.0,
         "never_moved": report.coverage.never_moved(),
+        "skip_reasons": report.skip_reasons,
+        "guidance": report.guide.as_ref().map(|g| json!({
+            "loaded": g.loaded,
+            "fresh_runs": g.fresh_runs,
+            "mutated_runs": g.mutated_runs,
+            "added": g.added.iter().map(|(i, origin, e)| json!({
+                "run": i + 1,
+                "origin": format!("{origin:?}"),
+                "seed": e.genes.seed,
+                "splice": e.genes.splice,
+                "without": e.genes.without,
+                "new_pairs": e.new_pairs,
+            })).collect::<Vec<_>>(),
+        })),
         "findings": report.groups.iter().map(|g| group_json(g, prefix)).collect::<Vec<_>>(),
     })
 }
