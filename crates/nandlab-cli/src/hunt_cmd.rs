@@ -45,6 +45,10 @@ pub struct HuntArgs {
     /// coverage, one JSON file each), and start from what it holds.
     #[arg(long, conflicts_with = "unguided")]
     pub corpus: Option<PathBuf>,
+    /// With --isolate: a run whose FTL call issues no flash operation for
+    /// this long is killed and reported as `ftl_hang` (e.g. 10s).
+    #[arg(long = "hang-timeout", default_value = "10s")]
+    pub hang_timeout: String,
     /// Worker threads (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -114,8 +118,10 @@ type Prepared = ([Option<crate::outputs::Output>; 1], nandlab::config::Config);
 
 /// Check every option before any run (exit 2 on a bad one).
 fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, HuntOptions), String> {
-    if device.ftl_lib.is_some() || device.isolate {
-        return Err("--ftl-lib and --isolate are not supported by `hunt` yet: hunt a shipped FTL (--ftl)".into());
+    let hang_ns = nandlab::util::duration::parse_duration_ns(&args.hang_timeout)
+        .map_err(|e| format!("--hang-timeout {}: {e}", args.hang_timeout))?;
+    if hang_ns == 0 {
+        return Err("--hang-timeout: must be more than 0".into());
     }
     let runs = match (&args.seed, args.runs, &args.budget) {
         (Some(_), _, _) => {
@@ -157,7 +163,10 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     let stop = signals::install();
     let config = device.load()?;
     crate::options::refuse_reliability(&config, "hunt")?;
-    nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
+    let library = config.ftl_name.starts_with("lib:");
+    if !library {
+        nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
+    }
     if config.ftl_name == "buggy" {
         // Every hunt run ends with a mount, and `buggy` has no recovery.
         return Err("--ftl buggy: the buggy FTL cannot mount, and every hunt run mounts; hunt a shipped FTL \
@@ -165,7 +174,16 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
             .into());
     }
     let mutant = device.mutant_for(&config.ftl_name)?;
-    let target = Target::shipped(&config.ftl_name, mutant)?;
+    let mut target = Target::shipped(&config.ftl_name, mutant)?;
+    // A library FTL's crash ends the process it runs in: always a child
+    // per run (the child itself, running one --seed, is the run).
+    let isolated = (device.isolate || library) && std::env::var_os(crate::isolate::PROGRESS_VAR).is_none();
+    if isolated {
+        if library && !device.isolate {
+            eprintln!("note: a library FTL is hunted in a child process per run (as with --isolate)");
+        }
+        target.executor = Some(crate::hunt_isolate::executor(device_args(device), Duration::from_nanos(hang_ns))?);
+    }
     let first_seed = args.seed.unwrap_or(args.first_seed);
     let guided = match (&args.corpus, args.unguided) {
         (_, true) => None,
@@ -190,10 +208,17 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
 /// `nandlab hunt` and the device options as given (the runs' own options dropped).
 fn command_prefix(device: &DeviceArgs) -> String {
     let mut out = vec!["nandlab".to_string(), "hunt".to_string()];
+    out.extend(device_args(device).iter().map(|a| if a.starts_with("--") { a.clone() } else { quote(a) }));
+    out.join(" ")
+}
+
+/// The device options as given, one argument each (unquoted).
+fn device_args(device: &DeviceArgs) -> Vec<String> {
+    let mut out = Vec::new();
     let mut add = |flag: &str, value: Option<&str>| {
         if let Some(v) = value {
             out.push(flag.to_string());
-            out.push(quote(v));
+            out.push(v.to_string());
         }
     };
     add("--preset", device.preset.as_deref());
@@ -210,7 +235,11 @@ fn command_prefix(device: &DeviceArgs) -> String {
         add("--rule", Some(r));
     }
     add("--mutant", device.mutant.as_deref());
-    out.join(" ")
+    add("--ftl-lib", device.ftl_lib.as_ref().and_then(|p| p.to_str()));
+    if device.isolate {
+        out.push("--isolate".to_string());
+    }
+    out
 }
 
 fn print_report(report: &HuntReport, prefix: &str) {
