@@ -22,6 +22,12 @@
 //! Findings are grouped by rule and location (a panic's source line), the
 //! lowest seed of each group is shrunk ([`shrink`]) and printed as a
 //! command that repeats it from its seed alone.
+//!
+//! By default the campaign is guided ([`guide`]): runs that reached new
+//! (counter, bucket) pairs of the FTL's event counters ([`coverage`]) form
+//! a corpus, and most new runs are mutations of corpus runs. A run can be
+//! made in a child process instead ([`Target::executor`], `--isolate`),
+//! which turns a hang or a crash of the FTL into a finding.
 
 pub mod coverage;
 pub mod execute;
