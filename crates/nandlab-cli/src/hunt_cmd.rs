@@ -34,6 +34,21 @@ pub struct HuntArgs {
     /// With --seed: switch these features off (comma-separated; see the README).
     #[arg(long, requires = "seed", value_delimiter = ',')]
     pub without: Vec<String>,
+    /// With --seed: take these draws from other seeds, NAME=SEED,... (a
+    /// guided run's reproducer prints them).
+    #[arg(long, requires = "seed")]
+    pub splice: Option<String>,
+    /// Pure swarm draws: no coverage guidance (every run a fresh draw).
+    #[arg(long)]
+    pub unguided: bool,
+    /// Keep the guided campaign's corpus in DIR (runs that reached new
+    /// coverage, one JSON file each), and start from what it holds.
+    #[arg(long, conflicts_with = "unguided")]
+    pub corpus: Option<PathBuf>,
+    /// With --isolate: a run whose FTL call issues no flash operation for
+    /// this long is killed and reported as `ftl_hang` (e.g. 10s).
+    #[arg(long = "hang-timeout", default_value = "10s")]
+    pub hang_timeout: String,
     /// Worker threads (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -67,10 +82,16 @@ pub fn run(device: &DeviceArgs, args: &HuntArgs) -> ExitCode {
             Runs::Count(n) => format!("{n} runs from seed {}", opts.first_seed),
             Runs::Budget(d) => format!("budget {:?} from seed {}", d, opts.first_seed),
             Runs::One { .. } => format!("one run, seed {}", opts.first_seed),
+        } + match &opts.guided {
+            Some(g) if !matches!(opts.runs, Runs::One { .. }) =>
+                format!(", guided ({} corpus entries)", g.loaded.len()),
+            Some(_) => String::new(),
+            None => ", unguided".to_string(),
         }
+        .as_str()
     );
-    if let Runs::One { requests, without } = &opts.runs {
-        let swarm = hunt::swarm::Swarm::draw(&config, &target.ftl, opts.first_seed, without, *requests);
+    if let Runs::One { requests, without, splice } = &opts.runs {
+        let swarm = hunt::swarm::Swarm::draw_spliced(&config, &target.ftl, opts.first_seed, without, splice, *requests);
         println!("run {}: {}", swarm.seed, swarm.describe());
     }
     let report = hunt::campaign(&config, &target, &opts);
@@ -97,8 +118,10 @@ type Prepared = ([Option<crate::outputs::Output>; 1], nandlab::config::Config);
 
 /// Check every option before any run (exit 2 on a bad one).
 fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, HuntOptions), String> {
-    if device.ftl_lib.is_some() || device.isolate {
-        return Err("--ftl-lib and --isolate are not supported by `hunt` yet: hunt a shipped FTL (--ftl)".into());
+    let hang_ns = nandlab::util::duration::parse_duration_ns(&args.hang_timeout)
+        .map_err(|e| format!("--hang-timeout {}: {e}", args.hang_timeout))?;
+    if hang_ns == 0 {
+        return Err("--hang-timeout: must be more than 0".into());
     }
     let runs = match (&args.seed, args.runs, &args.budget) {
         (Some(_), _, _) => {
@@ -111,7 +134,11 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
                     ));
                 }
             }
-            Runs::One { requests: args.requests, without: args.without.iter().cloned().collect() }
+            let splice = match &args.splice {
+                Some(text) => hunt::swarm::parse_splice(text).map_err(|e| format!("--splice: {e}"))?,
+                None => Default::default(),
+            };
+            Runs::One { requests: args.requests, without: args.without.iter().cloned().collect(), splice }
         }
         (None, Some(0), _) => return Err("--runs: must be at least 1".into()),
         (None, Some(n), _) => Runs::Count(n),
@@ -136,7 +163,10 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     let stop = signals::install();
     let config = device.load()?;
     crate::options::refuse_reliability(&config, "hunt")?;
-    nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
+    let library = config.ftl_name.starts_with("lib:");
+    if !library {
+        nandlab::ftl::descriptor(&config.ftl_name).ok_or_else(|| format!("unknown FTL `{}`", config.ftl_name))?;
+    }
     if config.ftl_name == "buggy" {
         // Every hunt run ends with a mount, and `buggy` has no recovery.
         return Err("--ftl buggy: the buggy FTL cannot mount, and every hunt run mounts; hunt a shipped FTL \
@@ -144,8 +174,25 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
             .into());
     }
     let mutant = device.mutant_for(&config.ftl_name)?;
-    let target = Target::shipped(&config.ftl_name, mutant)?;
+    let mut target = Target::shipped(&config.ftl_name, mutant)?;
+    // A library FTL's crash ends the process it runs in: always a child
+    // per run (the child itself, running one --seed, is the run).
+    let isolated = (device.isolate || library) && std::env::var_os(crate::isolate::PROGRESS_VAR).is_none();
+    if isolated {
+        if library && !device.isolate {
+            eprintln!("note: a library FTL is hunted in a child process per run (as with --isolate)");
+        }
+        target.executor = Some(crate::hunt_isolate::executor(device_args(device), Duration::from_nanos(hang_ns))?);
+    }
     let first_seed = args.seed.unwrap_or(args.first_seed);
+    let guided = match (&args.corpus, args.unguided) {
+        (_, true) => None,
+        (Some(dir), false) => Some(hunt::guide::Guided {
+            loaded: hunt::guide::load_corpus(dir).map_err(|e| format!("--corpus: {e}"))?,
+            dir: Some(dir.clone()),
+        }),
+        (None, false) => Some(hunt::guide::Guided::default()),
+    };
     let opts = HuntOptions {
         first_seed,
         runs,
@@ -153,6 +200,7 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
         shrink: !args.no_shrink && args.seed.is_none(),
         stop_at_first: args.stop_at_first,
         stop,
+        guided,
     };
     Ok(((outputs, config), target, opts))
 }
@@ -160,10 +208,17 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
 /// `nandlab hunt` and the device options as given (the runs' own options dropped).
 fn command_prefix(device: &DeviceArgs) -> String {
     let mut out = vec!["nandlab".to_string(), "hunt".to_string()];
+    out.extend(device_args(device).iter().map(|a| if a.starts_with("--") { a.clone() } else { quote(a) }));
+    out.join(" ")
+}
+
+/// The device options as given, one argument each (unquoted).
+fn device_args(device: &DeviceArgs) -> Vec<String> {
+    let mut out = Vec::new();
     let mut add = |flag: &str, value: Option<&str>| {
         if let Some(v) = value {
             out.push(flag.to_string());
-            out.push(quote(v));
+            out.push(v.to_string());
         }
     };
     add("--preset", device.preset.as_deref());
@@ -180,7 +235,11 @@ fn command_prefix(device: &DeviceArgs) -> String {
         add("--rule", Some(r));
     }
     add("--mutant", device.mutant.as_deref());
-    out.join(" ")
+    add("--ftl-lib", device.ftl_lib.as_ref().and_then(|p| p.to_str()));
+    if device.isolate {
+        out.push("--isolate".to_string());
+    }
+    out
 }
 
 fn print_report(report: &HuntReport, prefix: &str) {
@@ -209,6 +268,9 @@ fn print_report(report: &HuntReport, prefix: &str) {
         let never = c.never_moved();
         println!("  never moved  {}", if never.is_empty() { "(none)".to_string() } else { never.join(", ") });
     }
+    if let Some(guide) = &report.guide {
+        print_guide(guide);
+    }
     for g in &report.groups {
         let f = &g.first;
         println!("\nFINDING {} — {} run(s), first seed {}", f.rule, g.seeds.len(), g.swarm.seed);
@@ -226,6 +288,28 @@ fn print_report(report: &HuntReport, prefix: &str) {
     }
     if report.groups.is_empty() {
         println!("result: nothing found");
+    }
+}
+
+/// How the corpus grew: entries added, at which runs, from which origin.
+fn print_guide(guide: &hunt::guide::GuideReport) {
+    use hunt::guide::Origin;
+    let from = |o: fn(&Origin) -> bool| guide.added.iter().filter(|(_, origin, _)| o(origin)).count();
+    println!(
+        "guidance: {} fresh and {} mutated runs ({} corpus entries loaded); corpus grew by {} ({} from fresh runs, {} \
+         from mutations, {} loaded)",
+        guide.fresh_runs,
+        guide.mutated_runs,
+        guide.loaded,
+        guide.added.len(),
+        from(|o| *o == Origin::Fresh),
+        from(|o| matches!(o, Origin::Mutated(_))),
+        from(|o| *o == Origin::Loaded),
+    );
+    let at: Vec<String> = guide.added.iter().map(|(i, _, e)| format!("{}(+{})", i + 1, e.new_pairs)).collect();
+    println!("  grew at runs {}", if at.is_empty() { "(none)".to_string() } else { at.join(" ") });
+    if let Some(e) = &guide.write_error {
+        eprintln!("warning: --corpus: cannot write an entry: {e}");
     }
 }
 
@@ -259,6 +343,20 @@ fn report_json(report: &HuntReport, prefix: &str) -> serde_json::Value {
         "first_finding_seconds": report.first_finding_seconds,
         "coverage": report.coverage.0,
         "never_moved": report.coverage.never_moved(),
+        "skip_reasons": report.skip_reasons,
+        "guidance": report.guide.as_ref().map(|g| json!({
+            "loaded": g.loaded,
+            "fresh_runs": g.fresh_runs,
+            "mutated_runs": g.mutated_runs,
+            "added": g.added.iter().map(|(i, origin, e)| json!({
+                "run": i + 1,
+                "origin": format!("{origin:?}"),
+                "seed": e.genes.seed,
+                "splice": e.genes.splice,
+                "without": e.genes.without,
+                "new_pairs": e.new_pairs,
+            })).collect::<Vec<_>>(),
+        })),
         "findings": report.groups.iter().map(|g| group_json(g, prefix)).collect::<Vec<_>>(),
     })
 }

@@ -23,7 +23,7 @@ use nandlab::ftl::foreign::progress::{self, Call};
 use std::process::ExitCode;
 
 /// The variable naming the progress file in the child.
-const PROGRESS_VAR: &str = "NANDLAB_ISOLATE_PROGRESS";
+pub const PROGRESS_VAR: &str = "NANDLAB_ISOLATE_PROGRESS";
 
 /// Called first for a run command: `Some(code)` when this process was the
 /// parent of an isolated run (the command is done); `None` to run the

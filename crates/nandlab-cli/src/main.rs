@@ -9,6 +9,7 @@ mod bench_cmd;
 mod crash_cmd;
 mod exit;
 mod hunt_cmd;
+mod hunt_isolate;
 mod isolate;
 mod jasmine_cmd;
 mod lists;

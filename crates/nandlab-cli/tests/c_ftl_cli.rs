@@ -410,3 +410,44 @@ fn flash_calls_that_change_state_are_refused_during_prefetch() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("result     PASS") && !out.contains("prefetch_refused"), "{out}");
 }
+
+/// `hunt` takes library FTLs, each run in a child process: the correct C
+/// FTL passes a short campaign, the broken one is found (its GC bug, and
+/// a segfault of its C code as `ftl_crash`), each with a reproducer.
+#[test]
+fn hunt_runs_library_ftls_in_child_processes_and_finds_the_broken_one() {
+    let l = libs();
+    let args = |lib: &Path, extra: &[&str]| {
+        let mut a = vec!["hunt", "--preset", "tiny", "--ftl-lib", s(lib), "--no-shrink"];
+        a.extend_from_slice(extra);
+        a.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| {
+        let o = Command::new(env!("CARGO_BIN_EXE_nandlab")).args(&a).output().unwrap();
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = run(args(&l.cpage, &["--runs", "4"]));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("hunt: 4 runs") && out.contains("result: nothing found"), "{out}");
+    assert!(out.contains("coverage: ") && out.contains("gc_runs"), "the library's counters: {out}");
+
+    let (code, out, err) = run(args(&l.cbroken, &["--runs", "4"]));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("FINDING misdirected_read"), "{out}");
+    let reproduce: Vec<String> = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("reproduce nandlab "))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let (code, again, err) = run(reproduce);
+    assert_eq!(code, Some(1), "{again}{err}");
+    assert!(again.contains("FINDING misdirected_read"), "{again}");
+
+    let (code, out, err) = run(args(&l.cbroken, &["--ftl-opt", "crash_at_request=50", "--runs", "1"]));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("FINDING ftl_crash"), "{out}");
+    assert!(out.contains("killed by signal 11 in nandlab_ftl_"), "{out}");
+}

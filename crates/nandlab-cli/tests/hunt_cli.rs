@@ -76,6 +76,9 @@ fn bad_hunt_options_exit_2_naming_the_option() {
         (&["--mutant", "no-such-bug"][..], "--mutant"),
         (&["--mutant", "seal-drops-entries"][..], "--mutant"),
         (&["--seed", "3", "--without", "gravity"][..], "--without"),
+        (&["--seed", "3", "--splice", "gravity=1"][..], "--splice"),
+        (&["--seed", "3", "--splice", "trims=x"][..], "--splice"),
+        (&["--hang-timeout", "0s"][..], "--hang-timeout"),
         (&["--ftl", "nope"][..], "nope"),
         (&["--ftl", "buggy"][..], "--ftl buggy"),
     ] {
@@ -127,4 +130,67 @@ fn format_refuses_the_page_hot_cold_device_hunt_found_failing() {
     let (code, out, err) = nandlab(&["stress", "--config", config, "--ftl", "page", "--seed", "1", "--no-progress"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("PASS"), "{out}");
+}
+
+/// `--isolate` runs each hunt run in a watched child: an FTL that spins
+/// without a flash operation (the `trim-spins-at-page-end` mutant) is
+/// killed after `--hang-timeout` and reported as `ftl_hang`, with the
+/// FTL call and request, and a reproducer that finds it again; the
+/// correct FTL passes the same isolated runs.
+#[test]
+fn an_isolated_hunt_reports_a_hanging_ftl_as_ftl_hang() {
+    let base = ["hunt", "--preset", "tiny", "--ftl", "page", "--isolate", "--hang-timeout", "1s", "--no-shrink"];
+    let mut args = base.to_vec();
+    args.extend(["--mutant", "trim-spins-at-page-end", "--runs", "6"]);
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FINDING ftl_hang"), "{out}");
+    assert!(out.contains("nandlab_ftl_trim issued no flash operation for 1.0 s"), "{out}");
+    let mut again = vec!["hunt"];
+    again.extend(command_after(&out, "reproduce "));
+    again.extend(["--hang-timeout", "1s"]);
+    let (code, out2, err) = nandlab(&again);
+    assert_eq!(code, 1, "{again:?}: {out2}{err}");
+    assert!(out2.contains("FINDING ftl_hang"), "{out2}");
+
+    let mut clean = base.to_vec();
+    clean.extend(["--runs", "6"]);
+    let (code, out, err) = nandlab(&clean);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("result: nothing found"), "{out}");
+}
+
+/// A guided campaign keeps its corpus on disk and prints how it grew; a
+/// second campaign starts from it; a finding of a mutated run repeats
+/// from its printed `--splice` reproducer; `--unguided` says so.
+#[test]
+fn a_guided_hunt_keeps_its_corpus_and_its_mutated_findings_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let c = corpus.to_str().unwrap();
+    let args = ["hunt", "--preset", "tiny", "--ftl", "dftl", "--runs", "16", "--no-shrink", "--corpus", c];
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("guidance: ") && out.contains("grew at runs 1(+"), "{out}");
+    let entries = std::fs::read_dir(&corpus).unwrap().count();
+    assert!(entries > 1, "{entries}");
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains(&format!("guided ({entries} corpus entries)")), "{err}");
+
+    let mutant = ["--mutant", "evicts-trimmed-entry-without-write-back", "--runs", "16", "--stop-at-first"];
+    let mut guided = vec!["hunt", "--preset", "tiny", "--ftl", "dftl", "--no-shrink"];
+    guided.extend(mutant);
+    let (code, out, err) = nandlab(&guided);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FINDING trim_not_zero"), "{out}");
+    let mut again = vec!["hunt"];
+    again.extend(command_after(&out, "reproduce "));
+    let (code, out2, err) = nandlab(&again);
+    assert_eq!(code, 1, "{again:?}: {out2}{err}");
+    assert!(out2.contains("FINDING trim_not_zero"), "{out2}");
+
+    let (code, _, err) = nandlab(&["hunt", "--preset", "tiny", "--ftl", "page", "--runs", "1", "--unguided"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(", unguided"), "{err}");
 }

@@ -541,7 +541,9 @@ impl TranslationMap {
     /// false if only the pinned entry is left.
     fn evict_one(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<bool, FtlError> {
         let Some(victim) = self.cmt.victim_except(self.pinned) else { return Ok(false) };
-        if self.cmt.is_dirty(victim) && self.mutant != Mutant::EvictsDirtyWithoutWriteBack {
+        let drops = self.mutant == Mutant::EvictsDirtyWithoutWriteBack
+            || self.mutant == Mutant::EvictsTrimmedEntryWithoutWriteBack && self.cmt.ppn(victim) == UNMAPPED;
+        if self.cmt.is_dirty(victim) && !drops {
             let tvpn = self.cmt.lpn(victim) / self.per_tpage;
             self.write_back(dp, flash, tvpn)?;
             return Ok(true);

@@ -162,6 +162,36 @@ pub enum Mutant {
     /// checkpoint maps those pages to where they were before.
     SealDropsEntries,
 
+    // ----- harder ones: a rare combination of features (issue 19, guidance) -----
+    //
+    // Each needs several draws at once, so a plain swarm campaign meets it
+    // seldom; they measure whether coverage guidance pays (the README's
+    // guided/unguided table).
+    /// `page`, `dftl` (the data plane): static wear leveling's move of a
+    /// cold group stops one page short of each block (the GC bound's
+    /// off-by-one, in the wear-leveling copy alone), so the last page of a
+    /// relocated block is erased with it. Needs static wear leveling and
+    /// enough erases for the wear spread to pass its threshold.
+    WearLevelingDropsLastPage,
+    /// `page`, `dftl` (the data plane): GC of a multi-plane group narrowed
+    /// by a factory bad block (one block wide), holding exactly one valid
+    /// page, erases it without copying the page (the row copy pairs pages
+    /// by plane, and a lone page of a narrow group pairs with nothing).
+    /// Needs factory bad blocks, multi-plane groups and such a victim.
+    NarrowGroupGcDropsLonePage,
+    /// `dftl`: evicting a dirty cached entry that a trim unmapped drops it
+    /// without writing its translation page back (an entry pointing
+    /// nowhere is taken for one with nothing to save), so the translation
+    /// page on flash still maps the trimmed page: it comes back on the next
+    /// miss. Needs trims, a map cache smaller than the map, and the
+    /// eviction before a flush writes the trim back.
+    EvictsTrimmedEntryWithoutWriteBack,
+    /// `page`, `dftl` (the data plane): a sub-page trim that ends exactly
+    /// at the end of its page never finishes (the piece loop's cursor
+    /// wraps to the start of the same page): the FTL spins without a flash
+    /// operation. Proves `ftl_hang` (`hunt --isolate`).
+    TrimSpinsAtPageEnd,
+
     // ----- media errors (issue 21; need the reliability model on) -----
     /// `page`, `dftl`: after a program failure the data plane retires the
     /// block but keeps the logical page mapped to the failed page instead
@@ -235,6 +265,8 @@ impl Mutant {
                 &["page", "dftl", "hybrid", "block"]
             }
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
+            WearLevelingDropsLastPage | NarrowGroupGcDropsLonePage | TrimSpinsAtPageEnd => &["page", "dftl"],
+            EvictsTrimmedEntryWithoutWriteBack => &["dftl"],
             KeepsFailedProgram | ReusesFailedBlock | IgnoresUncorrectableRead | SpuriousReadError => &["page", "dftl"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
@@ -289,6 +321,10 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("cache-miss-skips-fill", Mutant::CacheMissSkipsFill),
     ("trim-keeps-cached-page", Mutant::TrimKeepsCachedPage),
     ("seal-drops-entries", Mutant::SealDropsEntries),
+    ("wear-leveling-drops-last-page", Mutant::WearLevelingDropsLastPage),
+    ("narrow-group-gc-drops-lone-page", Mutant::NarrowGroupGcDropsLonePage),
+    ("evicts-trimmed-entry-without-write-back", Mutant::EvictsTrimmedEntryWithoutWriteBack),
+    ("trim-spins-at-page-end", Mutant::TrimSpinsAtPageEnd),
     ("keeps-failed-program", Mutant::KeepsFailedProgram),
     ("reuses-failed-block", Mutant::ReusesFailedBlock),
     ("ignores-uncorrectable-read", Mutant::IgnoresUncorrectableRead),
@@ -311,6 +347,11 @@ pub const HUNT_MUTANTS: [&str; 12] = [
     "trim-keeps-cached-page",
     "seal-drops-entries",
 ];
+
+/// The harder mutants (a rare combination of features), by name: the
+/// guided/unguided comparison runs on these and [`HUNT_MUTANTS`].
+pub const HARD_MUTANTS: [&str; 3] =
+    ["wear-leveling-drops-last-page", "narrow-group-gc-drops-lone-page", "evicts-trimmed-entry-without-write-back"];
 
 /// A shipped FTL's mutant by its kebab-case name.
 pub fn shipped_mutant(name: &str) -> Result<Mutant, String> {

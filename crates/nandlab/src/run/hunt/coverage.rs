@@ -14,8 +14,8 @@
 //! path ran), as are non-integer figures; other levels an FTL reports
 //! (`dftl`'s cache entries) are bucketed like counts.
 //!
-//! Guidance (choosing new runs near runs that reached new pairs) is not
-//! built; see docs/design-notes/hunt.md.
+//! Guidance ([`super::guide`]) keeps the runs that reached new pairs and
+//! makes new runs from them.
 
 use crate::ftl::FtlStats;
 use std::collections::{BTreeMap, BTreeSet};

@@ -15,9 +15,12 @@ use super::swarm::{Event, Swarm};
 use super::workload::SwarmWorkload;
 use super::Target;
 use crate::config::Config;
+use crate::flash::{FlashObserver, FlashOp};
+use crate::ftl::foreign::progress::{self, Call};
 use crate::ftl::FtlError;
 use crate::run::{RunError, Session};
 use crate::violation::Rule;
+use crate::workload::HostOp;
 use std::cell::{Cell, RefCell};
 
 /// What a run found.
@@ -84,6 +87,28 @@ pub fn run_covered(base: &Config, target: &Target, swarm: &Swarm, coverage: &mut
     }
 }
 
+/// Counts every flash operation in the process's progress record, so the
+/// parent of an isolated run sees a Rust FTL's progress as it sees a
+/// library's (whose adapter counts them itself): a count that stops
+/// growing while a call is pending is a hang ([`progress`]).
+struct Heartbeat;
+
+impl FlashObserver for Heartbeat {
+    fn after_op(&mut self, _op: &FlashOp) {
+        progress::flash_op();
+    }
+}
+
+/// The FTL call a host request or an event makes.
+fn call_of(op: HostOp) -> Call {
+    match op {
+        HostOp::Read => Call::Read,
+        HostOp::Write => Call::Write,
+        HostOp::Trim => Call::Trim,
+        HostOp::Flush => Call::Flush,
+    }
+}
+
 fn run_inner(
     base: &Config,
     target: &Target,
@@ -97,12 +122,18 @@ fn run_inner(
         Ok(s) => s,
         Err(e) => return Outcome::Skipped(e.to_string()),
     };
+    if !target.ftl.starts_with("lib:") {
+        session.drive_mut().add_observer(Box::new(Heartbeat));
+    }
     let mut workload = SwarmWorkload::new(swarm);
     let mut events = swarm.events.iter().peekable();
     for index in 0..swarm.requests {
         at.set(Position { index, event: None });
         let req = workload.next_request();
-        if let Err(e) = session.submit(&req) {
+        progress::enter(call_of(req.op), Some((index, req.lba, u64::from(req.sectors))));
+        let submitted = session.submit(&req);
+        progress::leave();
+        if let Err(e) = submitted {
             return skipped(e);
         }
         if let Some(f) = finding(&session, at.get()) {
@@ -114,7 +145,10 @@ fn run_inner(
             if matches!(event, Event::CleanMount | Event::UncleanMount) {
                 sample(&session, covered); // a mount starts a fresh instance at zero
             }
-            if let Err(e) = apply_event(&mut session, *event) {
+            progress::enter(if *event == Event::Idle { Call::Idle } else { Call::Mount }, None);
+            let applied = apply_event(&mut session, *event);
+            progress::leave();
+            if let Err(e) = applied {
                 return skipped(e);
             }
             if let Some(f) = finding(&session, at.get()) {
@@ -124,7 +158,10 @@ fn run_inner(
     }
     at.set(Position { index: swarm.requests, event: Some(Event::CleanMount) });
     sample(&session, covered);
-    if let Err(e) = apply_event(&mut session, Event::CleanMount) {
+    progress::enter(Call::Mount, None);
+    let applied = apply_event(&mut session, Event::CleanMount);
+    progress::leave();
+    if let Err(e) = applied {
         return skipped(e);
     }
     finding(&session, at.get()).map_or(Outcome::Clean, Outcome::Found)

@@ -22,9 +22,16 @@
 //! Findings are grouped by rule and location (a panic's source line), the
 //! lowest seed of each group is shrunk ([`shrink`]) and printed as a
 //! command that repeats it from its seed alone.
+//!
+//! By default the campaign is guided ([`guide`]): runs that reached new
+//! (counter, bucket) pairs of the FTL's event counters ([`coverage`]) form
+//! a corpus, and most new runs are mutations of corpus runs. A run can be
+//! made in a child process instead ([`Target::executor`], `--isolate`),
+//! which turns a hang or a crash of the FTL into a finding.
 
 pub mod coverage;
 pub mod execute;
+pub mod guide;
 pub mod panics;
 pub mod shrink;
 pub mod swarm;
@@ -47,6 +54,8 @@ pub struct Target {
     pub mutant: Mutant,
     /// The FTL factory for a run's configuration.
     pub factory: Box<dyn Fn(&Config) -> FtlFactory + Send + Sync>,
+    /// Runs a swarm another way than in this process (see [`Executor`]).
+    pub executor: Option<Executor>,
 }
 
 impl Target {
@@ -65,9 +74,21 @@ impl Target {
                 Box::new(move |env| crate::ftl::mutants::build_mutated(&name, env, &options, mutant))
             })
         };
-        Ok(Target { ftl: ftl.to_string(), mutant, factory })
+        Ok(Target { ftl: ftl.to_string(), mutant, factory, executor: None })
+    }
+
+    /// Make run `swarm`, adding what its FTL counters reached to `coverage`.
+    pub fn run(&self, base: &Config, swarm: &Swarm, coverage: &mut coverage::Coverage) -> Outcome {
+        match &self.executor {
+            Some(exec) => exec(base, swarm, coverage),
+            None => execute::run_covered(base, self, swarm, coverage),
+        }
     }
 }
+
+/// How a run is made: in this process ([`execute::run_covered`]) unless
+/// the target says otherwise (a child process per run, `--isolate`).
+pub type Executor = Box<dyn Fn(&Config, &Swarm, &mut coverage::Coverage) -> Outcome + Send + Sync>;
 
 /// Which runs a campaign makes.
 #[derive(Clone, Debug)]
@@ -76,8 +97,9 @@ pub enum Runs {
     Count(u64),
     /// As many as fit in this wall time.
     Budget(Duration),
-    /// One run: seed `first_seed`, cut at `requests`, features switched off.
-    One { requests: Option<u64>, without: BTreeSet<String> },
+    /// One run: seed `first_seed`, cut at `requests`, features switched
+    /// off, draws spliced from other seeds.
+    One { requests: Option<u64>, without: BTreeSet<String>, splice: swarm::Splice },
 }
 
 /// Options of a campaign.
@@ -94,6 +116,8 @@ pub struct HuntOptions {
     /// that finds something is the same whatever the number of threads).
     pub stop_at_first: bool,
     pub stop: StopFlag,
+    /// Coverage guidance ([`guide`]); `None`: every run a fresh swarm draw.
+    pub guided: Option<guide::Guided>,
 }
 
 /// One distinct finding: its rule and location, the runs that hit it, and
@@ -123,52 +147,50 @@ pub struct HuntReport {
     /// The FTL event counters' (counter, bucket) pairs the runs reached
     /// (see [`coverage`]); a function of the runs made.
     pub coverage: coverage::Coverage,
+    /// What guidance did (guided campaigns).
+    pub guide: Option<guide::GuideReport>,
 }
+
+/// The results of a campaign's runs by run index: the run, how it ended,
+/// when (seconds from the start).
+type Results = BTreeMap<u64, (Swarm, Outcome, f64)>;
 
 /// Run a campaign against `target` on `base`'s device.
 pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntReport {
     let started = Instant::now();
-    let (count, deadline, one) = match &opts.runs {
-        Runs::Count(n) => (*n, None, None),
-        Runs::Budget(d) => (u64::MAX, Some(started + *d), None),
-        Runs::One { requests, without } => (1, None, Some((*requests, without.clone()))),
+    let (count, deadline) = match &opts.runs {
+        Runs::Count(n) => (*n, None),
+        Runs::Budget(d) => (u64::MAX, Some(started + *d)),
+        Runs::One { .. } => (1, None),
     };
-    let next = AtomicU64::new(0);
-    let results: Mutex<BTreeMap<u64, (Swarm, Outcome, f64)>> = Mutex::new(BTreeMap::new());
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     let found = std::sync::atomic::AtomicBool::new(false);
-    let covered = Mutex::new(coverage::Coverage::new());
-    std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.max(1) {
-            scope.spawn(|| loop {
-                if opts.stop.is_set() {
-                    interrupted.store(true, Ordering::Relaxed);
-                    return;
-                }
-                if deadline.is_some_and(|d| Instant::now() >= d) || found.load(Ordering::Relaxed) {
-                    return;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    return;
-                }
-                let seed = opts.first_seed.wrapping_add(i);
-                let swarm = match &one {
-                    Some((requests, without)) => Swarm::draw(base, &target.ftl, seed, without, *requests),
-                    None => Swarm::draw(base, &target.ftl, seed, &BTreeSet::new(), None),
-                };
-                let mut run_coverage = coverage::Coverage::new();
-                let outcome = execute::run_covered(base, target, &swarm, &mut run_coverage);
-                covered.lock().expect("no worker panics outside catch").merge(run_coverage);
-                let done = started.elapsed().as_secs_f64();
-                if opts.stop_at_first && matches!(outcome, Outcome::Found(_)) {
-                    found.store(true, Ordering::Relaxed);
-                }
-                results.lock().expect("no worker panics outside catch").insert(seed, (swarm, outcome, done));
-            });
+    // Whether a worker may take another run.
+    let go_on = || {
+        if opts.stop.is_set() {
+            interrupted.store(true, Ordering::Relaxed);
+            return false;
         }
-    });
-    let results = results.into_inner().expect("workers ended");
+        !(deadline.is_some_and(|d| Instant::now() >= d) || found.load(Ordering::Relaxed))
+    };
+    let run = |swarm: &Swarm| {
+        let mut run_coverage = coverage::Coverage::new();
+        let outcome = target.run(base, swarm, &mut run_coverage);
+        if opts.stop_at_first && matches!(outcome, Outcome::Found(_)) {
+            found.store(true, Ordering::Relaxed);
+        }
+        (outcome, run_coverage, started.elapsed().as_secs_f64())
+    };
+    let (results, covered, guide) = match (&opts.guided, &opts.runs) {
+        (Some(guided), Runs::Count(_) | Runs::Budget(_)) => {
+            let (results, covered, guide) = guided_runs(base, target, opts, guided, count, &go_on, &run);
+            (results, covered, Some(guide))
+        }
+        _ => {
+            let (results, covered) = swarm_runs(base, target, opts, count, &go_on, &run);
+            (results, covered, None)
+        }
+    };
     let mut report = HuntReport {
         runs: results.len() as u64,
         skipped: 0,
@@ -177,10 +199,12 @@ pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntRepor
         interrupted: interrupted.into_inner(),
         wall_seconds: 0.0,
         first_finding_seconds: None,
-        coverage: covered.into_inner().expect("workers ended"),
+        coverage: covered,
+        guide,
     };
     let mut by_key: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (seed, (swarm, outcome, done)) in results {
+    for (_, (swarm, outcome, done)) in results {
+        let seed = swarm.seed;
         match outcome {
             Outcome::Clean => {}
             Outcome::Skipped(reason) => {
@@ -212,12 +236,108 @@ pub fn campaign(base: &Config, target: &Target, opts: &HuntOptions) -> HuntRepor
     report
 }
 
+/// A run's outcome, its coverage and when it ended.
+type Ran = (Outcome, coverage::Coverage, f64);
+
+/// Unguided: runs `first_seed + i`, each a fresh swarm draw, on `jobs`
+/// threads.
+fn swarm_runs(
+    base: &Config,
+    target: &Target,
+    opts: &HuntOptions,
+    count: u64,
+    go_on: &(dyn Fn() -> bool + Sync),
+    run: &(dyn Fn(&Swarm) -> Ran + Sync),
+) -> (Results, coverage::Coverage) {
+    let next = AtomicU64::new(0);
+    let results: Mutex<Results> = Mutex::new(BTreeMap::new());
+    let covered = Mutex::new(coverage::Coverage::new());
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            scope.spawn(|| {
+                while go_on() {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return;
+                    }
+                    let seed = opts.first_seed.wrapping_add(i);
+                    let swarm = match &opts.runs {
+                        Runs::One { requests, without, splice } => {
+                            Swarm::draw_spliced(base, &target.ftl, seed, without, splice, *requests)
+                        }
+                        _ => Swarm::draw(base, &target.ftl, seed, &BTreeSet::new(), None),
+                    };
+                    let (outcome, run_coverage, done) = run(&swarm);
+                    covered.lock().expect("no worker panics outside catch").merge(run_coverage);
+                    results.lock().expect("no worker panics outside catch").insert(i, (swarm, outcome, done));
+                }
+            });
+        }
+    });
+    (results.into_inner().expect("workers ended"), covered.into_inner().expect("workers ended"))
+}
+
+/// Guided: batches of runs chosen from the corpus ([`guide`]).
+fn guided_runs(
+    base: &Config,
+    target: &Target,
+    opts: &HuntOptions,
+    guided: &guide::Guided,
+    count: u64,
+    go_on: &(dyn Fn() -> bool + Sync),
+    run: &(dyn Fn(&Swarm) -> Ran + Sync),
+) -> (Results, coverage::Coverage, guide::GuideReport) {
+    let mut corpus = guide::Corpus::new(guided);
+    let mut covered = coverage::Coverage::new();
+    let mut results = Results::new();
+    let mut first = 0u64;
+    while first < count && go_on() {
+        let last = first.saturating_add(guide::BATCH).min(count);
+        let batch: Vec<(u64, guide::Genes, guide::Origin)> = (first..last)
+            .map(|i| {
+                let (genes, origin) = corpus.next(base, &target.ftl, opts.first_seed, i);
+                (i, genes, origin)
+            })
+            .collect();
+        let next = AtomicU64::new(0);
+        let done: Mutex<BTreeMap<u64, (Swarm, Ran)>> = Mutex::new(BTreeMap::new());
+        std::thread::scope(|scope| {
+            for _ in 0..opts.jobs.max(1) {
+                scope.spawn(|| {
+                    while go_on() {
+                        let Some((i, genes, _)) = batch.get(next.fetch_add(1, Ordering::Relaxed) as usize) else {
+                            return;
+                        };
+                        let swarm = genes.draw(base, &target.ftl);
+                        let ran = run(&swarm);
+                        done.lock().expect("no worker panics outside catch").insert(*i, (swarm, ran));
+                    }
+                });
+            }
+        });
+        let mut done = done.into_inner().expect("workers ended");
+        for (i, genes, origin) in batch {
+            let Some((swarm, (outcome, run_coverage, at))) = done.remove(&i) else { continue };
+            let new_pairs = guide::novel_pairs(&covered, &run_coverage);
+            covered.merge(run_coverage);
+            corpus.admit(i, origin, genes, new_pairs);
+            results.insert(i, (swarm, outcome, at));
+        }
+        first = last;
+    }
+    (results, covered, corpus.report)
+}
+
 /// The arguments that repeat run `swarm` (after `nandlab hunt` and the
 /// device options): its seed, its length if cut, the features switched off.
 pub fn reproduce_args(swarm: &Swarm, cut: bool) -> String {
     let mut args = format!("--seed {}", swarm.seed);
     if cut {
         args += &format!(" --requests {}", swarm.requests);
+    }
+    if !swarm.splice.is_empty() {
+        let items: Vec<String> = swarm.splice.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        args += &format!(" --splice {}", items.join(","));
     }
     if !swarm.without.is_empty() {
         args += &format!(" --without {}", swarm.without.iter().cloned().collect::<Vec<_>>().join(","));

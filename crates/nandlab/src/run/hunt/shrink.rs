@@ -9,9 +9,11 @@
 //! again at the (possibly earlier) new finding — and last the workload is
 //! halved while the rule still fires. Each step is one deterministic run,
 //! so the result is a function of the finding, and it is printed as a
-//! command (`--seed S --requests N --without a,b,...`).
+//! command (`--seed S --requests N --without a,b,...`, with the
+//! `--splice` of a guided run).
 
-use super::execute::{self, Outcome};
+use super::coverage::Coverage;
+use super::execute::Outcome;
 use super::swarm::Swarm;
 use super::Target;
 use crate::config::Config;
@@ -31,8 +33,8 @@ pub fn shrink(base: &Config, target: &Target, swarm: &Swarm, rule: &str, request
     let mut runs = 0;
     let mut fires = |without: &BTreeSet<String>, requests: u64| -> Option<(Swarm, u64)> {
         runs += 1;
-        let candidate = Swarm::draw(base, &target.ftl, swarm.seed, without, Some(requests));
-        match execute::run(base, target, &candidate) {
+        let candidate = Swarm::draw_spliced(base, &target.ftl, swarm.seed, without, &swarm.splice, Some(requests));
+        match target.run(base, &candidate, &mut Coverage::new()) {
             Outcome::Found(f) if f.rule == rule => Some((candidate, f.request_index)),
             _ => None,
         }

@@ -22,7 +22,7 @@
 use crate::config::Config;
 use crate::seed::{rng_for, Rng};
 use rand::RngExt;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// The features a run may have; shrinking drops them by these names
@@ -41,6 +41,44 @@ pub const FEATURES: [&str; 12] = [
     "unclean-mounts",
     "idle",
 ];
+
+/// Draws that are not features but may be spliced from another seed
+/// (guidance scales the workload with them): request sizes, the read
+/// share, the written volume, and the workload's own streams (which
+/// requests, where).
+pub const STREAMS: [&str; 4] = ["sizes", "reads", "length", "workload"];
+
+/// Per draw name (a feature, `opt-KEY` or one of [`STREAMS`]), the seed
+/// whose stream it is drawn from instead of the run's: a guided run is a
+/// corpus run with some draws taken from other seeds ([`super::guide`]).
+/// A spliced feature is on whatever its coin says (unless switched off).
+pub type Splice = BTreeMap<String, u64>;
+
+/// Whether `name` can be spliced or switched off (`opt-KEY` for any key:
+/// an option the FTL does not have is ignored).
+pub fn known_draw(name: &str) -> bool {
+    FEATURES.contains(&name) || STREAMS.contains(&name) || name.strip_prefix("opt-").is_some_and(|k| !k.is_empty())
+}
+
+/// Parse `--splice NAME=SEED,...` (names as [`known_draw`]).
+pub fn parse_splice(text: &str) -> Result<Splice, String> {
+    let mut out = Splice::new();
+    for item in text.split(',').filter(|s| !s.is_empty()) {
+        let (name, seed) = item.split_once('=').ok_or_else(|| format!("`{item}`: expected NAME=SEED"))?;
+        if !known_draw(name) {
+            return Err(format!(
+                "`{item}`: unknown draw `{name}` (features: {}; opt-KEY; streams: {})",
+                FEATURES.join(", "),
+                STREAMS.join(", ")
+            ));
+        }
+        let seed = seed.parse::<u64>().map_err(|e| format!("`{item}`: seed `{seed}`: {e}"))?;
+        if out.insert(name.to_string(), seed).is_some() {
+            return Err(format!("`{item}`: `{name}` given twice"));
+        }
+    }
+    Ok(out)
+}
 
 /// What happens between two stretches of the workload.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -98,6 +136,8 @@ pub struct Swarm {
     pub events: Vec<(u64, Event)>,
     /// The features switched off (shrinking).
     pub without: BTreeSet<String>,
+    /// The draws taken from other seeds (guidance; empty for a swarm draw).
+    pub splice: Splice,
     /// The features this run has.
     features: Vec<String>,
 }
@@ -137,6 +177,11 @@ fn option_values(ftl: &str) -> Vec<(&'static str, Vec<toml::Value>)> {
     }
 }
 
+/// The keys of FTL `ftl`'s options a run may set (features `opt-KEY`).
+pub fn option_keys(ftl: &str) -> Vec<&'static str> {
+    option_values(ftl).into_iter().map(|(k, _)| k).collect()
+}
+
 /// The logical capacity of `config`'s device with `spare_percent` of its
 /// raw sectors kept spare (as `device.spare_percent` computes it).
 fn logical_sectors(config: &Config, spare_percent: f64) -> u64 {
@@ -154,12 +199,25 @@ impl Swarm {
     /// device, with the features in `without` switched off and the workload
     /// cut at `requests` if given.
     pub fn draw(config: &Config, ftl: &str, seed: u64, without: &BTreeSet<String>, requests: Option<u64>) -> Swarm {
+        Swarm::draw_spliced(config, ftl, seed, without, &Splice::new(), requests)
+    }
+
+    /// [`Swarm::draw`] with the draws of `splice` taken from other seeds.
+    pub fn draw_spliced(
+        config: &Config,
+        ftl: &str,
+        seed: u64,
+        without: &BTreeSet<String>,
+        splice: &Splice,
+        requests: Option<u64>,
+    ) -> Swarm {
         let mut features = Vec::new();
+        let stream = |name: &str| rng_for(splice.get(name).copied().unwrap_or(seed), &format!("hunt.{name}"));
         // Each feature draws from its own stream: its coin first, then its
         // values, so switching one off leaves every other as it was.
         let mut feature = |name: &str| {
-            let mut rng = rng_for(seed, &format!("hunt.{name}"));
-            let on = coin(&mut rng) && !without.contains(name);
+            let mut rng = stream(name);
+            let on = (coin(&mut rng) || splice.contains_key(name)) && !without.contains(name);
             if on {
                 features.push(name.to_string());
             }
@@ -177,11 +235,11 @@ impl Swarm {
                 (min, max, pick(&mut r, &[1, 1, 2]))
             }
             None => {
-                let pages = pick(&mut rng_for(seed, "hunt.sizes"), &[1, 2, 4, 8]);
+                let pages = pick(&mut stream("sizes"), &[1, 2, 4, 8]);
                 (page_sectors, pages * page_sectors, page_sectors)
             }
         };
-        let read_percent = pick(&mut rng_for(seed, "hunt.reads"), &[5, 20, 40]);
+        let read_percent = pick(&mut stream("reads"), &[5, 20, 40]);
         let sequential_percent = feature("sequential-runs").map_or(0, |mut r| pick(&mut r, &[50, 80, 95]));
         let trim_percent = feature("trims").map_or(0, |mut r| pick(&mut r, &[1, 5, 15]));
         let flush_percent = feature("flushes").map_or(0, |mut r| pick(&mut r, &[1, 3]));
@@ -206,7 +264,7 @@ impl Swarm {
         // Written volume: one to three times the footprint, so GC runs.
         let mean_size = f64::from(size_sectors_min + size_sectors_max) / 2.0;
         let write_share = f64::from(100 - read_percent - trim_percent - flush_percent) / 100.0;
-        let times = pick(&mut rng_for(seed, "hunt.length"), &[1, 2, 3]);
+        let times = pick(&mut stream("length"), &[1, 2, 3]);
         let volume = footprint_sectors as f64 * f64::from(times);
         let drawn = ((volume / mean_size / write_share) as u64).clamp(64, 400_000);
         let requests = requests.map_or(drawn, |n| n.min(drawn));
@@ -244,6 +302,7 @@ impl Swarm {
             ftl_options,
             events,
             without: without.clone(),
+            splice: splice.clone(),
             features,
         }
     }

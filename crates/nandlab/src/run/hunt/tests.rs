@@ -20,6 +20,7 @@ fn opts(runs: u64) -> HuntOptions {
         shrink: false,
         stop_at_first: false,
         stop: StopFlag::default(),
+        guided: None,
     }
 }
 
@@ -94,6 +95,7 @@ fn sabotaged(after: u64, sabotage: Sabotage) -> Target {
                 Ok(Box::new(Sabotaged { inner, writes: 0, after, sabotage }) as Box<dyn Ftl>)
             })
         }),
+        executor: None,
     }
 }
 
@@ -188,4 +190,30 @@ fn coverage_lists_the_counters_runs_moved_and_those_they_never_did() {
     }
     let moved = cov.describe_moved().len();
     assert_eq!(moved + never.len(), cov.0.len(), "every counter is moved or never moved");
+}
+
+/// A guided campaign is a function of its options, whatever the threads:
+/// the corpus grows from runs that reached new pairs, mutated runs carry
+/// their splices, and every finding repeats from its printed draws.
+#[test]
+fn a_guided_campaign_is_the_same_with_one_thread_or_two_and_its_findings_repeat() {
+    let c = tiny();
+    let target = Target::shipped("dftl", Mutant::FirstWriteBackNotRecorded).unwrap();
+    let guided = HuntOptions { guided: Some(guide::Guided::default()), ..opts(24) };
+    let one = campaign(&c, &target, &HuntOptions { jobs: 1, ..guided.clone() });
+    let two = campaign(&c, &target, &guided);
+    let key = |r: &HuntReport| r.groups.iter().map(|g| (g.first.clone(), g.swarm.clone())).collect::<Vec<_>>();
+    assert_eq!(key(&one), key(&two));
+    assert_eq!(one.coverage, two.coverage);
+    let g1 = one.guide.as_ref().unwrap();
+    assert_eq!(g1, two.guide.as_ref().unwrap());
+    assert!(g1.mutated_runs > 0 && g1.added.len() > 1, "{g1:?}");
+    assert!(g1.added.iter().any(|(_, o, _)| matches!(o, guide::Origin::Mutated(_))), "{g1:?}");
+    assert!(!one.groups.is_empty());
+    for g in &one.groups {
+        let again = Swarm::draw_spliced(&c, "dftl", g.swarm.seed, &g.swarm.without, &g.swarm.splice, None);
+        assert!(matches!(execute::run(&c, &target, &again), Outcome::Found(f) if f.rule == g.first.rule));
+    }
+    let clean = campaign(&c, &Target::shipped("dftl", Mutant::None).unwrap(), &guided);
+    assert!(clean.groups.is_empty(), "{:?}", clean.groups);
 }

@@ -23,11 +23,12 @@ pub struct SwarmWorkload {
 
 impl SwarmWorkload {
     pub fn new(swarm: &Swarm) -> SwarmWorkload {
+        let seed = swarm.splice.get("workload").copied().unwrap_or(swarm.seed);
         SwarmWorkload {
             swarm: swarm.clone(),
-            ops: rng_for(swarm.seed, "hunt.workload.ops"),
-            offsets: rng_for(swarm.seed, "hunt.workload.offsets"),
-            sizes: rng_for(swarm.seed, "hunt.workload.sizes"),
+            ops: rng_for(seed, "hunt.workload.ops"),
+            offsets: rng_for(seed, "hunt.workload.offsets"),
+            sizes: rng_for(seed, "hunt.workload.sizes"),
             end: 0,
         }
     }

@@ -272,7 +272,9 @@ impl DataPlane {
         let mut oob = [0u8; OOB_BYTES];
         for i in 0..self.layout.width(victim) {
             let first = self.layout.member(victim, i) * self.ppb;
-            let end = first + self.ppb - u32::from(self.mutant == Mutant::GcSkipsLastValidPage);
+            let short = self.mutant == Mutant::GcSkipsLastValidPage
+                || self.mutant == Mutant::WearLevelingDropsLastPage && cause == Cause::WearLeveling;
+            let end = first + self.ppb - u32::from(short);
             // The valid bits a word at a time: a victim's pages are
             // valid and invalid at random, a branch per page mispredicted.
             for word in first / 64..end.div_ceil(64) {
@@ -314,6 +316,10 @@ impl DataPlane {
         batch: &mut [(u32, u32, u8, u8)],
     ) -> Result<(), FtlError> {
         if self.layout.planes_per_group > 1 {
+            let narrow = self.layout.width(victim) < self.layout.planes_per_group;
+            if self.mutant == Mutant::NarrowGroupGcDropsLonePage && narrow && batch.len() == 1 {
+                return Ok(()); // BUG (deliberate): the lone page is erased with the victim
+            }
             return self.copy_batch_rows(flash, m, unit, victim, cause, batch);
         }
         for &(src, index, kind, stream) in batch.iter() {

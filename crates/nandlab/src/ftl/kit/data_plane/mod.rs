@@ -1227,6 +1227,11 @@ impl DataPlane {
                 self.counters.trimmed_pages += 1;
                 m.trimmed(self, lpn, old);
             } else {
+                if self.mutant == Mutant::TrimSpinsAtPageEnd && in_page + n == self.spp {
+                    loop {
+                        std::hint::spin_loop(); // BUG (deliberate): see the mutant
+                    }
+                }
                 let (buf, first) = self.rmw_buffer();
                 self.load_page(flash, m, lpn, buf, first)?;
                 if self.mutant == Mutant::PartialTrimZeroesWholePage {
