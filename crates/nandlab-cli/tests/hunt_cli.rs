@@ -162,7 +162,8 @@ fn an_isolated_hunt_reports_a_hanging_ftl_as_ftl_hang() {
 
 /// A guided campaign keeps its corpus on disk and prints how it grew; a
 /// second campaign starts from it; a finding of a mutated run repeats
-/// from its printed `--splice` reproducer; `--unguided` says so.
+/// from its printed `--splice` reproducer; without `--guided` a campaign
+/// says it is unguided.
 #[test]
 fn a_guided_hunt_keeps_its_corpus_and_its_mutated_findings_repeat() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +180,7 @@ fn a_guided_hunt_keeps_its_corpus_and_its_mutated_findings_repeat() {
     assert!(err.contains(&format!("guided ({entries} corpus entries)")), "{err}");
 
     let mutant = ["--mutant", "evicts-trimmed-entry-without-write-back", "--runs", "16", "--stop-at-first"];
-    let mut guided = vec!["hunt", "--preset", "tiny", "--ftl", "dftl", "--no-shrink"];
+    let mut guided = vec!["hunt", "--preset", "tiny", "--ftl", "dftl", "--no-shrink", "--guided"];
     guided.extend(mutant);
     let (code, out, err) = nandlab(&guided);
     assert_eq!(code, 1, "{out}{err}");
@@ -190,7 +191,7 @@ fn a_guided_hunt_keeps_its_corpus_and_its_mutated_findings_repeat() {
     assert_eq!(code, 1, "{again:?}: {out2}{err}");
     assert!(out2.contains("FINDING trim_not_zero"), "{out2}");
 
-    let (code, _, err) = nandlab(&["hunt", "--preset", "tiny", "--ftl", "page", "--runs", "1", "--unguided"]);
+    let (code, _, err) = nandlab(&["hunt", "--preset", "tiny", "--ftl", "page", "--runs", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(", unguided"), "{err}");
 }
