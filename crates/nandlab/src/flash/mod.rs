@@ -112,6 +112,12 @@ pub struct FlashOp {
     pub transfer_bytes: u32,
     /// The buffer read into, or programmed from.
     pub buffer: Option<BufId>,
+    /// A decoded read (reliability model on; 0 otherwise): re-reads with
+    /// shifted voltages after the first attempt failed to decode, each a
+    /// full tR + transfer + decode in the timing model.
+    pub read_retries: u32,
+    /// A decoded read: ECC decode time of all its attempts, ns.
+    pub decode_ns: u64,
 }
 
 /// A hook on every flash operation: timing models and fault injectors.
