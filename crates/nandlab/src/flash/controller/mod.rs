@@ -522,6 +522,11 @@ impl Flash for FlashController {
         // (see `crate::nand::reliability`).
         self.nand.is_bad(block) || self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block))
     }
+    fn predicted_rber(&self, block: BlockAddr) -> Option<super::PredictedRber> {
+        let r = self.reliability.as_deref()?;
+        (block.0 < u64::from(self.nand.geometry().blocks()))
+            .then(|| r.predicted_rber(block, self.nand.erase_count(block)))
+    }
     fn prefetch_page(&self, page: PageAddr) {
         self.nand.prefetch_page(page);
     }

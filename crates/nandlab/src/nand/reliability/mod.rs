@@ -300,6 +300,8 @@ pub struct Reliability {
     codeword_sectors: u32,
     sector_bytes: u32,
     page_types: Vec<crate::nand::PageType>,
+    /// The page types a block has (at most four): what a prediction ranges over.
+    distinct_page_types: Vec<crate::nand::PageType>,
     now_s: f64,
     /// Per block: clock at its first program since its erase (NaN: erased).
     programmed_at_s: Vec<f64>,
@@ -336,6 +338,12 @@ impl Reliability {
             codeword_sectors: (1024 / sector_bytes).max(1),
             sector_bytes,
             page_types: (0..geometry.pages_per_block()).map(|p| geometry.page_type(p)).collect(),
+            distinct_page_types: {
+                let mut t: Vec<_> = (0..geometry.pages_per_block()).map(|p| geometry.page_type(p)).collect();
+                t.sort_by_key(|t| *t as u8);
+                t.dedup();
+                t
+            },
             now_s: 0.0,
             programmed_at_s: vec![f64::NAN; blocks],
             reads_since_erase: vec![0; blocks],
@@ -378,6 +386,30 @@ impl Reliability {
     /// Whether an uncorrectable host-data read happened in this request.
     pub fn uncorrectable_in_request(&self) -> bool {
         self.uncorrectable_in_request
+    }
+
+    /// The RBER the next read of `block` (with `pe_cycles` erases) would
+    /// see on its most error-prone page type, and the first decode's limit
+    /// (see [`crate::flash::Flash::predicted_rber`]).
+    pub fn predicted_rber(&self, block: BlockAddr, pe_cycles: u32) -> crate::flash::PredictedRber {
+        let b = block.0 as usize;
+        let programmed = self.programmed_at_s[b];
+        let retention_s = if programmed.is_nan() { 0.0 } else { self.now_s - programmed };
+        let m = &self.settings.rber;
+        let rber = self
+            .distinct_page_types
+            .iter()
+            .map(|&page_type| {
+                m.rber(&PageHistory {
+                    pe_cycles,
+                    retention_days: retention_s / 86_400.0,
+                    reads_since_erase: self.reads_since_erase[b].saturating_add(1),
+                    page_type,
+                })
+            })
+            .fold(0.0, f64::max);
+        let correctable_rber = f64::from(self.settings.ecc.correctable_bits) / ecc::CODEWORD_BITS as f64;
+        crate::flash::PredictedRber { rber, correctable_rber }
     }
 
     /// The decodes of the operation just done (and forget them).
