@@ -7,6 +7,7 @@
 
 mod bench_cmd;
 mod crash_cmd;
+mod endurance_cmd;
 mod exit;
 mod hunt_cmd;
 mod hunt_isolate;
@@ -50,6 +51,16 @@ enum Command {
         trace: Box<trace_cmd::StressTraceArgs>,
         #[command(flatten)]
         run: RunArgs,
+    },
+    /// Lifetime under a workload: TBW and DWPD projected from the wear, and
+    /// with `--until worn-out` a run to the end of life (needs --reliability).
+    Endurance {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[command(flatten)]
+        endurance: endurance_cmd::EnduranceArgs,
     },
     /// Recorded traces: `nandlab trace stats FILE`, `nandlab trace convert IN --to F -o OUT`.
     Trace {
@@ -138,6 +149,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Stress { device, workload, trace, run } => stress_cmd::run(&device, &workload, &trace, &run),
         Command::Trace { which } => trace_cmd::run(which),
+        Command::Endurance { device, workload, endurance } => endurance_cmd::run(&device, &workload, &endurance),
         Command::Perf { device, workload, trace, run, perf } => {
             perf_cmd::perf_command(&device, &workload, &trace, &run, &perf)
         }

@@ -29,6 +29,21 @@ fn device(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str)
 /// programs here) would blur; `summary_pages_take_one_program_per_block`
 /// measures what they cost.
 fn device_with(ch: u32, chips: u32, planes: u32, page: u32, timing: &str, host: &str, ftl: &str) -> Config {
+    device_with_tables(ch, chips, planes, page, timing, host, ftl, "")
+}
+
+/// [`device_with`] with more tables after `[host]`.
+#[allow(clippy::too_many_arguments)]
+fn device_with_tables(
+    ch: u32,
+    chips: u32,
+    planes: u32,
+    page: u32,
+    timing: &str,
+    host: &str,
+    ftl: &str,
+    tables: &str,
+) -> Config {
     let summaries = if ftl.contains("summary_pages") { "" } else { "summary_pages = false" };
     let text = format!(
         r#"
@@ -56,6 +71,7 @@ name = "page"
 {timing}
 [host]
 {host}
+{tables}
 "#
     );
     Config::parse(&text, "physics.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -269,6 +285,8 @@ fn multi_plane_programs_overlap_planes_for_bandwidth() {
             planes: 4,
             transfer_bytes: 4 * 16384,
             buffer: None,
+            read_retries: 0,
+            decode_ns: 0,
         });
     }
     let (end, _) = m.end_epoch();
@@ -761,4 +779,70 @@ fn background_gc_runs_in_idle_time_and_shows_in_the_metrics() {
         fg.perf.latency["write"].mean_us,
         bg.perf.latency["write"].mean_us
     );
+}
+
+/// A `[reliability]` table (BCH, 40 bits per codeword, 4 µs per decode,
+/// no wear, retention, disturb or failures) with RBER `floor` on the first
+/// attempt and `floor × 0.001` on a retry: at 0.05 the first attempt sees
+/// about 410 errors per codeword and never decodes, the retry about 0.4
+/// and always does; at 1e-9 every first attempt decodes.
+fn media(floor: f64) -> String {
+    format!(
+        "[reliability]\npreset = \"slc\"\necc = \"bch\"\ncorrectable_bits = 40\nread_retries = 3\n\
+         retry_rber_factor = 0.001\nbch_decode_us = 4\nfloor = {floor}\nwear_coefficient = 0.0\n\
+         retention_coefficient = 0.0\ndisturb_per_read = 0.0\nprogram_fail_probability = 0.0\n\
+         erase_fail_probability = 0.0\n"
+    )
+}
+
+const MEDIA_TIMING: &str =
+    "read_latency_us = 45\nprogram_latency_us = 300\nerase_latency_us = 2000\nchannel_rate_mtps = 400\ncommand_latency_ns = 100";
+const MEDIA_HOST: &str =
+    "pcie_generation = 3\npcie_lanes = 4\ncommand_overhead_ns = 2500\nfirmware_ns_per_request = 1500";
+
+/// `device` with a `[reliability]` table appended.
+fn device_with_media(floor: f64) -> Config {
+    device_with_tables(2, 2, 1, 4096, MEDIA_TIMING, MEDIA_HOST, "", &media(floor))
+}
+
+#[test]
+fn a_read_retry_costs_a_full_read_and_every_attempt_its_decode() {
+    let link = 1041; // 4096 B at 3938.46 MB/s (see qd1_read_latency_is_exactly_the_sum_of_its_path)
+    let base = 2500 + 1500 + 100 + 45_000 + 10_240 + link;
+    // Clean media: one attempt, one decode. High RBER: the first attempt
+    // fails, the retry (command + tR + data-out again) decodes: two decodes.
+    for (floor, expected) in [(1e-9, base + 4_000), (0.05, base + 100 + 45_000 + 10_240 + 2 * 4_000)] {
+        let config = device_with_media(floor);
+        let mut dev = TimedDevice::new(&config, 1, 8, 10, 1_000_000_000).unwrap();
+        precondition(dev.session_mut(), &fill_only(), 1, &StopFlag::default(), &mut |_, _| {}).unwrap();
+        dev.start_timing();
+        for i in 0..50u64 {
+            let arrival = 1_000_000 * (i + 1);
+            let lba = (i * 7919 % 2000) * 8;
+            let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap();
+            assert_eq!(c.completion_ns - arrival, expected, "read {i} at RBER {floor}");
+        }
+        let stats = dev.session().drive().flash().reliability_stats().unwrap();
+        assert_eq!(stats.uncorrectable_reads, 0);
+        assert!(dev.session().drive().flash().log().is_clean());
+    }
+}
+
+#[test]
+fn a_high_rber_device_has_a_read_p99_higher_by_one_retry_and_one_decode() {
+    let p99 = |floor: f64| {
+        let config = device_with_media(floor);
+        let opts = PerfOptions { seed: 5, precondition: Some(fill_only()), ..Default::default() };
+        let r = run(&config, &spec(RwMode::RandRead, 4096, 1, SizeSpec::Bytes(2_000 * 4096)), opts);
+        assert_eq!(r.run.errors, 0);
+        let media = r.run.reliability.clone().unwrap();
+        (r.perf.latency["read"].p99_us, media.reads_retried, media.read_retries)
+    };
+    let (clean, clean_retried, _) = p99(1e-9);
+    let (worn, worn_retried, worn_retries) = p99(0.05);
+    assert_eq!(clean_retried, 0);
+    assert!(worn_retried >= 2_000 && worn_retries == worn_retried, "{worn_retried} reads, {worn_retries} retries");
+    // The physics: a retry is command + tR + data-out again, plus its decode.
+    let retry_us = (100.0 + 45_000.0 + 10_240.0 + 4_000.0) / 1000.0;
+    assert!(within(worn - clean, retry_us, 0.01), "p99 {clean} µs clean, {worn} µs at high RBER");
 }

@@ -112,6 +112,21 @@ pub struct FlashOp {
     pub transfer_bytes: u32,
     /// The buffer read into, or programmed from.
     pub buffer: Option<BufId>,
+    /// A decoded read (reliability model on; 0 otherwise): re-reads with
+    /// shifted voltages after the first attempt failed to decode, each a
+    /// full tR + transfer + decode in the timing model.
+    pub read_retries: u32,
+    /// A decoded read: ECC decode time of all its attempts, ns.
+    pub decode_ns: u64,
+}
+
+/// A block's predicted raw bit error rate (see [`Flash::predicted_rber`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct PredictedRber {
+    pub rber: f64,
+    /// The RBER whose mean errors per codeword equal the first (hard)
+    /// decode's correction capability.
+    pub correctable_rber: f64,
 }
 
 /// A hook on every flash operation: timing models and fault injectors.
@@ -171,6 +186,15 @@ pub trait Flash {
     fn die_busy_until_ns(&self, die: u32) -> Option<u64>;
     /// The factory bad-block mark of a block (read from its spare area at format).
     fn is_factory_bad(&self, block: BlockAddr) -> bool;
+    /// The media's predicted raw bit error rate for the next read of
+    /// `block` (its most error-prone page type), beside the RBER at which
+    /// the first decode attempt's ECC runs out: what a firmware computes
+    /// from its P/E, read and retention counters and the vendor's
+    /// characterization tables, to decide when to refresh a block. `None`
+    /// without the media reliability model (see [`crate::nand::reliability`]).
+    fn predicted_rber(&self, _block: BlockAddr) -> Option<PredictedRber> {
+        None
+    }
 
     /// Read sectors `first_sector .. first_sector+sectors` of a page into a
     /// buffer at `dst_sector`, and the page's OOB into `oob` (may be empty).

@@ -26,6 +26,7 @@
 pub mod crash;
 pub mod device;
 pub mod drive;
+pub mod endurance;
 pub mod host_side;
 pub mod hunt;
 pub mod perf;

@@ -35,7 +35,8 @@ pub enum Component {
     ChannelWait,
     /// Command and data transfer on the channel.
     FlashTransfer,
-    /// Cell operation (tR, tPROG, tBERS).
+    /// Cell operation (tR, tPROG, tBERS; with the reliability model, a
+    /// read's retries' tR and its ECC decode).
     Cell,
 }
 
@@ -98,6 +99,12 @@ impl Breakdown {
     #[inline]
     pub fn add(&mut self, c: Component, ns: u64) {
         self.0[c as usize] += ns;
+    }
+    /// Move `ns` (at most what `from` holds) from `from` to `to`.
+    pub fn shift(&mut self, from: Component, to: Component, ns: u64) {
+        let ns = ns.min(self.0[from as usize]);
+        self.0[from as usize] -= ns;
+        self.0[to as usize] += ns;
     }
     pub fn get(&self, c: Component) -> u64 {
         self.0[c as usize]

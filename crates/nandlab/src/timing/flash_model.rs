@@ -139,6 +139,27 @@ struct Dep {
     path: Breakdown,
 }
 
+/// A read's media time (see [`FlashTiming::read_media_ns`]).
+#[derive(Copy, Clone, Debug)]
+struct ReadMedia {
+    /// The die's time: tR, and for each retry command, transfer and tR.
+    cell_ns: u64,
+    /// The retries' commands and transfers within `cell_ns`.
+    retry_transfer_ns: u64,
+    /// ECC decode of every attempt, after the last data-out.
+    decode_ns: u64,
+}
+
+impl ReadMedia {
+    /// The breakdown booked `cell_ns` whole as cell time: the retries'
+    /// transfers are flash transfer, and the decode is cell time too (the
+    /// media's share of the read: tR and its ECC).
+    fn attribute(&self, path: &mut Breakdown) {
+        path.shift(Component::Cell, Component::FlashTransfer, self.retry_transfer_ns);
+        path.add(Component::Cell, self.decode_ns);
+    }
+}
+
 /// Flash work completed in one interval of simulated time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashInterval {
@@ -664,33 +685,55 @@ impl FlashTiming {
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
-        if let Some(end) = self.try_suspend(op, die, ch, range.clone(), ready, t_r, &mut path) {
-            self.after_read(op, range, end, end, path, gc);
+        let xfer = self.transfer_ns(op.transfer_bytes);
+        let media = self.read_media_ns(op, t_r, xfer);
+        if let Some(end) = self.try_suspend(op, die, ch, range.clone(), ready, media.cell_ns, &mut path) {
+            media.attribute(&mut path);
+            self.after_read(op, range, end, end, media.decode_ns, path, gc);
             return;
         }
         let plane_free = self.planes_free(range.clone());
-        let start = self.command_then_cell(ch, die, ready, plane_free, t_r, gc, &mut path);
-        let cell_end = start + t_r;
+        let start = self.command_then_cell(ch, die, ready, plane_free, media.cell_ns, gc, &mut path);
+        let cell_end = start + media.cell_ns;
         // The data leaves through the (cache) register once the previous
         // read's data-out from this plane is done.
         let reg_ready = self.planes[range.clone()].iter().fold(cell_end, |t, p| t.max(p.data_out_end));
         if reg_ready > cell_end {
             path.add(Component::ChannelWait, reg_ready - cell_end);
         }
-        let xfer = self.transfer_ns(op.transfer_bytes);
         let end = self.fit_channel(ch, reg_ready, xfer, gc, &mut path);
         let free = if self.t.config.cache_read { cell_end } else { end };
-        self.after_read(op, range, free, end, path, gc);
+        media.attribute(&mut path);
+        self.after_read(op, range, free, end, media.decode_ns, path, gc);
     }
 
-    /// Book a read that frees its planes' page registers at `free` and
-    /// whose data-out ends at `end`.
+    /// A read's media time, from its retry count and decode time (set by
+    /// the reliability model; both 0 without it, and the read is one tR).
+    /// Each retry is a full read again: command, tR and data-out, which
+    /// the die serves as one uninterrupted sequence (its cell phase holds
+    /// the die and plane through them); the data-out of the last attempt
+    /// then takes the channel as any read's; the ECC decode of every
+    /// attempt follows it, before the data is usable (the decoder is not a
+    /// shared resource here: an engine per channel keeps up with it).
+    fn read_media_ns(&self, op: &FlashOp, t_r: u64, transfer_ns: u64) -> ReadMedia {
+        let retry_transfer_ns = u64::from(op.read_retries) * (self.t.command_ns + transfer_ns);
+        ReadMedia {
+            cell_ns: t_r + u64::from(op.read_retries) * t_r + retry_transfer_ns,
+            retry_transfer_ns,
+            decode_ns: op.decode_ns,
+        }
+    }
+
+    /// Book a read that frees its planes' page registers at `free`, whose
+    /// data-out ends at `end` and whose data is decoded `decode_ns` later.
+    #[allow(clippy::too_many_arguments)]
     fn after_read(
         &mut self,
         op: &FlashOp,
         range: std::ops::Range<usize>,
         free: u64,
         end: u64,
+        decode_ns: u64,
         path: Breakdown,
         gc: bool,
     ) {
@@ -700,6 +743,7 @@ impl FlashTiming {
             p.data_out_end = p.data_out_end.max(end);
             p.cache_free_at = p.cache_free_at.max(end);
         }
+        let end = end + decode_ns;
         if let Some(b) = op.buffer {
             let i = b.index() as usize;
             if self.deps.len() <= i {
@@ -1054,6 +1098,8 @@ mod tests {
             planes,
             transfer_bytes: bytes,
             buffer: buffer.map(|i| BufId::new(i, 0)),
+            read_retries: 0,
+            decode_ns: 0,
         }
     }
 
@@ -1077,6 +1123,27 @@ mod tests {
         let (mut m, _) = model("");
         let (msb, _) = run(&mut m, &[op(OpKind::Read, 1, 1, 4096, None)]);
         assert_eq!(msb, 100 + 80_000 + 10_240);
+    }
+
+    #[test]
+    fn each_read_retry_costs_a_full_read_and_decode_time_follows_the_data_out() {
+        let (mut m, _) = model("");
+        let retried = FlashOp { read_retries: 2, decode_ns: 12_000, ..op(OpKind::Read, 0, 1, 4096, Some(3)) };
+        let (end, b) = run(&mut m, &[retried]);
+        // Three reads (command, tR, data-out), then the decode of all three attempts.
+        assert_eq!(end, 3 * (100 + 50_000 + 10_240) + 12_000);
+        assert_eq!(b.get(Component::Cell), 3 * 50_000 + 12_000);
+        assert_eq!(b.get(Component::FlashTransfer), 3 * (100 + 10_240));
+        assert_eq!(b.total(), end);
+        // A program from the buffer waits for the decoded data.
+        let (mut m, _) = model("");
+        let program = op(OpKind::Program, 32, 1, 4096, Some(3));
+        let (end, _) = run(&mut m, &[retried, program]);
+        assert_eq!(end, 3 * (100 + 50_000 + 10_240) + 12_000 + 100 + 10_240 + 400_000);
+        // The retries hold the die: a second read of the same die waits for them.
+        let (mut m, _) = model("");
+        let (end, _) = run(&mut m, &[retried, op(OpKind::Read, 16, 1, 4096, None)]);
+        assert!(end >= 100 + 3 * 50_000 + 2 * (100 + 10_240) + 50_000 + 10_240, "{end}");
     }
 
     #[test]

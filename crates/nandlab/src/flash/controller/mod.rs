@@ -317,6 +317,8 @@ impl FlashController {
             planes,
             transfer_bytes,
             buffer,
+            read_retries: 0,
+            decode_ns: 0,
         };
         self.op_index += 1;
         if op.op_index >= self.power.cut_at {
@@ -402,6 +404,25 @@ impl FlashController {
             return Err(FlashError::ProgramFailed);
         }
         Ok(())
+    }
+
+    /// A read with the reliability model on: its retries and decode time
+    /// go on `op` for the timing model. An uncorrectable read took its
+    /// time too (every retry), so the observers see it before the error
+    /// goes to the FTL.
+    #[cold]
+    fn finish_decoded_read(&mut self, op: &mut FlashOp, result: Result<(), FlashError>) -> Result<(), FlashError> {
+        let d = self.reliability.as_deref_mut().expect("reliability on").take_op_decode();
+        op.read_retries = d.retries;
+        op.decode_ns = d.decode_ns;
+        match result {
+            Ok(()) => self.finish(op),
+            Err(FlashError::Uncorrectable) => {
+                self.finish(op)?;
+                Err(FlashError::Uncorrectable)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// After a program of `page` took effect, with the reliability model
@@ -501,6 +522,11 @@ impl Flash for FlashController {
         // (see `crate::nand::reliability`).
         self.nand.is_bad(block) || self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block))
     }
+    fn predicted_rber(&self, block: BlockAddr) -> Option<super::PredictedRber> {
+        let r = self.reliability.as_deref()?;
+        (block.0 < u64::from(self.nand.geometry().blocks()))
+            .then(|| r.predicted_rber(block, self.nand.erase_count(block)))
+    }
     fn prefetch_page(&self, page: PageAddr) {
         self.nand.prefetch_page(page);
     }
@@ -516,8 +542,12 @@ impl Flash for FlashController {
         oob: &mut [u8],
     ) -> Result<(), FlashError> {
         let bytes = self.sector_bytes(sectors);
-        let op = self.begin(OpKind::Read, cause, page.0, None, 1, bytes, Some(dst))?;
-        self.read_page(&op, page, first_sector, sectors, dst, dst_sector, oob)?;
+        let mut op = self.begin(OpKind::Read, cause, page.0, None, 1, bytes, Some(dst))?;
+        let result = self.read_page(&op, page, first_sector, sectors, dst, dst_sector, oob);
+        if self.reliability.is_some() {
+            return self.finish_decoded_read(&mut op, result);
+        }
+        result?;
         self.finish(&op)
     }
 
@@ -612,13 +642,25 @@ impl Flash for FlashController {
             return Ok(());
         };
         let bytes = self.page_bytes() * ops.len() as u32;
-        let op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
+        let mut op = self.begin(OpKind::Read, cause, first.page.0, None, ops.len() as u32, bytes, Some(first.dst))?;
         self.check_planes(&op, ops.iter().map(|o| o.page));
         let spp = self.nand.geometry().sectors_per_page();
         for (done, o) in ops.iter().enumerate() {
             if let Err(e) = self.read_page(&op, o.page, 0, spp, o.dst, o.dst_sector, &mut []) {
+                if e == FlashError::Uncorrectable {
+                    // The failing page was read (with every retry) too.
+                    op = FlashOp {
+                        planes: done as u32 + 1,
+                        transfer_bytes: self.page_bytes() * (done as u32 + 1),
+                        ..op
+                    };
+                    return self.finish_decoded_read(&mut op, Err(e));
+                }
                 return self.fail_multi(&op, done, self.page_bytes() * done as u32, e);
             }
+        }
+        if self.reliability.is_some() {
+            return self.finish_decoded_read(&mut op, Ok(()));
         }
         self.finish(&op)
     }

@@ -786,6 +786,7 @@ impl Ftl for DftlFtl {
         extra.insert("writeback_batch_mean".into(), serde_json::json!(per_writeback));
         extra.insert("cmt_replacement".into(), serde_json::json!(m.opts.cmt_replacement.name()));
         self.dp.retirement_stats(&mut extra);
+        self.dp.refresh_stats(&mut extra);
         let o = self.dp.options();
         extra.insert("gc_policy".into(), serde_json::json!(o.gc_policy.to_string()));
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));

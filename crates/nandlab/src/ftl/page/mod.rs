@@ -487,6 +487,7 @@ impl Ftl for PageFtl {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         self.dp.retirement_stats(&mut extra);
+        self.dp.refresh_stats(&mut extra);
         let o = self.dp.options();
         extra.insert("gc_policy".into(), serde_json::json!(o.gc_policy.to_string()));
         extra.insert("hot_cold".into(), serde_json::json!(o.hot_cold.to_string()));

@@ -20,8 +20,28 @@
 //! the drifted threshold-voltage distributions, modelled as multiplying the
 //! RBER by `retry_rber_factor` per retry (the k-th retry sees
 //! RBER × factor^k). Past the last retry the read is uncorrectable.
+//!
+//! **Decode latency** (what `perf` charges; [`EccModel::attempt_decode_ns`]):
+//!
+//! - **BCH** decodes in a fixed time per attempt (`bch_decode_us`): its
+//!   syndrome, error-locator and Chien-search stages run over the whole
+//!   codeword whatever the number of errors.
+//! - **LDPC** decodes iteratively (belief propagation): each iteration
+//!   costs `ldpc_iteration_us`, and the iterations grow with the errors,
+//!   from 1 on a clean codeword to `ldpc_max_iterations` at the code's
+//!   capability: `1 + (max - 1) · e / t` for `e` errors in the worst
+//!   codeword of the attempt. A failed attempt runs all the iterations
+//!   before it gives up. The defaults (1 µs per iteration, at most 20) are
+//!   those of S. Bates, "Latency in LDPC-based Next-Generation SSD
+//!   Controllers" (PMC-Sierra, 2014): 1 µs per iteration, 1 minimum,
+//!   about 4 typical, 20 maximum. Soft decoding runs the same iterations
+//!   on soft inputs; the extra sensing it needs is the retry's full tR.
+//!
+//! The codewords of a read decode in parallel engines: an attempt takes
+//! the time of its worst codeword.
 
 use crate::seed::Rng;
+use crate::timing::config::us_to_ns;
 use rand_distr::{Binomial, Distribution};
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +69,12 @@ pub struct EccModel {
     pub read_retries: u32,
     /// RBER multiplier per retry (0 < f <= 1).
     pub retry_rber_factor: f64,
+    /// BCH decode time per attempt, µs.
+    pub bch_decode_us: f64,
+    /// LDPC time per decoder iteration, µs.
+    pub ldpc_iteration_us: f64,
+    /// LDPC iterations before a decode gives up (at least 1).
+    pub ldpc_max_iterations: u32,
 }
 
 /// The outcome of decoding one read.
@@ -60,6 +86,8 @@ pub struct Decode {
     pub corrected_bits: u64,
     /// No attempt decoded.
     pub uncorrectable: bool,
+    /// ECC decode time of every attempt together, ns.
+    pub decode_ns: u64,
 }
 
 impl EccModel {
@@ -71,13 +99,32 @@ impl EccModel {
         }
     }
 
+    /// Decode time of attempt `attempt` whose worst codeword had
+    /// `errors` bit errors (`None`: the attempt failed), ns.
+    pub fn attempt_decode_ns(&self, attempt: u32, errors: Option<u64>) -> u64 {
+        match self.kind {
+            EccKind::Bch => us_to_ns(self.bch_decode_us),
+            EccKind::Ldpc => {
+                let max = u64::from(self.ldpc_max_iterations.max(1));
+                let t = self.capability(attempt).max(1);
+                let iterations = match errors {
+                    Some(e) => 1 + (max - 1) * e.min(t) / t,
+                    None => max,
+                };
+                iterations * us_to_ns(self.ldpc_iteration_us)
+            }
+        }
+    }
+
     /// Decode a read of `codewords` codewords of a page whose RBER is `rber`.
     pub fn decode(&self, rng: &mut Rng, rber: f64, codewords: u32) -> Decode {
         let mut retries = 0;
+        let mut decode_ns = 0;
         loop {
             let p = (rber * self.retry_rber_factor.powi(retries as i32)).clamp(0.0, 1.0);
             let t = self.capability(retries);
             let mut corrected = 0;
+            let mut worst = 0;
             let mut ok = true;
             if p > 0.0 {
                 // Binomial::new only fails for p outside 0..=1, excluded above.
@@ -89,13 +136,15 @@ impl EccModel {
                         break;
                     }
                     corrected += errors;
+                    worst = worst.max(errors);
                 }
             }
+            decode_ns += self.attempt_decode_ns(retries, ok.then_some(worst));
             if ok {
-                return Decode { retries, corrected_bits: corrected, uncorrectable: false };
+                return Decode { retries, corrected_bits: corrected, uncorrectable: false, decode_ns };
             }
             if retries == self.read_retries {
-                return Decode { retries, corrected_bits: 0, uncorrectable: true };
+                return Decode { retries, corrected_bits: 0, uncorrectable: true, decode_ns };
             }
             retries += 1;
         }
@@ -114,6 +163,9 @@ mod tests {
             soft_correctable_bits: 0,
             read_retries: retries,
             retry_rber_factor: 0.5,
+            bch_decode_us: 4.0,
+            ldpc_iteration_us: 1.0,
+            ldpc_max_iterations: 20,
         }
     }
 
@@ -154,11 +206,50 @@ mod tests {
             soft_correctable_bits: 120,
             read_retries: 1,
             retry_rber_factor: 1.0,
+            bch_decode_us: 4.0,
+            ldpc_iteration_us: 1.0,
+            ldpc_max_iterations: 20,
         };
         // 8192 x 8e-3 = 66 errors: hard fails, soft (120) decodes.
         let d = ldpc.decode(&mut rng, 8e-3, 8);
         assert_eq!((d.retries, d.uncorrectable), (1, false));
         assert!(d.corrected_bits > 0);
+    }
+
+    #[test]
+    fn bch_decode_time_is_fixed_per_attempt() {
+        let mut rng = Rng::seed_from_u64(4);
+        let d = bch(40, 3).decode(&mut rng, 1e-6, 4);
+        assert_eq!((d.retries, d.decode_ns), (0, 4_000));
+        let d = bch(40, 3).decode(&mut rng, 0.05, 4);
+        assert!(d.uncorrectable);
+        assert_eq!(d.decode_ns, 4 * 4_000, "the first read and three retries");
+    }
+
+    #[test]
+    fn ldpc_iterations_grow_with_the_errors_and_a_failed_attempt_runs_them_all() {
+        let ldpc = EccModel {
+            kind: EccKind::Ldpc,
+            correctable_bits: 40,
+            soft_correctable_bits: 120,
+            read_retries: 2,
+            retry_rber_factor: 1.0,
+            bch_decode_us: 4.0,
+            ldpc_iteration_us: 1.0,
+            ldpc_max_iterations: 20,
+        };
+        assert_eq!(ldpc.attempt_decode_ns(0, Some(0)), 1_000, "a clean codeword: one iteration");
+        assert_eq!(ldpc.attempt_decode_ns(0, Some(20)), (1 + 19 * 20 / 40) * 1_000);
+        assert_eq!(ldpc.attempt_decode_ns(0, Some(40)), 20_000, "at the capability: every iteration");
+        assert_eq!(ldpc.attempt_decode_ns(0, None), 20_000, "a failed attempt: every iteration");
+        // Soft decoding's capability is higher: the same errors take fewer iterations.
+        assert_eq!(ldpc.attempt_decode_ns(1, Some(40)), (1 + 19 * 40 / 120) * 1_000);
+        // More errors, more time, on average over many reads.
+        let mean = |rber: f64| {
+            let mut rng = Rng::seed_from_u64(5);
+            (0..200).map(|_| ldpc.decode(&mut rng, rber, 4).decode_ns).sum::<u64>() / 200
+        };
+        assert!(mean(2e-3) > mean(1e-4), "{} vs {}", mean(2e-3), mean(1e-4));
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub struct ReliabilityTable {
     pub soft_correctable_bits: Option<u32>,
     pub read_retries: Option<u32>,
     pub retry_rber_factor: Option<f64>,
+    /// Decode times (`perf`): BCH per attempt, LDPC per iteration, µs.
+    pub bch_decode_us: Option<f64>,
+    pub ldpc_iteration_us: Option<f64>,
+    pub ldpc_max_iterations: Option<u32>,
     pub program_fail_probability: Option<f64>,
     pub erase_fail_probability: Option<f64>,
     pub worn_out_factor: Option<f64>,
@@ -154,6 +158,9 @@ impl ReliabilityTable {
             soft_correctable_bits,
             read_retries,
             retry_rber_factor,
+            bch_decode_us,
+            ldpc_iteration_us,
+            ldpc_max_iterations,
             program_fail_probability,
             erase_fail_probability,
             worn_out_factor,
@@ -185,6 +192,15 @@ impl ReliabilityTable {
         unit("retention_exponent", self.retention_exponent, 0.0, 2.0, &mut s.rber.retention_exponent)?;
         unit("disturb_per_read", self.disturb_per_read, 0.0, 1.0, &mut s.rber.disturb_per_read)?;
         unit("retry_rber_factor", self.retry_rber_factor, 1e-6, 1.0, &mut s.ecc.retry_rber_factor)?;
+        // At most 1 ms: an attempt of at most 1000 iterations then stays within a second.
+        unit("bch_decode_us", self.bch_decode_us, 0.0, 1e3, &mut s.ecc.bch_decode_us)?;
+        unit("ldpc_iteration_us", self.ldpc_iteration_us, 0.0, 1e3, &mut s.ecc.ldpc_iteration_us)?;
+        if let Some(n) = self.ldpc_max_iterations {
+            if !(1..=1000).contains(&n) {
+                return Err(e("ldpc_max_iterations", format!("must be within 1..=1000, got {n}")));
+            }
+            s.ecc.ldpc_max_iterations = n;
+        }
         unit(
             "program_fail_probability",
             self.program_fail_probability,
@@ -284,6 +300,8 @@ pub struct Reliability {
     codeword_sectors: u32,
     sector_bytes: u32,
     page_types: Vec<crate::nand::PageType>,
+    /// The page types a block has (at most four): what a prediction ranges over.
+    distinct_page_types: Vec<crate::nand::PageType>,
     now_s: f64,
     /// Per block: clock at its first program since its erase (NaN: erased).
     programmed_at_s: Vec<f64>,
@@ -297,6 +315,17 @@ pub struct Reliability {
     failed_program: HashSet<(u32, u32)>,
     /// An uncorrectable host-data read happened in the current request.
     uncorrectable_in_request: bool,
+    /// The decodes of the flash operation in progress (the worst page of
+    /// a multi-plane read): what its timing charges.
+    op_decode: OpDecode,
+}
+
+/// What the decodes of one flash read cost: the retries after the first
+/// attempt and the ECC decode time of every attempt (see [`ecc`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpDecode {
+    pub retries: u32,
+    pub decode_ns: u64,
 }
 
 impl Reliability {
@@ -309,6 +338,12 @@ impl Reliability {
             codeword_sectors: (1024 / sector_bytes).max(1),
             sector_bytes,
             page_types: (0..geometry.pages_per_block()).map(|p| geometry.page_type(p)).collect(),
+            distinct_page_types: {
+                let mut t: Vec<_> = (0..geometry.pages_per_block()).map(|p| geometry.page_type(p)).collect();
+                t.sort_by_key(|t| *t as u8);
+                t.dedup();
+                t
+            },
             now_s: 0.0,
             programmed_at_s: vec![f64::NAN; blocks],
             reads_since_erase: vec![0; blocks],
@@ -318,6 +353,7 @@ impl Reliability {
             lost: HashSet::new(),
             failed_program: HashSet::new(),
             uncorrectable_in_request: false,
+            op_decode: OpDecode::default(),
             settings,
         }
     }
@@ -350,6 +386,35 @@ impl Reliability {
     /// Whether an uncorrectable host-data read happened in this request.
     pub fn uncorrectable_in_request(&self) -> bool {
         self.uncorrectable_in_request
+    }
+
+    /// The RBER the next read of `block` (with `pe_cycles` erases) would
+    /// see on its most error-prone page type, and the first decode's limit
+    /// (see [`crate::flash::Flash::predicted_rber`]).
+    pub fn predicted_rber(&self, block: BlockAddr, pe_cycles: u32) -> crate::flash::PredictedRber {
+        let b = block.0 as usize;
+        let programmed = self.programmed_at_s[b];
+        let retention_s = if programmed.is_nan() { 0.0 } else { self.now_s - programmed };
+        let m = &self.settings.rber;
+        let rber = self
+            .distinct_page_types
+            .iter()
+            .map(|&page_type| {
+                m.rber(&PageHistory {
+                    pe_cycles,
+                    retention_days: retention_s / 86_400.0,
+                    reads_since_erase: self.reads_since_erase[b].saturating_add(1),
+                    page_type,
+                })
+            })
+            .fold(0.0, f64::max);
+        let correctable_rber = f64::from(self.settings.ecc.correctable_bits) / ecc::CODEWORD_BITS as f64;
+        crate::flash::PredictedRber { rber, correctable_rber }
+    }
+
+    /// The decodes of the operation just done (and forget them).
+    pub fn take_op_decode(&mut self) -> OpDecode {
+        std::mem::take(&mut self.op_decode)
     }
 
     /// Whether version `write` of `lba` was lost, and how.
@@ -400,6 +465,9 @@ impl Reliability {
         let cw = self.codeword_sectors;
         let codewords = (first + count).div_ceil(cw) - first / cw;
         let d = self.settings.ecc.decode(&mut self.rng, rber, codewords);
+        let o = &mut self.op_decode;
+        o.retries = o.retries.max(d.retries);
+        o.decode_ns = o.decode_ns.max(d.decode_ns);
         let s = &mut self.stats;
         s.reads_decoded += 1;
         s.max_rber = s.max_rber.max(rber);

@@ -13,6 +13,10 @@
 //!   twice as strong), as SSDExplorer compares them;
 //! - page types: the upper pages of a word line see more errors than the
 //!   lower (Cai et al. 2017, Section IV): multipliers around 1.
+//! - decode latency: LDPC 1 µs per iteration, at most 20 iterations
+//!   (S. Bates, "Latency in LDPC-based Next-Generation SSD Controllers",
+//!   PMC-Sierra, 2014); BCH 4 µs per attempt (this project's choice, the
+//!   LDPC decoder's typical time in the same source);
 //! - failures: program and erase failures are rare on a fresh chip
 //!   (p0 about 1e-6 per operation); tests raise them to retire many blocks.
 
@@ -53,6 +57,12 @@ pub fn preset(name: &str) -> Option<ReliabilitySettings> {
             soft_correctable_bits: soft,
             read_retries: retries,
             retry_rber_factor: 0.5,
+            // LDPC: Bates (PMC-Sierra 2014), 1 µs per iteration, at most 20
+            // (see `ecc`). BCH: this project's choice, the LDPC decoder's
+            // typical 4 iterations' time.
+            bch_decode_us: 4.0,
+            ldpc_iteration_us: 1.0,
+            ldpc_max_iterations: 20,
         },
         failures: FailureModel { program_fail_probability: 1e-6, erase_fail_probability: 1e-6, worn_out_factor: 1.5 },
         seconds_per_request: 1.0,

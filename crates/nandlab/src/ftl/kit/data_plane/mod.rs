@@ -71,6 +71,7 @@ mod gc;
 mod layout;
 mod multi_plane;
 mod placement;
+mod refresh;
 mod retire;
 mod summary;
 
@@ -137,6 +138,16 @@ pub struct DataPlaneOptions {
     /// None: multi-plane when a die has several planes (at most 16).
     #[serde(default)]
     pub multi_plane: Option<bool>,
+    /// Refresh groups whose predicted RBER nears the ECC limit (see `refresh.rs`).
+    #[serde(default)]
+    pub refresh: bool,
+    /// Refresh at this fraction of the RBER the first decode corrects.
+    #[serde(default = "default_refresh_threshold")]
+    pub refresh_threshold: f64,
+}
+
+fn default_refresh_threshold() -> f64 {
+    0.5
 }
 
 fn default_fg_blocks() -> u32 {
@@ -156,7 +167,7 @@ impl Default for DataPlaneOptions {
 }
 
 /// The data plane's options, as `nandlab ftls` lists them.
-pub const OPTION_DOCS: [OptionDoc; 10] = [
+pub const OPTION_DOCS: [OptionDoc; 12] = [
     OptionDoc {
         name: "gc_policy",
         default: "greedy",
@@ -207,6 +218,17 @@ pub const OPTION_DOCS: [OptionDoc; 10] = [
         default: "2-16 planes",
         help: "true with 2-16 planes per die: allocate, erase and collect one block per plane of a die at one \
                block offset, program rows of them and move GC pages with multi-plane operations",
+    },
+    OptionDoc {
+        name: "refresh",
+        default: "false",
+        help: "with the media reliability model: move a block's data and erase it when its predicted RBER \
+               (wear, retention, read disturb) nears the ECC limit; reported as refresh_* metrics",
+    },
+    OptionDoc {
+        name: "refresh_threshold",
+        default: "0.5",
+        help: "refresh at this fraction (0-1] of the RBER the first (hard) decode corrects",
     },
 ];
 
@@ -279,6 +301,9 @@ pub struct DataPlaneCounters {
     pub host_pages: u64,
     /// Summary pages programmed (see `summary.rs`).
     pub summary_pages: u64,
+    /// Refreshes and the valid pages they moved (see `refresh.rs`).
+    pub refresh_runs: u64,
+    pub refresh_pages_moved: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -390,6 +415,8 @@ pub struct DataPlane {
     /// checkpoints and trim log), which the capacity check counts as live.
     reserved_pages: u64,
     pub counters: DataPlaneCounters,
+    /// The next group refresh's round-robin scan checks.
+    refresh_cursor: u32,
 }
 
 impl DataPlane {
@@ -448,6 +475,12 @@ impl DataPlane {
                 "{ftl}: the foreground GC threshold ({fg_threshold} blocks) leaves no blocks per plane"
             ));
         }
+        if !(opts.refresh_threshold > 0.0 && opts.refresh_threshold <= 1.0) {
+            return Err(format!(
+                "{ftl} option `refresh_threshold`: must be within (0, 1], got {}",
+                opts.refresh_threshold
+            ));
+        }
         if !(0.0..=1.0).contains(&opts.gc_background_min_invalid_fraction) {
             return Err(format!("{ftl} option `gc_background_min_invalid_fraction`: must be within 0..1"));
         }
@@ -500,6 +533,7 @@ impl DataPlane {
             capacity_check: true,
             reserved_pages: 0,
             counters: DataPlaneCounters::default(),
+            refresh_cursor: 0,
             ftl,
             table,
             layout,
@@ -1168,11 +1202,17 @@ impl DataPlane {
     /// Read a host request through the map.
     #[inline]
     pub fn read<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, req: &IoRequest) -> Result<(), FtlError> {
+        let mut read_ppns = (UNMAPPED, UNMAPPED);
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             match m.lookup(self, flash, lpn)?.ppn {
                 UNMAPPED => flash.buf_zero(req.buf, at, n)?,
                 ppn => match flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut []) {
-                    Ok(()) => {}
+                    Ok(()) => {
+                        if read_ppns.0 == UNMAPPED {
+                            read_ppns.0 = ppn;
+                        }
+                        read_ppns.1 = ppn;
+                    }
                     // BUG (deliberate): the undecodable data goes to the host.
                     Err(FlashError::Uncorrectable) if self.mutant == Mutant::IgnoresUncorrectableRead => {}
                     Err(e) => return Err(e.into()),
@@ -1182,6 +1222,9 @@ impl DataPlane {
         if self.mutant == Mutant::SpuriousReadError {
             self.spurious_read_error(flash, m, req)?;
         }
+        if self.opts.refresh && read_ppns.0 != UNMAPPED {
+            self.refresh_after_read(flash, m, read_ppns.0, read_ppns.1)?;
+        }
         Ok(())
     }
 
@@ -1190,6 +1233,9 @@ impl DataPlane {
     /// (never-written sectors are filled with zeros, so they read as zeros).
     #[inline]
     pub fn write<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M, req: &IoRequest) -> Result<(), FtlError> {
+        if self.opts.refresh {
+            self.refresh_scan_step(flash, m)?;
+        }
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             if n == self.spp {
                 self.program_lpn(flash, m, lpn, req.buf, at)?;
