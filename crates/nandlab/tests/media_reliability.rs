@@ -222,3 +222,32 @@ fn block_replaces_blocks_whose_programs_fail_and_loses_nothing() {
     assert_clean(&remounted);
     assert!(remounted.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none() && m.verified_sectors > 0));
 }
+
+#[test]
+fn hybrid_replaces_blocks_whose_programs_fail_and_loses_nothing() {
+    // Log pages, merge copies and pads fail; half the spare blocks are
+    // random logs, the other half stays free to replace failed blocks
+    // (with every spare block a log block, the first failure leaves no
+    // free block: `no free space`, tested below). The broken FTL goes on
+    // programming the failed block.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let mut config = Config::parse(text, "tlc-failing.toml").expect("example device");
+    config.ftl_name = "hybrid".into();
+    config.ftl_options = toml::from_str("random_log_blocks = \"50%\"").expect("options");
+    config.set_reliability(Some("program_fail_probability=0.00005,erase_fail_probability=0.0002"), &[]).unwrap();
+    let spec = random(RwMode::RandWrite, 2.0);
+    let correct = caught(&config, Mutant::KeepsFailedProgram, &spec, Rule::UsedBadBlock);
+    let media = correct.reliability.as_ref().expect("section");
+    assert!(media.program_failures >= 8, "{media:?}");
+    let retired = correct.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(retired, media.grown_bad_blocks, "every grown bad block retired");
+    let remounted = run(&config, Mutant::None, &spec, true);
+    assert_clean(&remounted);
+    assert!(remounted.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none() && m.verified_sectors > 0));
+    // Every spare block a log block: out of free blocks, a clear error.
+    config.ftl_options.clear();
+    let r = run(&config, Mutant::None, &spec, false);
+    let v = r.violations.iter().find(|v| v.severity == Severity::Error).expect("hybrid gives up");
+    assert!(v.rule == Rule::FtlError && v.message.contains("no free space"), "{v}");
+    assert_eq!(r.errors, 1, "nothing else: {:#?}", r.violations);
+}

@@ -165,8 +165,8 @@ pub enum Mutant {
     // ----- media errors (issue 21; need the reliability model on) -----
     /// `page`, `dftl`: after a program failure the data plane retires the
     /// block but keeps the logical page mapped to the failed page instead
-    /// of programming it again (`lost_after_program_failure`). `block`:
-    /// goes on programming the failed block (`used_bad_block`).
+    /// of programming it again (`lost_after_program_failure`). `block`,
+    /// `hybrid`: go on programming the failed block (`used_bad_block`).
     KeepsFailedProgram,
     /// `page`, `dftl`: an erase failure is ignored and the group goes back
     /// to the free pool, so it is programmed again (`used_bad_block`).
@@ -249,7 +249,7 @@ impl Mutant {
                 &["page", "dftl", "hybrid", "block"]
             }
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
-            KeepsFailedProgram => &["page", "dftl", "block"],
+            KeepsFailedProgram => &["page", "dftl", "block", "hybrid"],
             ReusesFailedBlock
             | IgnoresUncorrectableRead
             | SpuriousReadError
