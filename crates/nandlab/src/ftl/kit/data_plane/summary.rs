@@ -255,15 +255,16 @@ impl DataPlane {
         if self.summaries.is_none() {
             return;
         }
-        let (buffer, slot) = self.summary_slot(ppn);
+        let (group, buffer, slot) = self.summary_slot(ppn);
         let s = self.summaries.as_mut().expect("summaries on");
-        if s.group[buffer] == self.layout.group_of_block(self.layout.block_of_ppn(ppn)) {
+        if s.group[buffer] == group {
             s.oobs[buffer * s.entries_max + slot] = *oob;
         }
     }
 
-    /// The summary buffer and slot of `ppn`.
-    fn summary_slot(&self, ppn: u32) -> (usize, usize) {
+    /// The group of `ppn`, and its summary buffer and slot there.
+    #[inline]
+    fn summary_slot(&self, ppn: u32) -> (u32, usize, usize) {
         let block = self.layout.block_of_ppn(ppn);
         let group = self.layout.group_of_block(block);
         let unit = self.table.unit[group as usize] as usize;
@@ -272,25 +273,18 @@ impl DataPlane {
         let member = if width == 1 { 0 } else { self.layout.member_index(group, block) };
         let slot = self.layout.page_in_block(ppn) * width + member;
         let s = self.summaries.as_ref().expect("summaries on");
-        (unit * s.streams + stream, slot as usize)
+        (group, unit * s.streams + stream, slot as usize)
     }
 
     fn record_summary_entry(&mut self, ppn: u32, oob: &[u8; OOB_BYTES]) {
-        let block = self.layout.block_of_ppn(ppn);
-        let group = self.layout.group_of_block(block);
-        let unit = self.table.unit[group as usize] as usize;
-        let stream = usize::from(self.group_stream[group as usize]);
-        let width = self.layout.width(group);
-        let member = if width == 1 { 0 } else { self.layout.member_index(group, block) };
-        let slot = self.layout.page_in_block(ppn) * width + member;
+        let (group, buffer, slot) = self.summary_slot(ppn);
         let entries = self.data_capacity(group);
         let s = self.summaries.as_mut().expect("summaries on");
-        let buffer = unit * s.streams + stream;
         if s.group[buffer] != group {
             s.group[buffer] = group;
             s.filled[buffer] = 0;
         }
-        s.oobs[buffer * s.entries_max + slot as usize] = *oob;
+        s.oobs[buffer * s.entries_max + slot] = *oob;
         s.filled[buffer] += 1;
         if s.filled[buffer] == entries {
             debug_assert_eq!(s.due, NONE, "one group completes at a time");
