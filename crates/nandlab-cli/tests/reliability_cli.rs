@@ -95,3 +95,24 @@ fn the_media_rules_are_listed() {
         assert!(line.contains("media") && line.contains("default error"), "{line}");
     }
 }
+
+#[test]
+fn block_mapped_ftls_replace_failed_blocks_and_a_mutant_that_does_not_is_caught() {
+    // Programs of any cause fail 1 in 5,000 (host pages, merge copies,
+    // pads). `hybrid` keeps half its spare blocks free to replace them.
+    let reliability = "preset:tlc,program_fail_probability=0.0002";
+    for (ftl, opt) in [("block", None), ("hybrid", Some("random_log_blocks=\"50%\""))] {
+        let mut args = SMALL.to_vec();
+        args.extend_from_slice(&["16m", "--ftl", ftl, "--reliability", reliability, "--remount"]);
+        if let Some(opt) = opt {
+            args.extend_from_slice(&["--ftl-opt", opt]);
+        }
+        let (code, out, err) = nandlab(&args);
+        assert_eq!(code, 0, "{ftl}: {out}{err}");
+        assert!(out.contains("grown bad blocks") && out.contains("retired_blocks") && out.contains("PASS"), "{out}");
+        args.extend_from_slice(&["--mutant", "keeps-failed-program"]);
+        let (code, out, err) = nandlab(&args);
+        assert_ne!(code, 0, "{ftl}: the mutant passed: {out}{err}");
+        assert!(out.contains("used_bad_block"), "{ftl}: {out}{err}");
+    }
+}

@@ -48,8 +48,9 @@ fn first_error(r: &StressReport) -> Rule {
 /// The bug trips `rule` (its first error), and the correct FTL passes the same run.
 fn caught(config: &Config, bug: Mutant, spec: &SyntheticSpec, rule: Rule) -> StressReport {
     let broken = run(config, bug, spec, false);
-    assert!(broken.errors > 0, "{bug:?} was not caught: {:?}", broken.reliability);
-    assert_eq!(first_error(&broken), rule, "{bug:?}: {:#?}", broken.violations);
+    let ftl = &config.ftl_name;
+    assert!(broken.errors > 0, "{ftl}: {bug:?} was not caught: {:?}", broken.reliability);
+    assert_eq!(first_error(&broken), rule, "{ftl}: {bug:?}: {:#?}", broken.violations);
     let correct = run(config, Mutant::None, spec, false);
     assert_clean(&correct);
     correct
@@ -156,4 +157,97 @@ fn the_same_seed_gives_the_same_report() {
     let b = run(&config, Mutant::None, &spec, false).without_measurements();
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
     assert!(a.reliability.as_ref().is_some_and(|m| m.program_failures > 0 && m.read_retries > 0));
+}
+
+#[test]
+fn a_failed_gc_copy_remapped_where_it_failed_is_caught_and_retiring_it_passes() {
+    // Programs fail 1 in 300: GC copies (and copybacks) fail dozens of times.
+    for ftl in ["page", "dftl"] {
+        let config = device(ftl, "preset:tlc,program_fail_probability=0.0015");
+        let correct = caught(&config, Mutant::KeepsFailedCopy, &random(RwMode::RandWrite, 3.0), Rule::UsedBadBlock);
+        let media = correct.reliability.expect("section");
+        assert!(media.program_failures >= 12, "{ftl}: {media:?}");
+    }
+}
+
+#[test]
+fn a_failed_metadata_program_taken_as_done_is_caught_and_retiring_it_passes() {
+    // page: summary pages, checkpoints and the trim log: the group with
+    // the failed block is sealed or kept, and programmed or erased again.
+    // dftl: translation pages (a small mapping cache: many write-backs),
+    // mapped where they failed: the next write-back cannot read its own
+    // translation page and the run stops with that FTL error.
+    let spec = SyntheticSpec { trim_percent: 10.0, fsync: 50, ..random(RwMode::RandWrite, 3.0) };
+    for (ftl, options, rule) in [("page", "", Rule::UsedBadBlock), ("dftl", "cmt_bytes = 2048", Rule::FtlError)] {
+        let mut config = device(ftl, "preset:tlc,program_fail_probability=0.001");
+        if !options.is_empty() {
+            config.ftl_options = toml::from_str(options).expect("options");
+        }
+        caught(&config, Mutant::KeepsFailedMetaProgram, &spec, rule);
+    }
+}
+
+#[test]
+fn a_page_gc_finds_uncorrectable_is_marked_lost_and_reads_as_a_read_error() {
+    // RBER about 2 % and GC copying by read + program: some GC reads fail
+    // every retry. The correct FTL marks those pages lost (host reads of
+    // them are read errors the oracle accepts); the broken one unmaps
+    // them without the mark, and a later read returns zeros.
+    for ftl in ["page", "dftl"] {
+        let mut config = device(ftl, "preset:tlc,floor=0.02,retry_rber_factor=0.9");
+        config.ftl_options = toml::from_str("copyback = false").expect("options");
+        let spec = SyntheticSpec { rwmixread: 30, ..random(RwMode::RandRw, 4.0) };
+        let correct = caught(&config, Mutant::ForgetsLostPage, &spec, Rule::LostWrite);
+        let lost = correct.ftl_stats.extra.get("media_lost_sectors").and_then(|v| v.as_u64()).unwrap_or(0);
+        assert!(lost > 0, "{ftl}: {:?}", correct.ftl_stats.extra);
+        assert!(correct.reliability.is_some_and(|m| m.host_read_errors > 0), "{ftl}");
+    }
+}
+
+#[test]
+fn block_replaces_blocks_whose_programs_fail_and_loses_nothing() {
+    // Host programs, read-modify-write copies and pads fail 1 in 20,000:
+    // the failed block's pages move to a fresh block, which takes its
+    // place; the broken FTL goes on programming the failed block.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let mut config = Config::parse(text, "tlc-failing.toml").expect("example device");
+    config.ftl_name = "block".into();
+    config.set_reliability(Some("program_fail_probability=0.00005,erase_fail_probability=0.0005"), &[]).unwrap();
+    let correct = caught(&config, Mutant::KeepsFailedProgram, &random(RwMode::RandWrite, 1.0), Rule::UsedBadBlock);
+    let media = correct.reliability.as_ref().expect("section");
+    assert!(media.program_failures >= 12 && media.erase_failures >= 2, "{media:?}");
+    let retired = correct.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(retired, media.grown_bad_blocks, "every grown bad block retired");
+    let remounted = run(&config, Mutant::None, &random(RwMode::RandWrite, 1.0), true);
+    assert_clean(&remounted);
+    assert!(remounted.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none() && m.verified_sectors > 0));
+}
+
+#[test]
+fn hybrid_replaces_blocks_whose_programs_fail_and_loses_nothing() {
+    // Log pages, merge copies and pads fail; half the spare blocks are
+    // random logs, the other half stays free to replace failed blocks
+    // (with every spare block a log block, the first failure leaves no
+    // free block: `no free space`, tested below). The broken FTL goes on
+    // programming the failed block.
+    let text = include_str!("../../../examples/reliability/tlc-failing.toml");
+    let mut config = Config::parse(text, "tlc-failing.toml").expect("example device");
+    config.ftl_name = "hybrid".into();
+    config.ftl_options = toml::from_str("random_log_blocks = \"50%\"").expect("options");
+    config.set_reliability(Some("program_fail_probability=0.00005,erase_fail_probability=0.0002"), &[]).unwrap();
+    let spec = random(RwMode::RandWrite, 2.0);
+    let correct = caught(&config, Mutant::KeepsFailedProgram, &spec, Rule::UsedBadBlock);
+    let media = correct.reliability.as_ref().expect("section");
+    assert!(media.program_failures >= 8, "{media:?}");
+    let retired = correct.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(retired, media.grown_bad_blocks, "every grown bad block retired");
+    let remounted = run(&config, Mutant::None, &spec, true);
+    assert_clean(&remounted);
+    assert!(remounted.remount.as_ref().is_some_and(|m| m.mounted && m.error.is_none() && m.verified_sectors > 0));
+    // Every spare block a log block: out of free blocks, a clear error.
+    config.ftl_options.clear();
+    let r = run(&config, Mutant::None, &spec, false);
+    let v = r.violations.iter().find(|v| v.severity == Severity::Error).expect("hybrid gives up");
+    assert!(v.rule == Rule::FtlError && v.message.contains("no free space"), "{v}");
+    assert_eq!(r.errors, 1, "nothing else: {:#?}", r.violations);
 }

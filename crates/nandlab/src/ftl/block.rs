@@ -89,7 +89,7 @@ use super::{
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
 };
-use crate::flash::{BufId, Cause, Flash};
+use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -378,12 +378,59 @@ impl BlockFtl {
         } else {
             self.counters.appends += 1;
         }
-        self.fill_to(flash, lbn, off)?;
-        let m = self.map[lbn as usize];
-        let oob = encode_oob(OOB_DATA, lbn, m.seq);
-        flash.program(Cause::Host, self.page_addr(m.block * self.ppb + off), buf, sector, &oob)?;
+        loop {
+            self.fill_to(flash, lbn, off)?;
+            let m = self.map[lbn as usize];
+            let oob = encode_oob(OOB_DATA, lbn, m.seq);
+            match flash.program(Cause::Host, self.page_addr(m.block * self.ppb + off), buf, sector, &oob) {
+                Ok(()) => break,
+                Err(FlashError::ProgramFailed) => self.replace_failed_block(flash, lbn)?,
+                Err(e) => return Err(e.into()),
+            }
+        }
         self.map[lbn as usize].written = off + 1;
         Ok(())
+    }
+
+    /// A program into `lbn`'s block failed (media reliability): the block
+    /// is a grown bad block now, which the NAND still reads but never
+    /// programs or erases again. Copy the pages it holds to a fresh block
+    /// (on its plane when possible: copyback), which takes its place with
+    /// a newer sequence number, and retire it; the caller programs the
+    /// failed page again. A failure while copying retires the fresh block
+    /// too and starts over. The failed block is never erased (a mount's
+    /// bad-block scan skips it), so until the copy is done its pages are
+    /// still where the map says. With no free block left the FTL stops
+    /// with `no free space`, never with wrong data.
+    #[cold]
+    fn replace_failed_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        self.counters.retired_blocks += 1;
+        if self.mutant == Mutant::KeepsFailedProgram {
+            return Ok(()); // BUG (deliberate): programs the failed block again
+        }
+        let failed = self.map[lbn as usize];
+        'fresh: loop {
+            let plane = Some(self.plane_of(failed.block));
+            let block = self.free.pop(plane).ok_or_else(|| {
+                FtlError::NoSpace(format!("block: no free block to replace failed block {}", failed.block))
+            })?;
+            let fresh = Mapped { block, written: failed.written, seq: self.seq };
+            self.seq += 1;
+            for o in 0..failed.written {
+                let oob = encode_oob(OOB_COPY, lbn, fresh.seq);
+                let (src, dst) = (failed.block * self.ppb + o, block * self.ppb + o);
+                match self.copy_page(flash, Cause::Gc, src, dst, &oob) {
+                    Ok(()) => self.counters.rmw_copies += 1,
+                    Err(FtlError::Flash(FlashError::ProgramFailed)) => {
+                        self.counters.retired_blocks += 1;
+                        continue 'fresh;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            self.map[lbn as usize] = fresh;
+            return Ok(());
+        }
     }
 
     /// Rewrite `lbn` into a new block: its pages now come from the new
@@ -412,28 +459,30 @@ impl BlockFtl {
     /// Program `lbn`'s block up to (not including) offset `off`: pages of
     /// the old block of a replacement are copied, others padded with zeros.
     fn fill_to(&mut self, flash: &mut dyn Flash, lbn: u32, off: u32) -> Result<(), FtlError> {
-        let m = self.map[lbn as usize];
-        for o in m.written..off {
-            let dst = m.block * self.ppb + o;
-            match self.replacing {
+        // (Re-read each time: a failed program replaces the block.)
+        while self.map[lbn as usize].written < off {
+            let m = self.map[lbn as usize];
+            let (o, dst) = (m.written, m.block * self.ppb + m.written);
+            let programmed = match self.replacing {
                 Some(r) if r.lbn == lbn && o < r.old.written => {
-                    self.copy_page(
-                        flash,
-                        Cause::Gc,
-                        r.old.block * self.ppb + o,
-                        dst,
-                        &encode_oob(OOB_COPY, lbn, m.seq),
-                    )?;
-                    self.counters.rmw_copies += 1;
+                    let oob = encode_oob(OOB_COPY, lbn, m.seq);
+                    let copied = self.copy_page(flash, Cause::Gc, r.old.block * self.ppb + o, dst, &oob);
+                    self.counters.rmw_copies += u64::from(copied.is_ok());
+                    copied
                 }
                 _ => {
                     let oob = encode_oob(OOB_PAD, lbn, m.seq);
                     let zero = self.zero_buf.expect("buffers allocated at power-on");
-                    flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob)?;
-                    self.counters.pad_pages += 1;
+                    let padded = flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob);
+                    self.counters.pad_pages += u64::from(padded.is_ok());
+                    padded.map_err(FtlError::from)
                 }
+            };
+            match programmed {
+                Ok(()) => self.map[lbn as usize].written = o + 1,
+                Err(FtlError::Flash(FlashError::ProgramFailed)) => self.replace_failed_block(flash, lbn)?,
+                Err(e) => return Err(e),
             }
-            self.map[lbn as usize].written = o + 1;
         }
         Ok(())
     }

@@ -391,8 +391,9 @@ impl FlashController {
         self.refuse_grown_bad(op, page)?;
         let mut ck = checker!(self, op);
         let result = self.nand.program(&mut ck, page, &programmed, oob);
-        let failed = result.is_ok() && op.cause == Cause::Host && self.program_fails(page);
-        if failed {
+        let failed = result.is_ok() && can_fail(op.cause) && self.program_fails(page);
+        if failed && op.cause == Cause::Host {
+            // (A GC copy's data is still at its source: only host data is lost with the page.)
             if let Some(r) = self.reliability.as_deref_mut() {
                 r.record_failed_program(&programmed);
             }
@@ -433,6 +434,18 @@ impl FlashController {
         let pe = self.nand.erase_count(block);
         let r = self.reliability.as_deref_mut().expect("reliability on");
         r.program_fails(page, pe)
+    }
+
+    /// After a metadata program or a copyback to `page` took effect, with
+    /// the reliability model on: fail it (the page left unreadable) if the
+    /// model says so.
+    #[cold]
+    fn fail_if_program_fails(&mut self, cause: Cause, page: PageAddr) -> Result<(), FlashError> {
+        if can_fail(cause) && self.program_fails(page) {
+            self.nand.corrupt_page(page);
+            return Err(FlashError::ProgramFailed);
+        }
+        Ok(())
     }
 
     /// A program of a page of a grown bad block: `used_bad_block`, refused.
@@ -603,6 +616,9 @@ impl Flash for FlashController {
         }
         let mut ck = checker!(self, op);
         self.nand.program_meta(&mut ck, page, data, oob)?;
+        if self.reliability.is_some() {
+            self.fail_if_program_fails(cause, page)?;
+        }
         self.finish(&op)
     }
 
@@ -613,6 +629,9 @@ impl Flash for FlashController {
         }
         let mut ck = checker!(self, op);
         self.nand.copyback(&mut ck, src, dst, oob)?;
+        if self.reliability.is_some() {
+            self.fail_if_program_fails(cause, dst)?;
+        }
         self.finish(&op)
     }
 
@@ -696,7 +715,11 @@ impl Flash for FlashController {
                 }
             }
             let mut ck = checker!(self, op);
-            if let Err(e) = self.nand.copyback(&mut ck, o.src, o.dst, o.oob) {
+            let mut result = self.nand.copyback(&mut ck, o.src, o.dst, o.oob);
+            if result.is_ok() && self.reliability.is_some() {
+                result = self.fail_if_program_fails(cause, o.dst);
+            }
+            if let Err(e) = result {
                 return self.fail_multi(&op, done, 0, e);
             }
         }
@@ -749,6 +772,13 @@ impl Flash for FlashController {
     fn prefetch_meta(&self, page: PageAddr, offset_bytes: u32) {
         self.nand.prefetch_meta(page, offset_bytes as usize);
     }
+}
+
+/// Whether a program of `cause` may fail (reliability model on): every
+/// program after the format but a mount's (recovery programs are the
+/// mount's own repair, which this model leaves alone).
+fn can_fail(cause: Cause) -> bool {
+    !matches!(cause, Cause::Format | Cause::Recovery)
 }
 
 /// The read sources of one buffer, as a checker looks them up.

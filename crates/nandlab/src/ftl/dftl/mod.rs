@@ -84,7 +84,7 @@ use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
-use crate::flash::{Cause, Flash};
+use crate::flash::{Cause, Flash, FlashError};
 use crate::nand::{Geometry, PageAddr};
 use crate::util::prefetch::prefetch;
 use crate::util::size::SizeSpec;
@@ -558,23 +558,15 @@ impl TranslationMap {
     fn write_back(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash, tvpn: u32) -> Result<(), FtlError> {
         // Allocate first: GC during allocation may move pages of this
         // translation page (updating cached entries) or the page itself.
-        self.allocating_writeback = true;
-        let dst = dp.alloc_meta_page(flash, self);
-        self.allocating_writeback = false;
-        let dst = dst?;
-        let old = self.gtd[tvpn as usize];
+        let dst = self.alloc_writeback_page(dp, flash)?;
         let mut page = std::mem::take(&mut self.tpage);
-        let result = self.compose_tpage(flash, tvpn, old, &mut page).and_then(|batched| {
-            // Every data page numbered below this is in the page (or newer
-            // than what the page says about its logical page).
-            let seq = dp.next_seq();
-            persist::seal(&mut page, persist::TPAGE_MAGIC, tvpn, seq);
-            let oob = encode_oob(OOB_TRANSLATION | dp.meta_stream() << 4, tvpn, seq);
-            flash.program_meta(Cause::Metadata, page_addr(dst), &page, &oob)?;
-            Ok(batched)
-        });
+        let result = self
+            .compose_tpage(flash, tvpn, self.gtd[tvpn as usize], &mut page)
+            .and_then(|batched| Ok((batched, self.program_tpage(dp, flash, tvpn, dst, &mut page)?)));
         self.tpage = page;
-        let batched = result?;
+        let (batched, dst) = result?;
+        // (Read after the program: retiring a failed group may have moved it.)
+        let old = self.gtd[tvpn as usize];
         self.counters.translation_programs += 1;
         self.counters.writebacks += 1;
         self.counters.writeback_entries += u64::from(batched);
@@ -587,6 +579,50 @@ impl TranslationMap {
         }
         dp.commit_meta_page(dst);
         Ok(())
+    }
+
+    /// A page for a write-back, from the metadata stream.
+    fn alloc_writeback_page(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<u32, FtlError> {
+        // GC during allocation may move pages of this translation page
+        // (updating cached entries) or the page itself.
+        self.allocating_writeback = true;
+        let dst = dp.alloc_meta_page(flash, self);
+        self.allocating_writeback = false;
+        dst
+    }
+
+    /// Program the composed translation page `tvpn` at `dst`; returns
+    /// where it went. A failed program (media reliability) retires the
+    /// group it went to (moving that group's valid pages, this page's old
+    /// copy perhaps among them) and programs the page again elsewhere.
+    fn program_tpage(
+        &mut self,
+        dp: &mut DataPlane,
+        flash: &mut dyn Flash,
+        tvpn: u32,
+        mut dst: u32,
+        page: &mut [u8],
+    ) -> Result<u32, FtlError> {
+        loop {
+            // Every data page numbered below this is in the page (or newer
+            // than what the page says about its logical page).
+            let seq = dp.next_seq();
+            persist::seal(page, persist::TPAGE_MAGIC, tvpn, seq);
+            let oob = encode_oob(OOB_TRANSLATION | dp.meta_stream() << 4, tvpn, seq);
+            match flash.program_meta(Cause::Metadata, page_addr(dst), page, &oob) {
+                Ok(()) => return Ok(dst),
+                // BUG (deliberate): mapped where the program failed.
+                Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedMetaProgram => return Ok(dst),
+                Err(FlashError::ProgramFailed) => {
+                    self.allocating_writeback = true;
+                    let retired = dp.retire_failed_groups(flash, self);
+                    self.allocating_writeback = false;
+                    retired?;
+                    dst = self.alloc_writeback_page(dp, flash)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// The bytes of translation page `tvpn` now: its copy at `old`, the

@@ -12,8 +12,9 @@
 //! after *that*.
 
 use super::{page_addr, TranslationMap, NONE, OOB_ERASE_COUNTS};
-use crate::flash::{Cause, Flash};
+use crate::flash::{Cause, Flash, FlashError};
 use crate::ftl::kit::data_plane::{encode_oob, DataPlane};
+use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::Geometry;
 
@@ -154,7 +155,8 @@ impl TranslationMap {
     /// Write the erase-count record (see [`EraseCountRecord`]).
     pub(super) fn write_erase_counts(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let per_page = entries_per_page(&self.geometry);
-        for chunk in 0..self.erase_record.len() {
+        let mut chunk = 0;
+        while chunk < self.erase_record.len() {
             // Allocate first: its GC erases, and may move the old chunk.
             let dst = dp.alloc_meta_page(flash, self)?;
             let mut page = std::mem::take(&mut self.tpage);
@@ -169,13 +171,23 @@ impl TranslationMap {
             let oob = encode_oob(OOB_ERASE_COUNTS | dp.meta_stream() << 4, chunk, seq);
             let result = flash.program_meta(Cause::Metadata, page_addr(dst), &page, &oob);
             self.tpage = page;
-            result?;
+            match result {
+                Err(FlashError::ProgramFailed) if self.mutant != Mutant::KeepsFailedMetaProgram => {
+                    // Retire the group it went to; write the chunk again.
+                    dp.retire_failed_groups(flash, self)?;
+                    continue;
+                }
+                // BUG (deliberate, with the mutant): kept where it failed.
+                Err(FlashError::ProgramFailed) => {}
+                r => r?,
+            }
             self.counters.erase_count_pages += 1;
             let old = std::mem::replace(&mut self.erase_record.ppn[chunk as usize], dst);
             if old != NONE {
                 dp.invalidate(old);
             }
             dp.commit_meta_page(dst);
+            chunk += 1;
         }
         Ok(())
     }

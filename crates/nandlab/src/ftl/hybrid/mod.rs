@@ -90,7 +90,7 @@ use super::{
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
 };
-use crate::flash::{BufId, Cause, Flash};
+use crate::flash::{BufId, Cause, Flash, FlashError};
 use crate::nand::{BlockAddr, FastDiv, Geometry, PageAddr};
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -447,9 +447,14 @@ impl HybridFtl {
         Ok(())
     }
 
+    /// Never use `block` again (a grown bad block). The random log pool
+    /// gives up a block for it (the spare blocks are the log blocks), down
+    /// to one log block; past that the FTL runs out of free blocks and
+    /// stops with `no free space`.
     fn retire(&mut self, block: u32) {
         self.role[block as usize] = Role::Bad;
         self.counters.retired_blocks += 1;
+        self.max_rand_logs = self.max_rand_logs.saturating_sub(1).max(1);
     }
 
     // ----- writes -----
@@ -465,8 +470,13 @@ impl HybridFtl {
         }
         match self.seq_log {
             Some(s) if s.lbn == lbn && s.next == off => {
-                let ppn = s.block * self.ppb + off;
-                self.program_log(flash, OOB_SEQ, lpn, ppn, buf, sector)?;
+                while let Err(e) =
+                    self.program_log(flash, OOB_SEQ, lpn, self.seq_log_block() * self.ppb + off, buf, sector)
+                {
+                    let block = self.replace_failed_block(flash, self.seq_log_block(), off, e)?;
+                    self.seq_log = Some(SeqLog { block, ..s });
+                }
+                let s = self.seq_log.expect("the sequential log");
                 self.counters.seq_log_pages += 1;
                 let next = off + 1;
                 self.seq_log = Some(SeqLog { next, ..s });
@@ -500,10 +510,84 @@ impl HybridFtl {
         if self.cursor.1 == self.ppb {
             self.new_random_log(flash)?;
         }
-        let ppn = self.cursor.0 * self.ppb + self.cursor.1;
+        let at = self.cursor.1;
+        while let Err(e) = self.program_log(flash, OOB_RAND, lpn, self.cursor.0 * self.ppb + at, buf, sector) {
+            let block = self.replace_failed_block(flash, self.cursor.0, at, e)?;
+            *self.rand_logs.back_mut().expect("the open random log is the newest") = block;
+            self.cursor.0 = block;
+        }
         self.cursor.1 += 1;
         self.counters.rand_log_pages += 1;
-        self.program_log(flash, OOB_RAND, lpn, ppn, buf, sector)
+        Ok(())
+    }
+
+    fn seq_log_block(&self) -> u32 {
+        self.seq_log.expect("the sequential log").block
+    }
+
+    /// A program into page `filled` of `failed` (a log block, or a data
+    /// block a merge is building) failed with `error` (media reliability;
+    /// anything but `ProgramFailed` is passed on). The block is a grown bad
+    /// block now: the NAND still reads it but never programs or erases it
+    /// again. Its pages below `filled` are current (they are the newest
+    /// copies of their logical pages, or pads): copy them to a fresh block
+    /// at the same offsets (on the same plane when possible: copyback),
+    /// with new sequence numbers, remap the log pages among them, and
+    /// retire `failed`; the caller uses the fresh block in its place and
+    /// programs page `filled` again. A failure while copying retires the
+    /// fresh block too and starts over. Until the copy is done nothing
+    /// points away from `failed`, and a mount skips it (bad) and finds the
+    /// sources of a merge's copies still in place. With no free block left
+    /// the FTL stops with `no free space`, never with wrong data.
+    #[cold]
+    fn replace_failed_block(
+        &mut self,
+        flash: &mut dyn Flash,
+        failed: u32,
+        filled: u32,
+        error: FtlError,
+    ) -> Result<u32, FtlError> {
+        if !matches!(error, FtlError::Flash(FlashError::ProgramFailed)) {
+            return Err(error);
+        }
+        if self.mutant == Mutant::KeepsFailedProgram {
+            return Ok(failed); // BUG (deliberate): programs the failed block again
+        }
+        let role = self.role[failed as usize];
+        self.retire(failed);
+        'fresh: loop {
+            let block = self.pop_free(Some(self.plane_of(failed)))?;
+            let mut oob = [0u8; OOB_BYTES];
+            for off in 0..filled {
+                let (src, dst) = (failed * self.ppb + off, block * self.ppb + off);
+                flash.read_oob(Cause::Gc, self.page_addr(src), &mut oob)?;
+                let (kind, lpn, _) = decode_oob(&oob);
+                let new_oob = encode_oob(kind, lpn, self.next_seq());
+                let copyback = self.opts.copyback && self.plane_of(block) == self.plane_of(failed);
+                let buf = self.copy_buf.expect("buffers allocated at power-on");
+                match flash_ops::copy_page(
+                    flash,
+                    Cause::Gc,
+                    self.page_addr(src),
+                    self.page_addr(dst),
+                    &new_oob,
+                    copyback,
+                    buf,
+                ) {
+                    Ok(()) => self.counters.merge_copies += 1,
+                    Err(FlashError::ProgramFailed) => {
+                        self.retire(block);
+                        continue 'fresh;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                if lpn < self.lpns && self.log_ppn[lpn as usize] == src {
+                    self.log_ppn[lpn as usize] = dst;
+                }
+            }
+            self.role[block as usize] = role;
+            return Ok(block);
+        }
     }
 
     /// Install a fresh random log block: a free one while the pool has
@@ -535,6 +619,11 @@ impl HybridFtl {
         self.victim_lbns = lbns;
         result?;
         if free_blocks::erase_for_reuse(flash, victim, Cause::Gc)? {
+            if self.rand_logs.len() as u32 >= self.max_rand_logs {
+                // The pool shrank (a block retired): give the victim back.
+                self.push_free(victim);
+                return self.new_random_log(flash);
+            }
             self.install_random_log(victim);
         } else {
             self.retire(victim);
@@ -580,8 +669,12 @@ impl HybridFtl {
         let last = self.last_current_offset(s.lbn, s.next);
         if let Some(last) = last {
             for off in s.next..=last {
-                let dst = s.block * self.ppb + off;
-                self.fill_page(flash, s.lbn * self.ppb + off, dst, Cause::Gc)?;
+                while let Err(e) =
+                    self.fill_page(flash, s.lbn * self.ppb + off, self.seq_log_block() * self.ppb + off, Cause::Gc)
+                {
+                    let block = self.replace_failed_block(flash, self.seq_log_block(), off, e)?;
+                    self.seq_log = Some(SeqLog { block, ..s });
+                }
             }
         }
         self.counters.partial_merges += 1;
@@ -613,12 +706,14 @@ impl HybridFtl {
     fn full_merge(&mut self, flash: &mut dyn Flash, lbn: u32, cause: Cause) -> Result<(), FtlError> {
         let old = self.data_block[lbn as usize];
         let plane = (old != NONE).then(|| self.plane_of(old));
-        let block = self.pop_free(plane)?;
+        let mut block = self.pop_free(plane)?;
         self.role[block as usize] = Role::Data;
         if let Some(last) = self.last_current_offset(lbn, 0) {
             let end = if self.mutant == Mutant::FullMergeStopsBeforeLastPage { last } else { last + 1 };
             for off in 0..end {
-                self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off, cause)?;
+                while let Err(e) = self.fill_page(flash, lbn * self.ppb + off, block * self.ppb + off, cause) {
+                    block = self.replace_failed_block(flash, block, off, e)?;
+                }
             }
         }
         self.counters.full_merges += 1;

@@ -195,7 +195,8 @@ pub enum Mutant {
     // ----- media errors (issue 21; need the reliability model on) -----
     /// `page`, `dftl`: after a program failure the data plane retires the
     /// block but keeps the logical page mapped to the failed page instead
-    /// of programming it again (`lost_after_program_failure`).
+    /// of programming it again (`lost_after_program_failure`). `block`,
+    /// `hybrid`: go on programming the failed block (`used_bad_block`).
     KeepsFailedProgram,
     /// `page`, `dftl`: an erase failure is ignored and the group goes back
     /// to the free pool, so it is programmed again (`used_bad_block`).
@@ -207,6 +208,19 @@ pub enum Mutant {
     /// multiple of 7 fails with a media error although it decoded
     /// (`read_error_on_good_data`).
     SpuriousReadError,
+    /// `page`, `dftl`: a GC or wear-leveling copy whose program failed is
+    /// remapped to the failed page (the destination group stays open, so
+    /// it is programmed again: `used_bad_block`; the copy reads as garbage).
+    KeepsFailedCopy,
+    /// `page`, `dftl`: a failed program of the FTL's metadata (a summary,
+    /// a checkpoint or trim-log page, a translation page) is taken as
+    /// done: the group is sealed or kept as it is and later programmed or
+    /// erased again (`used_bad_block`), or its data is lost at the next mount.
+    KeepsFailedMetaProgram,
+    /// `page`, `dftl`: GC unmaps a page whose read was uncorrectable but
+    /// does not mark it lost, so a later host read returns zeros instead
+    /// of the read error.
+    ForgetsLostPage,
 
     // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
     /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
@@ -267,7 +281,13 @@ impl Mutant {
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
             WearLevelingDropsLastPage | NarrowGroupGcDropsLonePage | TrimSpinsAtPageEnd => &["page", "dftl"],
             EvictsTrimmedEntryWithoutWriteBack => &["dftl"],
-            KeepsFailedProgram | ReusesFailedBlock | IgnoresUncorrectableRead | SpuriousReadError => &["page", "dftl"],
+            KeepsFailedProgram => &["page", "dftl", "block", "hybrid"],
+            ReusesFailedBlock
+            | IgnoresUncorrectableRead
+            | SpuriousReadError
+            | KeepsFailedCopy
+            | KeepsFailedMetaProgram
+            | ForgetsLostPage => &["page", "dftl"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
             CacheMissSkipsFill | TrimKeepsCachedPage | SealDropsEntries => &["optr"],
@@ -329,6 +349,9 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("reuses-failed-block", Mutant::ReusesFailedBlock),
     ("ignores-uncorrectable-read", Mutant::IgnoresUncorrectableRead),
     ("spurious-read-error", Mutant::SpuriousReadError),
+    ("keeps-failed-copy", Mutant::KeepsFailedCopy),
+    ("keeps-failed-meta-program", Mutant::KeepsFailedMetaProgram),
+    ("forgets-lost-page", Mutant::ForgetsLostPage),
 ];
 
 /// The realistic mutants of issue 19 (the ones `nandlab hunt` is measured

@@ -54,7 +54,7 @@ use super::{
     check_range, parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats,
     Guarantee, IdleOutcome, IoRequest, OptionDoc,
 };
-use crate::flash::{Cause, Flash};
+use crate::flash::{Cause, Flash, FlashError};
 use crate::nand::{Geometry, PageAddr};
 use crate::util::prefetch::large_vec;
 use serde::Deserialize;
@@ -312,13 +312,49 @@ impl PageMap {
         (self.lpns as usize).div_ceil(self.entries_per_checkpoint_page()).max(1)
     }
 
+    /// Write a checkpoint of the map and the erase counts into fresh
+    /// groups, then free the old checkpoint and the trim log. A failed
+    /// program (media reliability) abandons the attempt: its groups are
+    /// freed without the failed block and the checkpoint is written again
+    /// into others (the old one stays valid until the new one is whole).
     fn write_checkpoint(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let per_page = self.entries_per_checkpoint_page();
         let map_pages = self.checkpoint_map_pages();
         let erase_counts_len = dp.table.erase_count.len();
         let pages = map_pages + erase_counts_len.div_ceil(per_page);
         debug_assert_eq!(pages, PageFtl::checkpoint_pages(&self.geometry, self.lpns, erase_counts_len));
-        let new_groups = self.checkpoint_groups_for(dp, flash, pages)?;
+        let new_groups = loop {
+            let new_groups = self.checkpoint_groups_for(dp, flash, pages)?;
+            match self.program_checkpoint(dp, flash, &new_groups, map_pages, pages) {
+                Ok(()) => break new_groups,
+                Err(FtlError::Flash(FlashError::ProgramFailed)) => {
+                    for g in new_groups {
+                        dp.release_group(flash, g, Cause::Metadata)?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        // The new checkpoint is complete: the old one and the trim log can go.
+        self.pending_trims.clear();
+        self.pending_trim_groups.clear();
+        for g in std::mem::replace(&mut self.checkpoint_groups, new_groups) {
+            dp.release_group(flash, g, Cause::Metadata)?;
+        }
+        self.release_trim_log(dp, flash)
+    }
+
+    /// Program the `pages` pages of a checkpoint (`map_pages` of map
+    /// entries, then the erase counts) into `new_groups`.
+    fn program_checkpoint(
+        &mut self,
+        dp: &mut DataPlane,
+        flash: &mut dyn Flash,
+        new_groups: &[u32],
+        map_pages: usize,
+        pages: usize,
+    ) -> Result<(), FtlError> {
+        let per_page = self.entries_per_checkpoint_page();
         let ckpt_seq = dp.next_seq();
         let mut data = vec![0u8; self.geometry.page_size_bytes() as usize];
         // The old checkpoint's and the trim log's groups are erased once this
@@ -346,16 +382,14 @@ impl PageMap {
             let ppn = dp.group_slot_ppn(new_groups[group_at], slot);
             slot += 1;
             let oob = encode_oob(OOB_CHECKPOINT, index as u32, ckpt_seq);
-            flash.program_meta(Cause::Metadata, page_addr(ppn), &data, &oob)?;
+            match flash.program_meta(Cause::Metadata, page_addr(ppn), &data, &oob) {
+                // BUG (deliberate): the checkpoint is kept with a failed page.
+                Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedMetaProgram => {}
+                r => r?,
+            }
             self.counters.checkpoint_pages += 1;
         }
-        // The new checkpoint is complete: the old one and the trim log can go.
-        self.pending_trims.clear();
-        self.pending_trim_groups.clear();
-        for g in std::mem::replace(&mut self.checkpoint_groups, new_groups) {
-            dp.erase_to_free(flash, g, Cause::Metadata)?;
-        }
-        self.release_trim_log(dp, flash)
+        Ok(())
     }
 
     /// Free groups holding `pages` checkpoint pages, taken round-robin over

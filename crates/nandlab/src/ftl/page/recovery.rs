@@ -72,8 +72,19 @@ impl PageMap {
         if self.pending_trims.is_empty() {
             self.pending_trims = trims; // keep the capacity
         }
-        r?;
-        if self.trim_log.len() > TRIM_LOG_MAX_BLOCKS {
+        let failed = match r {
+            Err(FtlError::Flash(FlashError::ProgramFailed)) if self.mutant != Mutant::KeepsFailedMetaProgram => true,
+            // BUG (deliberate): the trim log keeps its failed block.
+            Err(FtlError::Flash(FlashError::ProgramFailed)) => false,
+            r => {
+                r?;
+                false
+            }
+        };
+        // A failed trim-log program (media reliability): a checkpoint holds
+        // every trim (the map in DRAM has them) and frees the log without
+        // its failed block, whose records a mount would not read.
+        if failed || self.trim_log.len() > TRIM_LOG_MAX_BLOCKS {
             self.write_checkpoint(dp, flash)?;
         }
         Ok(())
@@ -119,7 +130,7 @@ impl PageMap {
     /// A checkpoint now holds every trim: the trim log can go.
     pub(super) fn release_trim_log(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<(), FtlError> {
         for g in std::mem::take(&mut self.trim_log) {
-            dp.erase_to_free(flash, g, Cause::Metadata)?;
+            dp.release_group(flash, g, Cause::Metadata)?;
         }
         self.trim_log_next = 0;
         Ok(())

@@ -239,15 +239,24 @@ impl DataPlane {
         // from its OOB (no reverse map is kept in DRAM), and prefetch the
         // map entries they will update: independent loads the CPU overlaps,
         // instead of one cache miss after another while copying.
+        if Some(self.group_stream[victim as usize]) == self.meta_stream {
+            self.counters.gc_meta_victims += 1;
+        }
         let mut batch = std::mem::take(&mut self.gc_batch);
-        batch.clear();
-        let result = self.gather_valid(flash, m, victim, cause, &mut batch);
-        let result = result.and_then(|()| {
-            if Some(self.group_stream[victim as usize]) == self.meta_stream {
-                self.counters.gc_meta_victims += 1;
+        let result = loop {
+            batch.clear();
+            let result = self.gather_valid(flash, m, victim, cause, &mut batch);
+            match result.and_then(|()| self.copy_batch(flash, m, unit, victim, cause, &mut batch)) {
+                // A copy failed: retire where it went, gather what is left
+                // and copy it elsewhere (see retire.rs).
+                Err(FtlError::Flash(FlashError::ProgramFailed)) if self.mutant != Mutant::KeepsFailedCopy => {
+                    if let Err(e) = self.retire_failed_groups(flash, m) {
+                        break Err(e);
+                    }
+                }
+                r => break r,
             }
-            self.copy_batch(flash, m, unit, victim, cause, &mut batch)
-        });
+        };
         self.gc_batch = batch;
         result
     }
@@ -326,9 +335,17 @@ impl DataPlane {
             let dst = self.alloc_page(flash, m, unit, stream)?;
             let oob = encode_oob(kind | stream << 4, index, self.next_seq());
             self.summary_entry(flash, dst, &oob)?;
-            self.copy_page(flash, cause, kind, src, dst, &oob)?;
-            self.page_moved(m, victim, kind, index, src, dst);
-            self.write_due_summary(flash)?;
+            let lost = match self.copy_page(flash, cause, kind, src, dst, &oob) {
+                // BUG (deliberate): the copy is remapped where it failed.
+                Err(FtlError::Flash(FlashError::ProgramFailed)) if self.mutant == Mutant::KeepsFailedCopy => false,
+                r => r?,
+            };
+            if lost {
+                self.page_lost(m, victim, index, src);
+            } else {
+                self.page_moved(m, victim, kind, index, src, dst);
+            }
+            self.write_due_summary_or_retire(flash, m)?;
         }
         Ok(())
     }
@@ -344,7 +361,8 @@ impl DataPlane {
     }
 
     /// Copy one page: by copyback (same plane, no channel transfer) or by
-    /// reading it out and programming it back.
+    /// reading it out and programming it back. Returns true if the read
+    /// was uncorrectable (the page is lost: see lost.rs).
     #[inline(always)]
     fn copy_page(
         &mut self,
@@ -353,18 +371,20 @@ impl DataPlane {
         kind: u8,
         src: u32,
         dst: u32,
-        oob: &[u8],
-    ) -> Result<(), FtlError> {
+        oob: &[u8; OOB_BYTES],
+    ) -> Result<bool, FtlError> {
         if self.opts.copyback {
             flash.copyback(cause, page(src), page(dst), Some(oob))?;
         } else if kind == OOB_DATA {
             let buf = self.gc_buf.expect("gc buffer allocated at power-on");
-            flash.read(cause, page(src), 0, self.spp, buf, 0, &mut [])?;
-            flash.program(cause, page(dst), buf, 0, oob)?;
+            let lost = self.read_gc_copy(flash, cause, src, 0)?;
+            let oob = if lost { self.lost_copy_oob(dst, decode_oob(oob).1) } else { *oob };
+            flash.program(cause, page(dst), buf, 0, &oob)?;
+            return Ok(lost);
         } else {
             self.move_meta_page(flash, cause, src, dst, oob)?;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Move a page of FTL metadata by reading and programming its bytes.

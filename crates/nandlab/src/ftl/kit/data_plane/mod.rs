@@ -69,6 +69,7 @@
 
 mod gc;
 mod layout;
+mod lost;
 mod multi_plane;
 mod placement;
 mod refresh;
@@ -304,6 +305,8 @@ pub struct DataPlaneCounters {
     /// Refreshes and the valid pages they moved (see `refresh.rs`).
     pub refresh_runs: u64,
     pub refresh_pages_moved: u64,
+    /// Logical pages GC found uncorrectable and marked lost (see `lost.rs`).
+    pub media_lost_pages: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -388,6 +391,8 @@ pub struct DataPlane {
     meta_cursor: u32,
     seq: u64,
     in_gc: bool,
+    /// Logical pages lost to the media (see `lost.rs`).
+    lost: std::collections::HashSet<u32>,
     /// Reused by GC: (source page, OOB index, OOB kind, stream to copy to) of the victim's valid pages.
     gc_batch: Vec<(u32, u32, u8, u8)>,
     tmp_buf: Option<BufId>,
@@ -519,6 +524,7 @@ impl DataPlane {
             meta_cursor: 0,
             seq: 1,
             in_gc: false,
+            lost: Default::default(),
             gc_batch: Vec::with_capacity((g.pages_per_block() * layout.planes_per_group) as usize),
             tmp_buf: None,
             gc_buf: None,
@@ -604,6 +610,7 @@ impl DataPlane {
         self.balance.unit_valid = vec![0; self.layout.units() as usize];
         self.seq = 1;
         self.in_gc = false;
+        self.lost.clear();
         self.host_budget = 0;
         self.staged = Default::default();
         self.reset_summaries();
@@ -1205,7 +1212,10 @@ impl DataPlane {
         let mut read_ppns = (UNMAPPED, UNMAPPED);
         for (lpn, in_page, n, at) in pieces(self.spp, req.lba, u64::from(req.sectors)) {
             match m.lookup(self, flash, lpn)?.ppn {
-                UNMAPPED => flash.buf_zero(req.buf, at, n)?,
+                UNMAPPED => {
+                    self.check_lost(lpn)?;
+                    flash.buf_zero(req.buf, at, n)?
+                }
                 ppn => match flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut []) {
                     Ok(()) => {
                         if read_ppns.0 == UNMAPPED {
@@ -1262,6 +1272,9 @@ impl DataPlane {
         for (lpn, in_page, n, _) in pieces(self.spp, lba, sectors) {
             let e = self.lookup(flash, m, lpn)?;
             if e.ppn == UNMAPPED {
+                if n == self.spp {
+                    self.found_again(lpn);
+                }
                 continue;
             }
             if n == self.spp {
@@ -1347,13 +1360,14 @@ impl DataPlane {
             }
         };
         self.host_page_programmed(m, unit, lpn, e.tag, ppn);
-        self.write_due_summary(flash)
+        self.write_due_summary_or_retire(flash, m)
     }
 
     /// Host page `lpn` (looked up as `tag`) was programmed at `ppn` on
     /// `unit`: remap it, invalidate its old copy.
     #[inline(always)]
     fn host_page_programmed<M: Mapper>(&mut self, m: &mut M, unit: usize, lpn: u32, tag: u32, ppn: u32) {
+        self.found_again(lpn);
         let old = m.remap(lpn, tag, ppn);
         if old != UNMAPPED {
             self.invalidate(old);
@@ -1399,7 +1413,10 @@ impl DataPlane {
         first: u32,
     ) -> Result<(), FtlError> {
         match self.lookup(flash, m, lpn)?.ppn {
-            UNMAPPED => flash.buf_zero(buf, first, self.spp)?,
+            UNMAPPED => {
+                self.check_lost(lpn)?;
+                flash.buf_zero(buf, first, self.spp)?
+            }
             ppn => {
                 self.counters.rmw_reads += 1;
                 flash.read(Cause::Host, PageAddr(u64::from(ppn)), 0, self.spp, buf, first, &mut [])?;

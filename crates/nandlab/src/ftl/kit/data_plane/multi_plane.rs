@@ -212,7 +212,7 @@ impl DataPlane {
             let p = self.staged.pages[k];
             self.host_page_programmed(m, unit, p.lpn, p.tag, p.ppn);
         }
-        self.write_due_summary(flash)
+        self.write_due_summary_or_retire(flash, m)
     }
 
     /// A program of the staged row (its first `n` pages, no longer
@@ -327,7 +327,29 @@ impl DataPlane {
         cause: Cause,
         row: &mut GcRow,
     ) -> Result<(), FtlError> {
+        // Which copies' reads were uncorrectable (bit k: copy k).
+        let lost = match self.move_gc_row(flash, cause, row) {
+            // BUG (deliberate): the row is remapped where it failed.
+            Err(FtlError::Flash(FlashError::ProgramFailed)) if self.mutant == Mutant::KeepsFailedCopy => 0,
+            r => r?,
+        };
+        for (k, c) in row.copies[..row.n].iter().enumerate() {
+            if lost >> k & 1 == 1 {
+                self.page_lost(m, victim, c.index, c.src);
+            } else {
+                self.page_moved(m, victim, c.kind, c.index, c.src, c.dst);
+            }
+        }
+        row.n = 0;
+        self.write_due_summary_or_retire(flash, m)
+    }
+
+    /// The flash operations of [`DataPlane::issue_gc_row`]; returns which
+    /// copies (bit k: copy k) were lost to an uncorrectable read.
+    fn move_gc_row(&mut self, flash: &mut dyn Flash, cause: Cause, row: &GcRow) -> Result<u32, FtlError> {
         let copies = &row.copies[..row.n];
+        let mut lost_oobs = [[0u8; OOB_BYTES]; MAX_PLANES_PER_GROUP];
+        let mut lost = 0u32;
         let mut by_copyback = [false; MAX_PLANES_PER_GROUP];
         for (cb, c) in by_copyback.iter_mut().zip(copies) {
             *cb = self.opts.copyback && self.plane_in_die(c.src) == self.plane_in_die(c.dst);
@@ -352,21 +374,38 @@ impl DataPlane {
         let mut reads = [ReadOp { page: PageAddr(0), dst: buf, dst_sector: 0 }; MAX_PLANES_PER_GROUP];
         let mut programs = [ProgramOp { page: PageAddr(0), src: buf, src_sector: 0, oob: &[] }; MAX_PLANES_PER_GROUP];
         let mut n = 0;
-        for (c, _) in copies.iter().zip(&by_copyback).filter(|(_, &b)| !b) {
+        let mut copy_of = [0usize; MAX_PLANES_PER_GROUP];
+        for (k, (c, _)) in copies.iter().zip(&by_copyback).enumerate().filter(|(_, (_, &b))| !b) {
             if c.kind != OOB_DATA {
                 self.move_meta_page(flash, cause, c.src, c.dst, &c.oob)?;
                 continue;
             }
             reads[n] = ReadOp { page: page(c.src), dst: buf, dst_sector: n as u32 * self.spp };
-            programs[n] = ProgramOp { page: page(c.dst), src: buf, src_sector: n as u32 * self.spp, oob: &c.oob };
+            copy_of[n] = k;
             n += 1;
         }
-        if n > 1 && self.one_offset(reads[..n].iter().map(|r| r.page.0 as u32)) {
-            flash.read_multi(cause, &reads[..n])?;
-        } else {
-            for r in &reads[..n] {
-                flash.read(cause, r.page, 0, self.spp, r.dst, r.dst_sector, &mut [])?;
+        let read_one_by_one = if n > 1 && self.one_offset(reads[..n].iter().map(|r| r.page.0 as u32)) {
+            // An uncorrectable page: read them one by one to know which (see lost.rs).
+            match flash.read_multi(cause, &reads[..n]) {
+                Err(FlashError::Uncorrectable) => true,
+                r => r.map(|()| false)?,
             }
+        } else {
+            true
+        };
+        if read_one_by_one {
+            for (i, r) in reads[..n].iter().enumerate() {
+                if self.read_gc_copy(flash, cause, r.page.0 as u32, r.dst_sector)? {
+                    let c = &copies[copy_of[i]];
+                    lost_oobs[i] = self.lost_copy_oob(c.dst, c.index);
+                    lost |= 1 << copy_of[i];
+                }
+            }
+        }
+        for i in 0..n {
+            let c = &copies[copy_of[i]];
+            let oob: &[u8] = if lost >> copy_of[i] & 1 == 1 { &lost_oobs[i] } else { &c.oob };
+            programs[i] = ProgramOp { page: page(c.dst), src: buf, src_sector: i as u32 * self.spp, oob };
         }
         match n {
             0 => {}
@@ -376,10 +415,6 @@ impl DataPlane {
                 flash.program_multi(cause, &programs[..n])?
             }
         }
-        for c in copies {
-            self.page_moved(m, victim, c.kind, c.index, c.src, c.dst);
-        }
-        row.n = 0;
-        self.write_due_summary(flash)
+        Ok(lost)
     }
 }

@@ -11,6 +11,28 @@
 //!   never finds valid data in a block its bad-block scan skips.
 //! - **Erase failure**: the group held nothing valid (it was being
 //!   freed); the failed block leaves it.
+//! - **Failed GC or wear-leveling copy** (a program or copyback into a
+//!   frontier group, or a metadata page moved with its group): the
+//!   destination group is retired as above, then the victim's pages are
+//!   gathered again and copied elsewhere. The copies not yet remapped are
+//!   still valid in the victim (its valid bits are cleared page by page as
+//!   each copy is remapped), so gathering again finds exactly the pages
+//!   still to move; a copy that did program into the failed group is never
+//!   mapped and leaves with the grown bad block. Nothing is lost: the
+//!   victim is erased only after all its pages moved.
+//! - **Failed summary page** (the last row of a group just filled): the
+//!   group is retired as for a failed data program (its data moves out
+//!   at once, since a mount skips the grown bad block and would not find
+//!   it). The FTL's own metadata programs (`page`'s checkpoints and trim
+//!   log, `dftl`'s translation pages) handle their failures themselves,
+//!   with [`DataPlane::retire_failed_groups`] for pages in frontier groups
+//!   and [`DataPlane::release_group`] for the groups they hold.
+//!
+//! Which group failed is read from the flash: the one open (or just
+//! filled) group with a block the flash marks bad that the data plane
+//! does not yet count as bad. A program failure makes its block a grown
+//! bad block at once, and only frontier groups and groups awaiting their
+//! summary are programmed, so that scan is short and exact.
 //!
 //! A failed block leaves its group as a factory bad block does at format
 //! or mount: the group's members are recomputed from the bad-block marks
@@ -21,7 +43,7 @@
 //! `NoSpace` error naming the unit: the data already acknowledged stays
 //! readable.
 
-use super::{DataPlane, GroupState, Mapper, NO_FRONTIER};
+use super::{DataPlane, GroupState, Mapper, NONE, NO_FRONTIER};
 use crate::flash::{Cause, Flash, FlashError};
 use crate::ftl::mutants::Mutant;
 use crate::ftl::{FtlError, IoRequest};
@@ -63,6 +85,57 @@ impl DataPlane {
         // (page: trims whose newest copy the group holds).
         m.before_erase(self, flash, group)?;
         self.drop_bad_members(flash, group, Cause::Gc)
+    }
+
+    /// After a program failed with [`FlashError::ProgramFailed`]: retire
+    /// every open group (a frontier, or a group awaiting its summary) with
+    /// a block that failed (see the module docs).
+    #[cold]
+    pub fn retire_failed_groups<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<(), FtlError> {
+        let mut failed = Vec::new();
+        let open = self.units.iter().flat_map(|u| u.frontier.iter().map(|f| f.group));
+        let awaiting_summary = self.summaries.iter().flat_map(|s| s.group.iter().copied());
+        for group in open.chain(awaiting_summary) {
+            if group != NONE && !failed.contains(&group) && self.has_failed_member(flash, group) {
+                failed.push(group);
+            }
+        }
+        for group in failed {
+            self.retire_after_program_failure(flash, m, group)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a block of `group` failed since the data plane last looked
+    /// at the flash's bad-block marks.
+    fn has_failed_member(&self, flash: &dyn Flash, group: u32) -> bool {
+        let members = self.layout.members(group);
+        members.iter().any(|&b| !self.bad[b as usize] && flash.is_factory_bad(BlockAddr(u64::from(b))))
+    }
+
+    /// Free a group the FTL held for its own metadata (checkpoints, logs;
+    /// see [`DataPlane::take_free_group`]): erased, or, when a program into
+    /// it failed, without its failed block (as [`DataPlane::erase_to_free`]
+    /// otherwise, which would erase a grown bad block).
+    pub fn release_group(&mut self, flash: &mut dyn Flash, group: u32, cause: Cause) -> Result<(), FtlError> {
+        if self.has_failed_member(flash, group) && self.mutant != Mutant::KeepsFailedMetaProgram {
+            return self.drop_bad_members(flash, group, cause);
+        }
+        self.erase_to_free(flash, group, cause)
+    }
+
+    /// After pages were programmed and committed (a host write, a GC
+    /// row): program the summary of a group they completed; if that
+    /// program fails, retire the group (see the module docs).
+    pub(super) fn write_due_summary_or_retire<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+    ) -> Result<(), FtlError> {
+        match self.write_due_summary(flash) {
+            Err(FtlError::Flash(FlashError::ProgramFailed)) => self.retire_failed_groups(flash, m),
+            r => r,
+        }
     }
 
     /// An erase of `group` (emptied, being freed) failed.
@@ -122,5 +195,9 @@ impl DataPlane {
     /// (absent otherwise, so reports without media failures are unchanged).
     pub fn retirement_stats(&self, extra: &mut std::collections::BTreeMap<String, serde_json::Value>) {
         crate::ftl::kit::free_blocks::insert_retired_blocks(extra, self.counters.retired_blocks);
+        if self.counters.media_lost_pages > 0 {
+            let sectors = self.counters.media_lost_pages * u64::from(self.spp);
+            extra.insert("media_lost_sectors".into(), sectors.into());
+        }
     }
 }
