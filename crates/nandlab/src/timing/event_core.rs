@@ -41,8 +41,10 @@
 //! operation. One suspension per die at a time, and never of the program
 //! of the read's own page or the erase of its block.
 
+use super::config::Timing;
 use super::scheduler::{Queued, Scheduler, SchedulerKind};
 use super::transaction::{Transaction, TxDone, TxId, TxKind};
+use crate::nand::Geometry;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -130,6 +132,13 @@ impl FlashCore {
             eligible: Vec::new(),
             counters: CoreCounters::default(),
         }
+    }
+
+    /// A core for a device's geometry and `[timing]` (its suspend flags and latencies).
+    pub fn for_device(g: &Geometry, t: &Timing, scheduler: SchedulerKind) -> FlashCore {
+        let program = t.config.program_suspend.then_some(t.program_suspend_ns);
+        let erase = t.config.erase_suspend.then_some(t.erase_suspend_ns);
+        FlashCore::new(g.channels(), g.dies(), scheduler, program, erase)
     }
 
     pub fn scheduler(&self) -> SchedulerKind {
