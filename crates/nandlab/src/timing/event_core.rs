@@ -60,6 +60,26 @@ struct Running {
     suspended_other: bool,
 }
 
+impl Running {
+    /// `q` dispatched: its channel-in phase starts at `start_ns`, its cell
+    /// phase at `cell_start_ns`.
+    fn of(q: Queued, start_ns: u64, cell_start_ns: u64, suspended_other: bool) -> Running {
+        Running {
+            id: q.id,
+            tx: q.tx,
+            start_ns,
+            cell_start_ns,
+            cell_end_ns: cell_start_ns + q.tx.cell_ns,
+            suspended_other,
+        }
+    }
+
+    /// Its completion at `end_ns`.
+    fn done(&self, end_ns: u64) -> TxDone {
+        TxDone { id: self.id, tag: self.tx.tag, start_ns: self.start_ns, end_ns, suspended_other: self.suspended_other }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct DieState {
     /// Issued, not yet started, oldest first.
@@ -308,17 +328,8 @@ impl FlashCore {
         let q = self.dies[die as usize].queue.remove(i);
         let start = self.channel(q.tx.channel, q.tx.channel_in_ns);
         let cell_start = start + q.tx.channel_in_ns;
-        self.run(
-            die,
-            Running {
-                id: q.id,
-                tx: q.tx,
-                start_ns: start,
-                cell_start_ns: cell_start,
-                cell_end_ns: cell_start + q.tx.cell_ns,
-                suspended_other: false,
-            },
-        );
+        self.counters.dispatched += 1;
+        self.run(die, Running::of(q, start, cell_start, false));
     }
 
     /// A Wake at the earliest future ready time of the die's queue (the
@@ -346,7 +357,6 @@ impl FlashCore {
 
     /// `r` occupies the die; its cell phase ends at `r.cell_end_ns`.
     fn run(&mut self, die: u32, r: Running) {
-        self.counters.dispatched += 1;
         let d = &mut self.dies[die as usize];
         d.generation += 1;
         d.running = Some(r);
@@ -356,29 +366,31 @@ impl FlashCore {
 
     fn cell_end(&mut self, die: u32, out: &mut Vec<TxDone>) {
         let r = self.dies[die as usize].running.expect("a cell phase ends on a running die");
-        let done = EventKind::Done {
-            die: Some(die),
-            id: r.id,
-            tag: r.tx.tag,
-            start_ns: r.start_ns,
-            suspended_other: r.suspended_other,
-        };
         if !r.tx.is_read() {
-            let EventKind::Done { die, id, tag, start_ns, suspended_other } = done else { unreachable!() };
-            return self.complete(TxDone { id, tag, start_ns, end_ns: self.now_ns, suspended_other }, die, out);
+            return self.complete(r.done(self.now_ns), Some(die), out);
         }
         let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
         let end = start + r.tx.channel_out_ns;
-        if let Some((s, left)) = self.dies[die as usize].suspended.take() {
-            // The suspended operation resumes; the data-out overlaps it.
-            let now = self.now_ns;
-            self.run(die, Running { cell_start_ns: now, cell_end_ns: now + left, ..s });
-            self.counters.dispatched -= 1;
-            let EventKind::Done { id, tag, start_ns, suspended_other, .. } = done else { unreachable!() };
-            self.push(end, EventKind::Done { die: None, id, tag, start_ns, suspended_other });
-        } else {
-            self.push(end, done);
-        }
+        let release = match self.dies[die as usize].suspended.take() {
+            Some((s, left)) => {
+                // The suspended operation resumes; the data-out overlaps it.
+                let now = self.now_ns;
+                self.run(die, Running { cell_start_ns: now, cell_end_ns: now + left, ..s });
+                None
+            }
+            None => Some(die),
+        };
+        let d = r.done(end);
+        self.push(
+            end,
+            EventKind::Done {
+                die: release,
+                id: d.id,
+                tag: d.tag,
+                start_ns: d.start_ns,
+                suspended_other: d.suspended_other,
+            },
+        );
     }
 
     /// An eligible read suspends the program or erase in its cell phase on
@@ -416,17 +428,8 @@ impl FlashCore {
         self.dies[die as usize].suspended = Some((running, running.cell_end_ns - arrives));
         self.counters.suspends += 1;
         let cell_start = arrives + suspend_ns;
-        self.run(
-            die,
-            Running {
-                id: q.id,
-                tx: q.tx,
-                start_ns: start,
-                cell_start_ns: cell_start,
-                cell_end_ns: cell_start + q.tx.cell_ns,
-                suspended_other: true,
-            },
-        );
+        self.counters.dispatched += 1;
+        self.run(die, Running::of(q, start, cell_start, true));
     }
 }
 
@@ -538,7 +541,8 @@ mod tests {
         c.run_until(100_000, &mut out);
         c.submit(tx(TxKind::Read, 0, 1, 9, 50_000));
         c.run_to_idle(&mut out);
-        assert_eq!(c.counters().suspends, 1);
+        let n = c.counters();
+        assert_eq!((n.suspends, n.dispatched, n.completed), (1, 2, 2), "a resumption is no new dispatch");
         let read = out.iter().find(|d| d.id == 1).unwrap();
         assert_eq!(read.end_ns - 100_000, 100 + 20_000 + 50_000 + 1_000);
         assert!(read.suspended_other);
