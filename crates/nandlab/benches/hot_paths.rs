@@ -142,5 +142,110 @@ fn config() -> Criterion {
     Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(20)
 }
 
-criterion_group! { name = benches; config = config(); targets = payload, nand_ops, oracle, page_ftl, workload }
+/// The flash timing of a stream of host programs (one 8 KiB page each, on
+/// random dies of `mqsim-default`, arriving every 15 µs: below the 64
+/// dies' program rate, so neither model builds an unbounded backlog) and
+/// one read in eight: the reservation model ([`FlashTiming`]) beside the
+/// discrete-event core under each scheduler. Per transaction timed.
+fn timing(c: &mut Criterion) {
+    use nandlab::flash::{Cause, FlashOp, OpKind};
+    use nandlab::timing::event_core::FlashCore;
+    use nandlab::timing::scheduler::SchedulerKind;
+    use nandlab::timing::transaction::{Transaction, TxClass, TxDone, TxKind};
+    use nandlab::timing::{Breakdown, FlashTiming};
+    const N: u64 = 4096;
+    const GAP_NS: u64 = 15_000;
+    let config = Config::preset("mqsim-default").unwrap();
+    let g = &config.geometry;
+    let t = config.timing.clone().unwrap();
+    let ppb = u64::from(g.pages_per_block());
+    let page_bytes = g.page_size_bytes();
+    // (address, is read) of each request, from a fixed xorshift stream.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let ops: Vec<(u64, bool)> = (0..N)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % (u64::from(g.blocks()) * ppb), i % 8 == 7)
+        })
+        .collect();
+    let mut group = c.benchmark_group("timing");
+    group.throughput(Throughput::Elements(N));
+    group.bench_function("reservation model (FlashTiming)", |b| {
+        b.iter_batched(
+            || {
+                let mut m = FlashTiming::new(g, &t, 1_000_000_000);
+                m.set_enabled(true);
+                m
+            },
+            |mut m| {
+                for (i, &(address, read)) in ops.iter().enumerate() {
+                    let now = i as u64 * GAP_NS;
+                    m.advance(now);
+                    m.begin_epoch(now, i as u64, Breakdown::default());
+                    let kind = if read { OpKind::Read } else { OpKind::Program };
+                    m.observe(&FlashOp {
+                        kind,
+                        cause: Cause::Host,
+                        request_id: Some(i as u64),
+                        op_index: i as u64,
+                        address,
+                        source: None,
+                        planes: 1,
+                        transfer_bytes: page_bytes,
+                        buffer: None,
+                    });
+                    black_box(m.end_epoch());
+                }
+                m
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    for sched in [SchedulerKind::Fifo, SchedulerKind::Mqsim, SchedulerKind::ReadPriority] {
+        group.bench_function(format!("event core, {}", sched.name()), |b| {
+            let xfer = t.channel_ns(u64::from(page_bytes));
+            b.iter_batched(
+                || (FlashCore::for_device(g, &t, sched), Vec::<TxDone>::with_capacity(64)),
+                |(mut core, mut done)| {
+                    for (i, &(address, read)) in ops.iter().enumerate() {
+                        let now = i as u64 * GAP_NS;
+                        done.clear();
+                        core.run_until(now, &mut done);
+                        let block = address / ppb;
+                        let die = g.die_of_block(nandlab::nand::BlockAddr(block));
+                        let plane = g.plane_of_block(nandlab::nand::BlockAddr(block)) % g.planes_per_die();
+                        let (kind, channel_in_ns, cell_ns, channel_out_ns) = if read {
+                            (TxKind::Read, t.command_ns, t.read_ns_by_level[0], xfer)
+                        } else {
+                            (TxKind::Program, t.command_ns + xfer, t.program_ns_by_level[0], 0)
+                        };
+                        core.submit(Transaction {
+                            kind,
+                            class: TxClass::User,
+                            die,
+                            channel: g.channel_of_die(die),
+                            planes_mask: 1 << plane,
+                            page: address,
+                            block,
+                            channel_in_ns,
+                            cell_ns,
+                            channel_out_ns,
+                            ready_ns: now,
+                            after: None,
+                            tag: i as u64,
+                        });
+                    }
+                    core.run_to_idle(&mut done);
+                    (core, done)
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group! { name = benches; config = config(); targets = payload, nand_ops, oracle, page_ftl, workload, timing }
 criterion_main!(benches);

@@ -678,10 +678,18 @@ impl FlashTiming {
         &mut self.flash_series[i]
     }
 
+    /// The cell phase of a read of the page at `address` (tR of its page
+    /// type), ns: the one place a read's duration is computed (a copyback's
+    /// read half included).
+    #[inline]
+    pub fn read_cell_ns(&self, address: u64) -> u64 {
+        self.read_ns_by_page[self.pages_per_block.remainder(address as u32) as usize]
+    }
+
     fn read(&mut self, op: &FlashOp) {
         let plane = self.pages_per_plane.quotient(op.address as u32);
         let (die, ch) = self.place(plane);
-        let t_r = self.read_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
+        let t_r = self.read_cell_ns(op.address);
         let gc = is_gc(op.cause);
         let range = self.plane_range(plane, op.planes);
         let (ready, mut path) = self.ready(None);
@@ -974,7 +982,7 @@ impl FlashTiming {
             OpKind::Copyback => {
                 let plane = self.pages_per_plane.quotient(op.address as u32);
                 let src = op.source.unwrap_or(op.address);
-                let ns = self.read_ns_by_page[self.pages_per_block.remainder(src as u32) as usize]
+                let ns = self.read_cell_ns(src)
                     + self.program_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
                 self.cell_only(op, plane, ns, None);
             }

@@ -67,9 +67,12 @@
 
 pub mod breakdown;
 pub mod config;
+pub mod event_core;
 pub mod flash_model;
+pub mod scheduler;
 pub mod timeline;
 pub mod trace_out;
+pub mod transaction;
 
 pub use breakdown::{Breakdown, Component};
 pub use config::{Timing, TimingConfig, WriteCacheMode};

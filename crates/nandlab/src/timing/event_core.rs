@@ -1,0 +1,552 @@
+//! The discrete-event flash core: transactions queued per die and
+//! dispatched in simulated-time order by a [`SchedulerKind`] policy, with a
+//! first-come first-served channel arbiter and program/erase suspend.
+//!
+//! Design and reasons: `docs/design-notes/timing-core.md`. In short, unlike
+//! the reservation model ([`super::flash_model`]), nothing is booked ahead
+//! of the current time: resource state is a few numbers per channel and die
+//! plus the queues of issued, unstarted work, and an event heap orders what
+//! happens next. A read queued behind a program can then be started first
+//! (by a scheduler that prefers reads) or suspend it.
+//!
+//! # Lifecycle of a transaction
+//!
+//! 1. **Submitted** at the current time into its die's queue, *ready* at
+//!    `ready_ns` and once its dependency (`after`) completed.
+//! 2. **Eligible** when ready and the NAND order allows it (the FTL's
+//!    effects already happened, so the order they assume must hold):
+//!    programs, erases and copybacks keep their issue order per plane; an
+//!    erase overtakes nothing on its planes (GC reads a victim's pages
+//!    before erasing it); a read does not overtake a queued program of its
+//!    page or erase of its block.
+//! 3. **Dispatched** when its die is idle and the scheduler picks it: its
+//!    channel-in phase (command, data-in) starts when the channel is free
+//!    (`max(now, channel free)`, in event order: first come, first served),
+//!    then its cell phase runs on the die.
+//! 4. A read's **data-out** asks for the channel when its cell phase ends;
+//!    the die stays held until the data is out (no cache-read pipelining).
+//! 5. **Completed** (reported in time order): at the end of its data-out
+//!    (reads) or cell phase.
+//!
+//! # Suspend
+//!
+//! When the scheduler allows it ([`Scheduler::suspends_for_reads`]) and the
+//! device can suspend the operation (`[timing]` `program_suspend`,
+//! `erase_suspend`), an eligible read whose die is in the cell phase of a
+//! program or erase with more than the suspend latency left suspends it:
+//! the read's command goes over the channel, then the die spends the
+//! suspend latency and tR on the read, and the suspended operation resumes
+//! with the cell time it had left when the command arrived, so it ends
+//! later by suspend latency + tR; the read's data-out overlaps the resumed
+//! operation. One suspension per die at a time, and never of the program
+//! of the read's own page or the erase of its block.
+
+use super::config::Timing;
+use super::scheduler::{Queued, Scheduler, SchedulerKind};
+use super::transaction::{Transaction, TxDone, TxId, TxKind};
+use crate::nand::Geometry;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// An operation occupying a die.
+#[derive(Copy, Clone, Debug)]
+struct Running {
+    id: TxId,
+    tx: Transaction,
+    start_ns: u64,
+    cell_start_ns: u64,
+    cell_end_ns: u64,
+    /// This read suspended the operation in [`DieState::suspended`].
+    suspended_other: bool,
+}
+
+impl Running {
+    /// `q` dispatched: its channel-in phase starts at `start_ns`, its cell
+    /// phase at `cell_start_ns`.
+    fn of(q: Queued, start_ns: u64, cell_start_ns: u64, suspended_other: bool) -> Running {
+        Running {
+            id: q.id,
+            tx: q.tx,
+            start_ns,
+            cell_start_ns,
+            cell_end_ns: cell_start_ns + q.tx.cell_ns,
+            suspended_other,
+        }
+    }
+
+    /// Its completion at `end_ns`.
+    fn done(&self, end_ns: u64) -> TxDone {
+        TxDone { id: self.id, tag: self.tx.tag, start_ns: self.start_ns, end_ns, suspended_other: self.suspended_other }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct DieState {
+    /// Issued, not yet started, oldest first.
+    queue: Vec<Queued>,
+    running: Option<Running>,
+    /// A program or erase suspended by the running read, and its cell time left.
+    suspended: Option<(Running, u64)>,
+    /// Bumped when a cell phase's end is cancelled (a suspension) or re-timed.
+    generation: u64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// The die may start (or suspend for) something.
+    Wake { die: u32 },
+    /// The cell phase of the die's running operation ends (if `generation` is current).
+    CellEnd { die: u32, generation: u64 },
+    /// A transaction completes; `die` is released if set.
+    Done { die: Option<u32>, id: TxId, tag: u64, start_ns: u64, suspended_other: bool },
+}
+
+/// The core's counters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreCounters {
+    pub dispatched: u64,
+    pub completed: u64,
+    pub suspends: u64,
+}
+
+/// The discrete-event flash core. See the module docs.
+pub struct FlashCore {
+    scheduler: SchedulerKind,
+    /// Suspend latency of a program / an erase, when the device can suspend it.
+    program_suspend_ns: Option<u64>,
+    erase_suspend_ns: Option<u64>,
+    channel_free_ns: Vec<u64>,
+    dies: Vec<DieState>,
+    events: BinaryHeap<Reverse<(u64, u64, EventKind)>>,
+    event_seq: u64,
+    now_ns: u64,
+    next_id: TxId,
+    /// Transactions some queued transaction waits for (few at a time).
+    awaited: Vec<TxId>,
+    eligible: Vec<bool>,
+    counters: CoreCounters,
+}
+
+impl FlashCore {
+    /// A core for `dies` dies on `channels` channels; `program_suspend_ns`
+    /// and `erase_suspend_ns` are the suspend latencies of the operations
+    /// the device can suspend (`None`: it cannot).
+    pub fn new(
+        channels: u32,
+        dies: u32,
+        scheduler: SchedulerKind,
+        program_suspend_ns: Option<u64>,
+        erase_suspend_ns: Option<u64>,
+    ) -> FlashCore {
+        FlashCore {
+            scheduler,
+            program_suspend_ns,
+            erase_suspend_ns,
+            channel_free_ns: vec![0; channels as usize],
+            dies: vec![DieState::default(); dies as usize],
+            events: BinaryHeap::new(),
+            event_seq: 0,
+            now_ns: 0,
+            next_id: 0,
+            awaited: Vec::new(),
+            eligible: Vec::new(),
+            counters: CoreCounters::default(),
+        }
+    }
+
+    /// A core for a device's geometry and `[timing]` (its suspend flags and latencies).
+    pub fn for_device(g: &Geometry, t: &Timing, scheduler: SchedulerKind) -> FlashCore {
+        let program = t.config.program_suspend.then_some(t.program_suspend_ns);
+        let erase = t.config.erase_suspend.then_some(t.erase_suspend_ns);
+        FlashCore::new(g.channels(), g.dies(), scheduler, program, erase)
+    }
+
+    pub fn scheduler(&self) -> SchedulerKind {
+        self.scheduler
+    }
+
+    pub fn counters(&self) -> CoreCounters {
+        self.counters
+    }
+
+    /// The simulated time the core has reached.
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// When the next event happens, if any.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.events.peek().map(|Reverse((t, ..))| *t)
+    }
+
+    /// Nothing queued, running or pending.
+    pub fn is_idle(&self) -> bool {
+        self.events.is_empty() && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none())
+    }
+
+    fn push(&mut self, t: u64, kind: EventKind) {
+        self.event_seq += 1;
+        self.events.push(Reverse((t, self.event_seq, kind)));
+    }
+
+    /// Queue `tx` now (its ready time is at least the current time); a
+    /// dependency on a transaction that already completed is satisfied.
+    pub fn submit(&mut self, mut tx: Transaction) -> TxId {
+        let id = self.next_id;
+        self.next_id += 1;
+        tx.ready_ns = tx.ready_ns.max(self.now_ns);
+        if let Some(d) = tx.after {
+            if self.in_flight(d) {
+                if !self.awaited.contains(&d) {
+                    self.awaited.push(d);
+                }
+            } else {
+                tx.after = None;
+            }
+        }
+        let die = tx.die;
+        self.dies[die as usize].queue.push(Queued { id, tx });
+        if tx.after.is_none() {
+            self.push(tx.ready_ns, EventKind::Wake { die });
+        }
+        id
+    }
+
+    /// Whether `id` is queued or running (not yet completed).
+    fn in_flight(&self, id: TxId) -> bool {
+        self.dies.iter().any(|d| {
+            d.running.is_some_and(|r| r.id == id)
+                || d.suspended.is_some_and(|(r, _)| r.id == id)
+                || d.queue.iter().any(|q| q.id == id)
+        }) || self.events.iter().any(|Reverse((_, _, k))| matches!(k, EventKind::Done { id: i, .. } if *i == id))
+    }
+
+    /// Process every event up to `t_ns` and move the clock there;
+    /// completions go to `out` in time order.
+    pub fn run_until(&mut self, t_ns: u64, out: &mut Vec<TxDone>) {
+        while let Some(&Reverse((t, _, kind))) = self.events.peek() {
+            if t > t_ns {
+                break;
+            }
+            self.events.pop();
+            self.now_ns = self.now_ns.max(t);
+            self.handle(kind, out);
+        }
+        self.now_ns = self.now_ns.max(t_ns);
+    }
+
+    /// Process every event until nothing is left.
+    pub fn run_to_idle(&mut self, out: &mut Vec<TxDone>) {
+        self.run_until(u64::MAX, out);
+    }
+
+    fn handle(&mut self, kind: EventKind, out: &mut Vec<TxDone>) {
+        match kind {
+            EventKind::Wake { die } => self.wake(die),
+            EventKind::CellEnd { die, generation } => {
+                if self.dies[die as usize].generation == generation {
+                    self.cell_end(die, out);
+                }
+            }
+            EventKind::Done { die, id, tag, start_ns, suspended_other } => {
+                self.complete(TxDone { id, tag, start_ns, end_ns: self.now_ns, suspended_other }, die, out)
+            }
+        }
+    }
+
+    fn complete(&mut self, done: TxDone, die: Option<u32>, out: &mut Vec<TxDone>) {
+        self.counters.completed += 1;
+        out.push(done);
+        if let Some(die) = die {
+            self.dies[die as usize].running = None;
+            self.wake(die);
+        }
+        if let Some(i) = self.awaited.iter().position(|&a| a == done.id) {
+            self.awaited.swap_remove(i);
+            self.release_dependents(done.id);
+        }
+    }
+
+    /// Transactions waiting for `id` become ready now (or at their own ready time).
+    fn release_dependents(&mut self, id: TxId) {
+        let now = self.now_ns;
+        let mut wakes = Vec::new();
+        for (die, d) in self.dies.iter_mut().enumerate() {
+            for q in &mut d.queue {
+                if q.tx.after == Some(id) {
+                    q.tx.after = None;
+                    q.tx.ready_ns = q.tx.ready_ns.max(now);
+                    wakes.push((q.tx.ready_ns, die as u32));
+                }
+            }
+        }
+        for (t, die) in wakes {
+            self.push(t, EventKind::Wake { die });
+        }
+    }
+
+    /// Mark which of the die's queued transactions may start now (see the
+    /// module docs); `extra` narrows further (suspension candidates).
+    fn mark_eligible(&mut self, die: u32, extra: impl Fn(&Queued) -> bool) -> bool {
+        let now = self.now_ns;
+        let queue = &self.dies[die as usize].queue;
+        self.eligible.clear();
+        let mut any = false;
+        for (i, q) in queue.iter().enumerate() {
+            let t = &q.tx;
+            let mut ok = t.after.is_none() && t.ready_ns <= now && extra(q);
+            if ok {
+                ok = !queue[..i].iter().any(|o| blocks(&o.tx, t));
+            }
+            any |= ok;
+            self.eligible.push(ok);
+        }
+        any
+    }
+
+    fn wake(&mut self, die: u32) {
+        let d = &self.dies[die as usize];
+        match d.running {
+            None => self.dispatch(die),
+            Some(r) if d.suspended.is_none() && self.scheduler.suspends_for_reads() => self.try_suspend(die, r),
+            Some(_) => {}
+        }
+    }
+
+    /// Start the scheduler's pick on an idle die, or wake it when the next
+    /// queued transaction becomes ready.
+    fn dispatch(&mut self, die: u32) {
+        if self.dies[die as usize].queue.is_empty() {
+            return;
+        }
+        if !self.mark_eligible(die, |_| true) {
+            return self.wake_at_next_ready(die);
+        }
+        let Some(i) = self.scheduler.pick(&self.dies[die as usize].queue, &self.eligible) else {
+            return self.wake_at_next_ready(die);
+        };
+        let q = self.dies[die as usize].queue.remove(i);
+        let start = self.channel(q.tx.channel, q.tx.channel_in_ns);
+        let cell_start = start + q.tx.channel_in_ns;
+        self.counters.dispatched += 1;
+        self.run(die, Running::of(q, start, cell_start, false));
+    }
+
+    /// A Wake at the earliest future ready time of the die's queue (the
+    /// transactions blocked by order or dependencies are woken by completions).
+    fn wake_at_next_ready(&mut self, die: u32) {
+        let now = self.now_ns;
+        let next = self.dies[die as usize]
+            .queue
+            .iter()
+            .filter(|q| q.tx.after.is_none() && q.tx.ready_ns > now)
+            .map(|q| q.tx.ready_ns)
+            .min();
+        if let Some(t) = next {
+            self.push(t, EventKind::Wake { die });
+        }
+    }
+
+    /// The channel for `ns` from now, first come first served: its start.
+    fn channel(&mut self, channel: u32, ns: u64) -> u64 {
+        let free = &mut self.channel_free_ns[channel as usize];
+        let start = (*free).max(self.now_ns);
+        *free = start + ns;
+        start
+    }
+
+    /// `r` occupies the die; its cell phase ends at `r.cell_end_ns`.
+    fn run(&mut self, die: u32, r: Running) {
+        let d = &mut self.dies[die as usize];
+        d.generation += 1;
+        d.running = Some(r);
+        let generation = d.generation;
+        self.push(r.cell_end_ns, EventKind::CellEnd { die, generation });
+    }
+
+    fn cell_end(&mut self, die: u32, out: &mut Vec<TxDone>) {
+        let r = self.dies[die as usize].running.expect("a cell phase ends on a running die");
+        if !r.tx.is_read() {
+            return self.complete(r.done(self.now_ns), Some(die), out);
+        }
+        let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
+        let end = start + r.tx.channel_out_ns;
+        let release = match self.dies[die as usize].suspended.take() {
+            Some((s, left)) => {
+                // The suspended operation resumes; the data-out overlaps it.
+                let now = self.now_ns;
+                self.run(die, Running { cell_start_ns: now, cell_end_ns: now + left, ..s });
+                None
+            }
+            None => Some(die),
+        };
+        let d = r.done(end);
+        self.push(
+            end,
+            EventKind::Done {
+                die: release,
+                id: d.id,
+                tag: d.tag,
+                start_ns: d.start_ns,
+                suspended_other: d.suspended_other,
+            },
+        );
+    }
+
+    /// An eligible read suspends the program or erase in its cell phase on
+    /// the die, if the scheduler, the device and the time left allow.
+    fn try_suspend(&mut self, die: u32, running: Running) {
+        let suspend_ns = match running.tx.kind {
+            TxKind::Program => self.program_suspend_ns,
+            TxKind::Erase => self.erase_suspend_ns,
+            _ => None,
+        };
+        let Some(suspend_ns) = suspend_ns else { return };
+        if self.now_ns < running.cell_start_ns {
+            return;
+        }
+        let (page, block) = (running.tx.page, running.tx.block);
+        let kind = running.tx.kind;
+        let own = move |q: &Queued| {
+            q.tx.is_read()
+                && !(kind == TxKind::Program && q.tx.page == page)
+                && !(kind == TxKind::Erase && q.tx.block == block)
+        };
+        if !self.mark_eligible(die, own) {
+            return;
+        }
+        let Some(i) = self.scheduler.pick(&self.dies[die as usize].queue, &self.eligible) else { return };
+        let q = self.dies[die as usize].queue[i];
+        // The command reaches the die when the channel has carried it.
+        let start = self.channel_free_ns[q.tx.channel as usize].max(self.now_ns);
+        let arrives = start + q.tx.channel_in_ns;
+        if running.cell_end_ns <= arrives || running.cell_end_ns - arrives <= suspend_ns {
+            return;
+        }
+        self.dies[die as usize].queue.remove(i);
+        self.channel(q.tx.channel, q.tx.channel_in_ns);
+        self.dies[die as usize].suspended = Some((running, running.cell_end_ns - arrives));
+        self.counters.suspends += 1;
+        let cell_start = arrives + suspend_ns;
+        self.counters.dispatched += 1;
+        self.run(die, Running::of(q, start, cell_start, true));
+    }
+}
+
+/// Whether the older queued `older` keeps `t` from starting (NAND order:
+/// see the module docs).
+fn blocks(older: &Transaction, t: &Transaction) -> bool {
+    if older.planes_mask & t.planes_mask == 0 {
+        return false;
+    }
+    match t.kind {
+        TxKind::Erase => true,
+        TxKind::Program | TxKind::Copyback => older.kind.writes_array(),
+        TxKind::Read => match older.kind {
+            TxKind::Program | TxKind::Copyback => older.page == t.page,
+            TxKind::Erase => older.block == t.block,
+            TxKind::Read => false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::transaction::TxClass;
+
+    fn tx(kind: TxKind, die: u32, plane: u32, page: u64, cell_ns: u64) -> Transaction {
+        let (channel_in_ns, channel_out_ns) = match kind {
+            TxKind::Read => (100, 1_000),
+            TxKind::Program => (1_100, 0),
+            _ => (100, 0),
+        };
+        Transaction {
+            kind,
+            class: TxClass::User,
+            die,
+            channel: 0,
+            planes_mask: 1 << plane,
+            page,
+            block: page / 4,
+            channel_in_ns,
+            cell_ns,
+            channel_out_ns,
+            ready_ns: 0,
+            after: None,
+            tag: page,
+        }
+    }
+
+    fn run(core: &mut FlashCore) -> Vec<TxDone> {
+        let mut out = Vec::new();
+        core.run_to_idle(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_read_is_command_cell_then_data_out_and_a_program_command_data_in_then_cell() {
+        let mut c = FlashCore::new(1, 2, SchedulerKind::Fifo, None, None);
+        c.submit(tx(TxKind::Read, 0, 0, 0, 50_000));
+        c.submit(tx(TxKind::Program, 1, 0, 8, 400_000));
+        let done = run(&mut c);
+        // Die 0's command first, then die 1's command and data-in (channel shared).
+        assert_eq!(done[0].end_ns, 100 + 50_000 + 1_000);
+        assert_eq!(done[1].start_ns, 100);
+        assert_eq!(done[1].end_ns, 100 + 1_100 + 400_000);
+        assert!(c.is_idle());
+    }
+
+    #[test]
+    fn the_channel_serves_data_outs_first_come_first_served() {
+        let mut c = FlashCore::new(1, 2, SchedulerKind::Fifo, None, None);
+        c.submit(tx(TxKind::Read, 0, 0, 0, 50_000));
+        c.submit(tx(TxKind::Read, 1, 0, 8, 50_000));
+        let done = run(&mut c);
+        let ends: Vec<u64> = done.iter().map(|d| d.end_ns).collect();
+        // The second command follows the first; its tR ends at 50.2 us,
+        // while the first data-out holds the channel until 51.1 us.
+        assert_eq!(ends, [100 + 50_000 + 1_000, 100 + 50_000 + 1_000 + 1_000]);
+    }
+
+    #[test]
+    fn a_dependent_program_starts_after_the_read_it_waits_for() {
+        let mut c = FlashCore::new(2, 2, SchedulerKind::Fifo, None, None);
+        let r = c.submit(tx(TxKind::Read, 0, 0, 0, 50_000));
+        let mut p = tx(TxKind::Program, 1, 0, 8, 400_000);
+        p.channel = 1;
+        p.after = Some(r);
+        c.submit(p);
+        let done = run(&mut c);
+        assert_eq!(done[1].start_ns, done[0].end_ns);
+    }
+
+    #[test]
+    fn a_read_never_overtakes_the_program_of_its_page_nor_the_erase_of_its_block() {
+        for sched in [SchedulerKind::Mqsim, SchedulerKind::ReadPriority] {
+            let mut c = FlashCore::new(1, 1, sched, None, None);
+            c.submit(tx(TxKind::Erase, 0, 0, 0, 3_000_000)); // block 0
+            c.submit(tx(TxKind::Program, 0, 0, 0, 400_000)); // page 0
+            c.submit(tx(TxKind::Read, 0, 0, 0, 50_000)); // page 0
+            let order: Vec<u64> = run(&mut c).iter().map(|d| d.id.into()).collect();
+            assert_eq!(order, [0, 1, 2], "{sched:?}");
+        }
+    }
+
+    #[test]
+    fn a_suspended_program_ends_later_by_suspend_latency_and_tr() {
+        let mut c = FlashCore::new(1, 1, SchedulerKind::ReadPriority, Some(20_000), None);
+        c.submit(tx(TxKind::Program, 0, 0, 4, 400_000));
+        let mut out = Vec::new();
+        c.run_until(100_000, &mut out);
+        c.submit(tx(TxKind::Read, 0, 1, 9, 50_000));
+        c.run_to_idle(&mut out);
+        let n = c.counters();
+        assert_eq!((n.suspends, n.dispatched, n.completed), (1, 2, 2), "a resumption is no new dispatch");
+        let read = out.iter().find(|d| d.id == 1).unwrap();
+        assert_eq!(read.end_ns - 100_000, 100 + 20_000 + 50_000 + 1_000);
+        assert!(read.suspended_other);
+        let program = out.iter().find(|d| d.id == 0).unwrap();
+        assert_eq!(program.end_ns, 1_100 + 400_000 + 20_000 + 50_000);
+    }
+}
