@@ -606,7 +606,8 @@ mod tests {
     }
 
     fn reopen(path: &Path, config: &Config, factory: FtlFactory) -> Opened {
-        open(path, config, factory, None, 20, 1 << 20, ViolationPolicy::Continue).unwrap_or_else(|e| panic!("{e:?}"))
+        open(path, config, factory, None, 20, 1 << 20, ViolationPolicy::Continue, false)
+            .unwrap_or_else(|e| panic!("{e:?}"))
     }
 
     fn write(d: &mut ServeDrive, offset_bytes: u64, data: &[u8]) {
