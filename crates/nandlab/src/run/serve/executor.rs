@@ -24,6 +24,10 @@ use crate::oracle::crash_checker::{CrashHistory, PendingOp};
 use crate::run::{RunError, Session};
 use std::borrow::Cow;
 
+/// Writes and trims a power-cut history keeps before the drive flushes on
+/// its own (about 40 MiB of log; see [`ServeDrive::flush_on_its_own`]).
+pub const PENDING_OPS_MAX: usize = 1 << 20;
+
 /// Sectors per host request to the FTL (a longer command is split).
 pub const CHUNK_SECTORS: u32 = 8192;
 
@@ -73,19 +77,40 @@ pub struct ServeDrive {
     /// The flash this drive was mounted from (a drive file's, kept for
     /// `--timed`: the timed device mounts it too).
     origin: Option<crate::nand::Nand>,
+    /// See [`ServeDrive::flush_on_its_own`].
+    pending_ops_max: usize,
+    flushes_on_its_own: u64,
 }
 
 impl ServeDrive {
     pub fn new(session: Session, stale_bytes_max: u64, policy: ViolationPolicy) -> ServeDrive {
         let sector_bytes = session.host().bytes(1);
         let bytes = ByteStore::new(sector_bytes as u32, stale_bytes_max);
-        ServeDrive { session, bytes, policy, sector_bytes, history: None, origin: None }
+        ServeDrive {
+            session,
+            bytes,
+            policy,
+            sector_bytes,
+            history: None,
+            origin: None,
+            pending_ops_max: PENDING_OPS_MAX,
+            flushes_on_its_own: 0,
+        }
     }
 
     /// A drive whose bytes were kept by another run (`serve --drive`).
     pub fn with_bytes(session: Session, bytes: ByteStore, policy: ViolationPolicy) -> ServeDrive {
         let sector_bytes = session.host().bytes(1);
-        ServeDrive { session, bytes, policy, sector_bytes, history: None, origin: None }
+        ServeDrive {
+            session,
+            bytes,
+            policy,
+            sector_bytes,
+            history: None,
+            origin: None,
+            pending_ops_max: PENDING_OPS_MAX,
+            flushes_on_its_own: 0,
+        }
     }
 
     /// Keep `nand`, the flash this drive was mounted from, for the timed
@@ -162,6 +187,14 @@ impl ServeDrive {
     }
 
     fn run(&mut self, cmd: Command) -> Result<Vec<u8>, RunError> {
+        let answer = self.run_command(cmd);
+        if self.history.as_ref().is_some_and(|h| h.pending().len() >= self.pending_ops_max) {
+            self.flush_on_its_own();
+        }
+        answer
+    }
+
+    fn run_command(&mut self, cmd: Command) -> Result<Vec<u8>, RunError> {
         match cmd {
             Command::Read { offset_bytes, length_bytes } => self.read_bytes(offset_bytes, u64::from(length_bytes)),
             Command::Write { offset_bytes, data, fua } => {
@@ -179,6 +212,36 @@ impl ServeDrive {
                 self.flush_if(fua)
             }
         }
+    }
+
+    /// With `--power-cut-on-exit` the writes and trims since the client's
+    /// last flush are kept, for the next run to check its recovery
+    /// against; a client that never flushes would grow that log without
+    /// bound. So after [`PENDING_OPS_MAX`] of them the drive flushes on its
+    /// own, as a drive's write-back cache writes back when it likes: what
+    /// was acknowledged becomes durable and the log starts over. (The
+    /// checking then covers the writes since that flush.)
+    fn flush_on_its_own(&mut self) {
+        let drive = self.session.drive_mut();
+        match drive.flush() {
+            Ok(()) => {
+                self.flushes_on_its_own += 1;
+                if let Some(h) = &mut self.history {
+                    h.record(None, true, None);
+                }
+            }
+            Err(e) => drive.ftl_error("the drive's own flush of a long unflushed log", e),
+        }
+    }
+
+    /// Flushes the drive made on its own (see [`ServeDrive::flush_on_its_own`]).
+    pub fn flushes_on_its_own(&self) -> u64 {
+        self.flushes_on_its_own
+    }
+
+    /// Lower the bound on the unflushed log (tests).
+    pub fn set_pending_ops_max(&mut self, ops: usize) {
+        self.pending_ops_max = ops.max(1);
     }
 
     fn flush_if(&mut self, flush: bool) -> Result<Vec<u8>, RunError> {
@@ -391,6 +454,25 @@ mod tests {
 
     fn read(d: &mut ServeDrive, offset_bytes: u64, length_bytes: u32) -> Answer {
         d.execute(Command::Read { offset_bytes, length_bytes })
+    }
+
+    /// A client that never flushes does not grow the power-cut history
+    /// without bound: past the bound the drive flushes on its own (not
+    /// counted as the host's flushes), and the log starts over.
+    #[test]
+    fn a_client_that_never_flushes_keeps_the_unflushed_log_bounded() {
+        // optr acknowledges writes as volatile (page's are durable at once).
+        let mut d = drive("optr", None, ViolationPolicy::Continue);
+        d.track_power_cut(Guarantee::Optr);
+        d.set_pending_ops_max(4);
+        for i in 0..10 {
+            assert!(write(&mut d, i * 4096, &pattern(4096, i)).result.is_ok());
+            assert!(d.power_cut_history().unwrap().pending().len() < 4, "after write {i}");
+        }
+        assert_eq!(d.flushes_on_its_own(), 2);
+        assert_eq!(d.session().host().counters().flush_requests, 0);
+        assert!(read(&mut d, 0, 40960).result.is_ok());
+        assert_eq!(d.session().drive().flash().log().errors(), 0);
     }
 
     #[test]

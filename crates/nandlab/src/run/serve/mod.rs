@@ -165,6 +165,10 @@ pub struct ServeCounters {
     pub commands_refused: u64,
     /// Commands answered with an error because of a violation or a failed FTL.
     pub commands_failed: u64,
+    /// Flushes the drive made on its own: with `--power-cut-on-exit`, after
+    /// a long run of writes the client never flushed (see
+    /// `executor::PENDING_OPS_MAX`).
+    pub flushes_on_its_own: u64,
     pub bytes: ByteStoreStats,
     /// Why the server stopped.
     pub stopped_by: String,
@@ -536,6 +540,7 @@ fn finish(
 ) -> ServeReport {
     let (seed, remount_verify) = (opts.seed, opts.remount_verify && opts.at_exit != AtExit::PowerCut);
     counters.bytes = drive.bytes().stats().clone();
+    counters.flushes_on_its_own = drive.flushes_on_its_own();
     let session = drive.session_mut();
     let end = WorkloadEnd::take(session, started);
     let stopped_early = session.ftl_failed().then(|| "the FTL returned an error".to_string());
