@@ -84,18 +84,8 @@ pub struct ServeDrive {
 
 impl ServeDrive {
     pub fn new(session: Session, stale_bytes_max: u64, policy: ViolationPolicy) -> ServeDrive {
-        let sector_bytes = session.host().bytes(1);
-        let bytes = ByteStore::new(sector_bytes as u32, stale_bytes_max);
-        ServeDrive {
-            session,
-            bytes,
-            policy,
-            sector_bytes,
-            history: None,
-            origin: None,
-            pending_ops_max: PENDING_OPS_MAX,
-            flushes_on_its_own: 0,
-        }
+        let bytes = ByteStore::new(session.host().bytes(1) as u32, stale_bytes_max);
+        ServeDrive::with_bytes(session, bytes, policy)
     }
 
     /// A drive whose bytes were kept by another run (`serve --drive`).

@@ -298,14 +298,13 @@ pub fn export(name: &str, size_bytes: u64, block_min_bytes: u32, page_bytes: u32
 /// (connections, violations, live counters) go to `log`.
 pub fn run(
     config: &Config,
-    drive: ServeDrive,
+    mut drive: ServeDrive,
     listener: Listener,
     opts: &ServeOptions,
     log: &mut dyn FnMut(&str),
 ) -> Result<(ServeReport, ServeDrive), RunError> {
     let started = Instant::now();
     let cpu_start = resources::cpu_seconds();
-    let mut drive = drive;
     let mut pacer =
         if opts.timed { Some(Pacer::new(config, opts.seed, started, drive.take_timing_origin())?) } else { None };
     let export = export(&opts.export_name, drive.size_bytes(), opts.block_min_bytes, config.geometry.page_size_bytes());
