@@ -32,12 +32,19 @@ impl OptrFtl {
 
     /// A free block of unit `u`, erased.
     pub(super) fn take_block(&mut self, flash: &mut dyn Flash, u: usize) -> Result<u32, FtlError> {
-        let b =
-            self.free[u].pop_front().ok_or_else(|| FtlError::NoSpace(format!("optr: plane {u} has no free block")))?;
+        let b = self.free[u].pop_front().ok_or_else(|| self.no_free_block(u))?;
         if self.state[b as usize] == (State::Free { dirty: true }) {
             match flash.erase(Cause::Gc, self.ba(b)) {
                 Ok(()) => {}
-                Err(FlashError::EraseFailed | FlashError::BadBlock) => {
+                Err(FlashError::EraseFailed) => {
+                    if self.mutant == Mutant::ReusesFailedBlock {
+                        self.free[u].push_back(b); // BUG (deliberate): taken again, erased again
+                    } else {
+                        self.retire_block(b); // see `media.rs`
+                    }
+                    return self.take_block(flash, u);
+                }
+                Err(FlashError::BadBlock) => {
                     self.state[b as usize] = State::Bad;
                     return self.take_block(flash, u);
                 }
@@ -49,7 +56,20 @@ impl OptrFtl {
         Ok(b)
     }
 
+    /// The error of unit `u` out of free blocks, with its bad blocks
+    /// (factory and retired) counted: each plane holds its own logical
+    /// pages, so one plane short of blocks stops the drive.
+    #[cold]
+    fn no_free_block(&self, u: usize) -> FtlError {
+        let bpp = self.g.blocks_per_plane();
+        let bad = (0..bpp).filter(|&i| self.state[self.g.block_addr(u as u32, i).0 as usize] == State::Bad).count();
+        let what = if bad > 0 { format!(" ({bad} of its {bpp} blocks are bad)") } else { String::new() };
+        FtlError::NoSpace(format!("optr: plane {u} has no free block{what}"))
+    }
+
     /// Append a data page to unit `u`'s host or GC chain; returns its ppn.
+    /// A failed program retires the chain's block and programs the page
+    /// again in the next one (see `media.rs`).
     pub(super) fn append(
         &mut self,
         flash: &mut dyn Flash,
@@ -60,17 +80,29 @@ impl OptrFtl {
         size: u32,
         lpn: u32,
     ) -> Result<u32, FtlError> {
-        let (block, page) = {
-            let ch = if gc { &self.gc[u] } else { &self.host[u] };
-            (ch.block, ch.page)
-        };
-        let ppn = block * self.ppb + page;
         let (kind, cause) = if gc { (K_GC, Cause::Gc) } else { (K_DATA, Cause::Host) };
         let o = oob(kind, wid, size, lpn);
-        match src {
-            Ok((buf, at)) => flash.program(cause, self.pa(ppn), buf, at, &o)?,
-            Err(from) => flash.copyback(cause, self.pa(from), self.pa(ppn), Some(&o))?,
-        }
+        let (block, ppn) = loop {
+            let (block, page) = {
+                let ch = if gc { &self.gc[u] } else { &self.host[u] };
+                (ch.block, ch.page)
+            };
+            let ppn = block * self.ppb + page;
+            let r = match src {
+                Ok((buf, at)) => flash.program(cause, self.pa(ppn), buf, at, &o),
+                Err(from) => flash.copyback(cause, self.pa(from), self.pa(ppn), Some(&o)),
+            };
+            match r {
+                Ok(()) => break (block, ppn),
+                Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedProgram => {
+                    // BUG (deliberate): the block is retired, but the page stays mapped where it failed.
+                    self.retire_chain_block(flash, u, gc)?;
+                    return Ok(ppn);
+                }
+                Err(FlashError::ProgramFailed) => self.retire_chain_block(flash, u, gc)?,
+                Err(e) => return Err(e.into()),
+            }
+        };
         self.epoch_of[block as usize] = self.epoch;
         let ch = if gc { &mut self.gc[u] } else { &mut self.host[u] };
         ch.page += 1;
@@ -94,7 +126,17 @@ impl OptrFtl {
             *slot = SummaryEntry { wid: U64Le::new(w), size: U32Le::new(s), lpn: U32Le::new(l) };
         }
         let ppn = block * self.ppb + self.ppb - 1;
-        flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_SUMMARY, 0, next, 0))?;
+        match flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_SUMMARY, 0, next, 0)) {
+            Ok(()) => {}
+            // BUG (deliberate): the block is sealed as if its summary were there; GC erases it later.
+            Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedMetaProgram => {}
+            Err(FlashError::ProgramFailed) => {
+                // The block is full of data but bad: retired, its data moved out (see `media.rs`).
+                self.retire_block(block);
+                return self.move_valid_pages(flash, block);
+            }
+            Err(e) => return Err(e.into()),
+        }
         self.c.summary_pages += 1;
         self.state[block as usize] = State::Sealed;
         Ok(())

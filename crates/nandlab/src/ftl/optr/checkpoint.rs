@@ -6,32 +6,52 @@ use super::*;
 use crate::ftl::kit::wire::{array_mut, view_mut, U32Le, U64Le};
 
 impl OptrFtl {
-    /// The next page of the metadata log (None when it is full).
+    /// The next page of the metadata log (None when it is full, or when
+    /// erasing its next block failed: see `media.rs`).
     pub(super) fn log_page(&mut self, flash: &mut dyn Flash) -> Result<Option<u32>, FtlError> {
-        let total = self.log.len() as u32 * self.ppb;
-        if self.log_pos >= total {
+        if self.log_pos >= self.log_pages_total() {
             return Ok(None);
         }
         let (i, p) = ((self.log_pos / self.ppb) as usize, self.log_pos % self.ppb);
         if p == 0 && !self.log_fresh[i] {
-            flash.erase(Cause::Metadata, self.ba(self.log[i]))?;
+            match flash.erase(Cause::Metadata, self.ba(self.log[i])) {
+                Ok(()) => {}
+                Err(FlashError::EraseFailed) => {
+                    self.metadata_block_failed(flash, self.log[i])?;
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            }
             self.log_fresh[i] = true;
         }
         self.log_pos += 1;
         Ok(Some(self.log[i] * self.ppb + p))
     }
 
-    pub(super) fn log_pages_left(&self) -> u32 {
-        (self.log.len() as u32 * self.ppb).saturating_sub(self.log_pos)
+    pub(super) fn log_pages_total(&self) -> u32 {
+        self.log.len() as u32 * self.ppb
     }
 
-    /// Write a metadata page to the log (`None`: the log is full).
+    pub(super) fn log_pages_left(&self) -> u32 {
+        self.log_pages_total().saturating_sub(self.log_pos)
+    }
+
+    /// Write a metadata page to the log (`None`: the log is full, or one
+    /// of its blocks failed and the next checkpoint must be a full one).
     pub(super) fn log_write(&mut self, flash: &mut dyn Flash, kind: u8, d: &[u8]) -> Result<Option<()>, FtlError> {
         let Some(ppn) = self.log_page(flash)? else { return Ok(None) };
         let seq = self.meta_seq;
         self.meta_seq += 1;
-        flash.program_meta(Cause::Metadata, self.pa(ppn), d, &oob(kind, seq, 0, 0))?;
-        Ok(Some(()))
+        match flash.program_meta(Cause::Metadata, self.pa(ppn), d, &oob(kind, seq, 0, 0)) {
+            Ok(()) => Ok(Some(())),
+            // BUG (deliberate): taken as written; the log goes on programming the failed block.
+            Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedMetaProgram => Ok(Some(())),
+            Err(FlashError::ProgramFailed) => {
+                self.metadata_block_failed(flash, ppn / self.ppb)?;
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(super) fn write_records(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
@@ -47,7 +67,7 @@ impl OptrFtl {
                 *slot = r.emit();
             }
             if self.log_write(flash, K_RECORDS, &d)?.is_none() {
-                // The log is full: a checkpoint (which makes every record moot) instead.
+                // The log is full (or failed): a checkpoint (which makes every record moot) instead.
                 return self.checkpoint(flash);
             }
             self.c.record_pages += 1;
@@ -99,9 +119,10 @@ impl OptrFtl {
     pub(super) fn checkpoint(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         self.records.clear(); // they concern requests the checkpoint now holds
         let pages = self.incremental_pages();
-        if pages <= self.log_pages_left() && pages <= Self::full_pages_of(&self.g, self.lpns) {
-            self.write_incremental(flash)?;
-        } else {
+        let incremental =
+            !self.full_pending && pages <= self.log_pages_left() && pages <= Self::full_pages_of(&self.g, self.lpns);
+        // (An incremental checkpoint whose log block failed is written again as a full one.)
+        if !incremental || !self.write_incremental(flash)? {
             self.write_full(flash)?;
         }
         self.dirty_map.fill(0);
@@ -113,8 +134,9 @@ impl OptrFtl {
     /// The map entries changed since the last checkpoint, in entry pages
     /// and, the last ones, in the seal page itself: a page program is
     /// atomic to recovery (a torn page does not read), so the seal needs no
-    /// page of its own.
-    pub(super) fn write_incremental(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+    /// page of its own. `false` when a log block failed (see `media.rs`):
+    /// the checkpoint is not written.
+    pub(super) fn write_incremental(&mut self, flash: &mut dyn Flash) -> Result<bool, FtlError> {
         let per = (self.g.page_size_bytes() as usize - HEADER) / 8;
         let mut in_pages = self.dirty_count.saturating_sub(self.seal_capacity());
         let mut d = vec![0xffu8; self.g.page_size_bytes() as usize];
@@ -133,7 +155,9 @@ impl OptrFtl {
                     MapEntry { lpn: U32Le::new(lpn), ppn: U32Le::new(self.l2p[lpn as usize]) };
                 (n, in_pages) = (n + 1, in_pages - 1);
                 if n == per || in_pages == 0 {
-                    self.write_inc_page(flash, &mut d, n)?;
+                    if !self.write_inc_page(flash, &mut d, n)? {
+                        return Ok(false);
+                    }
                     n = 0;
                 }
             }
@@ -147,24 +171,47 @@ impl OptrFtl {
         for (slot, &(lpn, ppn)) in array_mut::<MapEntry>(&mut seal, at + 4, in_seal.len()).iter_mut().zip(&in_seal) {
             *slot = MapEntry { lpn: U32Le::new(lpn), ppn: U32Le::new(ppn) };
         }
-        self.log_write(flash, K_SEAL, &seal)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
+        if self.log_write(flash, K_SEAL, &seal)?.is_none() {
+            return Ok(false);
+        }
         self.c.seal_pages += 1;
-        Ok(())
+        Ok(true)
     }
 
-    pub(super) fn write_inc_page(&mut self, flash: &mut dyn Flash, d: &mut [u8], n: usize) -> Result<(), FtlError> {
+    /// An entry page of an incremental checkpoint (`false`: a log block failed).
+    pub(super) fn write_inc_page(&mut self, flash: &mut dyn Flash, d: &mut [u8], n: usize) -> Result<bool, FtlError> {
         put_header(d, &[n as u32]);
-        self.log_write(flash, K_INC, d)?.ok_or_else(|| FtlError::NoSpace("optr: metadata log full".into()))?;
+        if self.log_write(flash, K_INC, d)?.is_none() {
+            return Ok(false);
+        }
         self.c.inc_pages += 1;
         d.fill(0xff);
-        Ok(())
+        Ok(true)
     }
 
-    /// A full checkpoint into the older area, sealed; then the log restarts.
+    /// A full checkpoint into the older area, sealed; then the log
+    /// restarts. A block of the area that fails is retired and the
+    /// checkpoint written again in the new layout (see `media.rs`).
     pub(super) fn write_full(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        loop {
+            match self.try_write_full(flash) {
+                Ok(()) => return Ok(()),
+                Err((block, FlashError::EraseFailed | FlashError::ProgramFailed))
+                    if self.mutant != Mutant::KeepsFailedMetaProgram =>
+                {
+                    self.metadata_block_failed(flash, block)?
+                }
+                Err((_, e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// [`Self::write_full`] once; an error names the block it failed on.
+    fn try_write_full(&mut self, flash: &mut dyn Flash) -> Result<(), (u32, FlashError)> {
         let target = 1 - self.full_area;
         for i in 0..self.area[target].len() {
-            flash.erase(Cause::Metadata, self.ba(self.area[target][i]))?;
+            let b = self.area[target][i];
+            flash.erase(Cause::Metadata, self.ba(b)).map_err(|e| (b, e))?;
         }
         let per = (self.g.page_size_bytes() as usize - HEADER) / 4;
         let pages = Self::full_pages_of(&self.g, self.lpns);
@@ -179,18 +226,28 @@ impl OptrFtl {
                 *slot = U32Le::new(e);
             }
             let ppn = self.area_page(target, i as u32);
-            flash.program_meta(Cause::Metadata, self.pa(ppn), &d, &oob(K_FULL, seq, i as u32, 0))?;
+            self.program_area_page(flash, ppn, &d, &oob(K_FULL, seq, i as u32, 0))?;
             self.c.full_pages += 1;
         }
         let seal = self.seal_bytes(seq);
         let ppn = self.area_page(target, pages);
-        flash.program_meta(Cause::Metadata, self.pa(ppn), &seal, &oob(K_SEAL, seq, 0, 0))?;
+        self.program_area_page(flash, ppn, &seal, &oob(K_SEAL, seq, 0, 0))?;
         self.c.full_pages += 1;
         self.full_area = target;
+        self.full_pending = false;
         // The log's content is older than this checkpoint: reuse it from the start.
         self.log_pos = 0;
         self.log_fresh.fill(false);
         Ok(())
+    }
+
+    /// Program a page of a full-checkpoint area; an error names its block.
+    fn program_area_page(&self, flash: &mut dyn Flash, ppn: u32, d: &[u8], o: &[u8]) -> Result<(), (u32, FlashError)> {
+        match flash.program_meta(Cause::Metadata, self.pa(ppn), d, o) {
+            // BUG (deliberate): taken as written; the area is erased and programmed again later.
+            Err(FlashError::ProgramFailed) if self.mutant == Mutant::KeepsFailedMetaProgram => Ok(()),
+            r => r.map_err(|e| (ppn / self.ppb, e)),
+        }
     }
 
     pub(super) fn area_page(&self, area: usize, i: u32) -> u32 {

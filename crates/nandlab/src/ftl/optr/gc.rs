@@ -61,18 +61,16 @@ impl OptrFtl {
             return Ok(false);
         }
         self.c.gc_runs += 1;
-        let first = v * self.ppb;
-        let mut o = [0u8; OOB_BYTES];
-        for src in first..first + self.ppb - 1 {
-            if self.valid[(src / 64) as usize] & (1 << (src % 64)) == 0 {
-                continue;
+        self.move_valid_pages(flash, v)?;
+        match flash.erase(Cause::Gc, self.ba(v)) {
+            Ok(()) => {}
+            Err(FlashError::EraseFailed) if self.mutant != Mutant::ReusesFailedBlock => {
+                self.retire_block(v); // it held nothing valid any more (see `media.rs`)
+                return Ok(true);
             }
-            flash.read_oob(Cause::Gc, self.pa(src), &mut o)?;
-            let (_, wid, size, lpn) = unoob(&o);
-            let dst = self.append(flash, u, true, Err(src), wid, size & !TRIM_FLAG, lpn)?;
-            self.set_map(lpn, dst);
+            Err(FlashError::EraseFailed) => {} // BUG (deliberate): back to the free pool
+            Err(e) => return Err(e.into()),
         }
-        flash.erase(Cause::Gc, self.ba(v))?;
         self.state[v as usize] = State::Free { dirty: false };
         self.free[u].push_back(v);
         Ok(true)

@@ -122,6 +122,7 @@ mod chains;
 mod checkpoint;
 mod gc;
 mod layout;
+mod media;
 mod recovery;
 
 use super::mutants::Mutant;
@@ -217,6 +218,8 @@ struct Counters {
     internal_flushes: u64,
     recoveries: u64,
     rolled_back_requests: u64,
+    /// Blocks retired after a failed program or erase (media reliability).
+    retired_blocks: u64,
 }
 
 /// The OPTR FTL. See the module docs.
@@ -269,6 +272,9 @@ pub struct OptrFtl {
     /// A host request is being served: no checkpoint may cut it in two.
     in_request: bool,
     deferred_flush: bool,
+    /// A reserved block failed: the layout changed, so the next checkpoint
+    /// is a full one (see `media.rs`).
+    full_pending: bool,
     /// A deliberate bug (checker tests; see [`Mutant`]).
     mutant: Mutant,
     c: Counters,
@@ -366,6 +372,7 @@ impl OptrFtl {
             in_gc: false,
             in_request: false,
             deferred_flush: false,
+            full_pending: false,
             mutant,
             c: Counters::default(),
             g,
@@ -450,31 +457,11 @@ impl OptrFtl {
         self.dirty_count = 0;
         self.records.clear();
         self.deferred_flush = false;
-        let bpp = self.g.blocks_per_plane();
-        let mut reserved = Vec::new();
-        let want = self.area[0].len() * 2 + self.log.len();
-        'outer: for depth in 0..bpp {
-            for plane in 0..self.units {
-                if reserved.len() == want {
-                    break 'outer;
-                }
-                let b = self.g.block_addr(plane, bpp - 1 - depth).0 as u32;
-                if !flash.is_factory_bad(self.ba(b)) {
-                    reserved.push(b);
-                }
-            }
-        }
-        if reserved.len() < want {
-            return Err(FtlError::NoSpace("optr: not enough good blocks for metadata".into()));
-        }
-        let n = self.area[0].len();
-        self.area = [reserved[..n].to_vec(), reserved[n..2 * n].to_vec()];
-        self.log = reserved[2 * n..].to_vec();
+        self.full_pending = false;
+        let reserved = self.pick_reserved(flash)?;
+        self.set_reserved(reserved);
         self.log_fresh = vec![false; self.log.len()];
         self.log_pos = 0;
-        for &b in &reserved {
-            self.state[b as usize] = State::Reserved;
-        }
         for b in 0..blocks as u32 {
             if flash.is_factory_bad(self.ba(b)) {
                 self.state[b as usize] = State::Bad;
@@ -494,6 +481,41 @@ impl OptrFtl {
         }
         self.tmp = Some(flash.buf_alloc(self.spp)?);
         Ok(())
+    }
+
+    /// The reserved metadata blocks, spread over planes: the highest good
+    /// blocks of each, in turn (a mount makes the same choice from the
+    /// flash's bad-block marks; see `media.rs` for a reserved block that
+    /// fails).
+    fn pick_reserved(&self, flash: &dyn Flash) -> Result<Vec<u32>, FtlError> {
+        let bpp = self.g.blocks_per_plane();
+        let mut reserved = Vec::new();
+        let want = self.area[0].len() * 2 + self.log.len();
+        'outer: for depth in 0..bpp {
+            for plane in 0..self.units {
+                if reserved.len() == want {
+                    break 'outer;
+                }
+                let b = self.g.block_addr(plane, bpp - 1 - depth).0 as u32;
+                if !flash.is_factory_bad(self.ba(b)) {
+                    reserved.push(b);
+                }
+            }
+        }
+        if reserved.len() < want {
+            return Err(FtlError::NoSpace("optr: not enough good blocks for metadata".into()));
+        }
+        Ok(reserved)
+    }
+
+    /// Assign the reserved blocks: full-checkpoint areas A and B, then the log.
+    fn set_reserved(&mut self, reserved: Vec<u32>) {
+        let n = self.area[0].len();
+        self.area = [reserved[..n].to_vec(), reserved[n..2 * n].to_vec()];
+        self.log = reserved[2 * n..].to_vec();
+        for &b in &reserved {
+            self.state[b as usize] = State::Reserved;
+        }
     }
 
     fn request_pages(&self, lba: u64, sectors: u64) -> Vec<(u32, u32, u32, u32)> {
@@ -555,7 +577,11 @@ impl Ftl for OptrFtl {
             }
             match self.l2p[lpn as usize] {
                 UNMAPPED => flash.buf_zero(req.buf, at, n)?,
-                ppn => flash.read(Cause::Host, self.pa(ppn), in_page, n, req.buf, at, &mut [])?,
+                ppn => match flash.read(Cause::Host, self.pa(ppn), in_page, n, req.buf, at, &mut []) {
+                    // An uncorrectable read is the host's read error.
+                    Err(FlashError::Uncorrectable) if self.mutant == Mutant::IgnoresUncorrectableRead => {} // BUG (deliberate)
+                    r => r?,
+                },
             }
         }
         Ok(())
@@ -700,6 +726,7 @@ impl Ftl for OptrFtl {
         ] {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
+        super::kit::free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
         FtlStats {
             gc_runs: c.gc_runs,
             dram_bytes: u64::from(self.lpns) * 4
