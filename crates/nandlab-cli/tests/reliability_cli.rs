@@ -116,3 +116,21 @@ fn block_mapped_ftls_replace_failed_blocks_and_a_mutant_that_does_not_is_caught(
         assert!(out.contains("used_bad_block"), "{ftl}: {out}{err}");
     }
 }
+
+#[test]
+fn optr_retires_failed_blocks_and_a_mutant_that_keeps_a_failed_page_is_caught() {
+    // Programs fail 1 in 1,000, and the first log block's sixth page
+    // (metadata: the reserved blocks are chosen again); the remount reads
+    // every sector back.
+    let mut args = SMALL.to_vec();
+    args.extend_from_slice(&["16m", "--ftl", "optr", "--reliability", "preset:tlc,program_fail_probability=0.001"]);
+    args.extend_from_slice(&["--fail", "program@block=191,page=5", "--remount"]);
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("grown bad blocks") && out.contains("retired_blocks") && out.contains("PASS"), "{out}");
+    assert!(out.contains("fresh FTL mounted"), "{out}");
+    args.extend_from_slice(&["--mutant", "keeps-failed-program"]);
+    let (code, out, err) = nandlab(&args);
+    assert_ne!(code, 0, "the mutant passed: {out}{err}");
+    assert!(out.contains("lost_after_program_failure"), "{out}{err}");
+}

@@ -251,3 +251,68 @@ fn hybrid_replaces_blocks_whose_programs_fail_and_loses_nothing() {
     assert!(v.rule == Rule::FtlError && v.message.contains("no free space"), "{v}");
     assert_eq!(r.errors, 1, "nothing else: {:#?}", r.violations);
 }
+
+#[test]
+fn optr_retires_dozens_of_failing_blocks_and_loses_nothing() {
+    // Host pages, GC copies, summary pages, checkpoints and metadata-log
+    // pages fail 1 in 3,300, erases 1 in 330 (on fresh blocks): 10x the
+    // capacity of random writes, then a clean power cycle and every
+    // sector read back.
+    let config = device("optr", "preset:tlc,program_fail_probability=0.0003,erase_fail_probability=0.003");
+    let r = run(&config, Mutant::None, &random(RwMode::RandWrite, 6.0), true);
+    assert_clean(&r);
+    let media = r.reliability.as_ref().expect("the reliability section");
+    assert!(media.program_failures >= 12 && media.erase_failures >= 4, "{media:?}");
+    let retired = r.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()).unwrap_or(0);
+    assert!(retired >= 24 && retired <= media.grown_bad_blocks, "{retired} retired: {media:?}");
+    let remount = r.remount.as_ref().expect("remount");
+    assert!(remount.mounted && remount.error.is_none() && remount.verified_sectors > 0, "{remount:?}");
+}
+
+#[test]
+fn optr_moves_its_metadata_off_failed_reserved_blocks_and_a_mount_finds_it() {
+    // The reserved blocks (full-checkpoint areas and metadata log: the top
+    // block of each plane of `tiny`, then the one below) fail late in
+    // their use, when the blocks that replace them hold data: each time
+    // optr chooses the reserved blocks again as a mount will (the data of
+    // the block that joins moves out) and writes a full checkpoint. The
+    // remount finds it and every sector.
+    let fails: Vec<String> =
+        [191, 255, 319, 383, 447, 511, 190, 254].iter().map(|b| format!("program@block={b},page=28")).collect();
+    let text = include_str!("../../../presets/tiny.toml").replace("spare_percent = 15", "spare_percent = 40");
+    let mut config = Config::parse(&text, "tiny-spare-40.toml").expect("config");
+    config.ftl_name = "optr".into();
+    config.ftl_options.clear();
+    config.set_reliability(Some("preset:tlc"), &fails).unwrap_or_else(|e| panic!("{e}"));
+    let r = run(&config, Mutant::None, &random(RwMode::RandWrite, 5.0), true);
+    assert_clean(&r);
+    let media = r.reliability.as_ref().expect("the reliability section");
+    assert_eq!(media.program_failures, 8, "{media:?}");
+    assert_eq!(r.ftl_stats.extra.get("retired_blocks").and_then(|v| v.as_u64()), Some(8));
+    let remount = r.remount.as_ref().expect("remount");
+    assert!(remount.mounted && remount.error.is_none() && remount.verified_sectors > 0, "{remount:?}");
+}
+
+#[test]
+fn optr_media_mutants_are_caught_and_the_correct_optr_passes() {
+    // (`KeepsFailedProgram`: `reliability_cli.rs`, read back at the remount.)
+    let trims = SyntheticSpec { trim_percent: 10.0, fsync: 50, ..random(RwMode::RandWrite, 3.0) };
+    for (spec, bug, workload, rule) in [
+        // A block whose erase failed, back in the free pool.
+        ("erase_fail_probability=0.01", Mutant::ReusesFailedBlock, random(RwMode::RandWrite, 3.0), Rule::UsedBadBlock),
+        // A failed summary (or log, or checkpoint) page taken as written.
+        ("program_fail_probability=0.001", Mutant::KeepsFailedMetaProgram, trims, Rule::UsedBadBlock),
+        // RBER about 2 %: some host reads fail every retry.
+        (
+            "floor=0.025,retry_rber_factor=0.95",
+            Mutant::IgnoresUncorrectableRead,
+            random(RwMode::RandRw, 0.5),
+            Rule::UncorrectableReturnedAsData,
+        ),
+    ] {
+        let config = device("optr", &format!("preset:tlc,{spec}"));
+        let correct = caught(&config, bug, &workload, rule);
+        let media = correct.reliability.expect("section");
+        assert!(media.grown_bad_blocks > 0 || media.host_read_errors > 0, "{bug:?}: {media:?}");
+    }
+}

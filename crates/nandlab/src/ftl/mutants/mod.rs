@@ -197,12 +197,17 @@ pub enum Mutant {
     /// block but keeps the logical page mapped to the failed page instead
     /// of programming it again (`lost_after_program_failure`). `block`,
     /// `hybrid`: go on programming the failed block (`used_bad_block`).
+    /// `optr`: retires the chain block but maps the page where its program
+    /// failed (`lost_after_program_failure` on the next read of it).
     KeepsFailedProgram,
     /// `page`, `dftl`: an erase failure is ignored and the group goes back
     /// to the free pool, so it is programmed again (`used_bad_block`).
+    /// `optr`: a GC victim or free block whose erase failed goes back to
+    /// the free pool (`used_bad_block`).
     ReusesFailedBlock,
-    /// `page`, `dftl`: a host read ignores an uncorrectable flash read and
-    /// returns the undecodable data (`uncorrectable_returned_as_data`).
+    /// `page`, `dftl`, `optr`: a host read ignores an uncorrectable flash
+    /// read and returns the undecodable data
+    /// (`uncorrectable_returned_as_data`).
     IgnoresUncorrectableRead,
     /// `page`, `dftl`: a host read of a logical page whose number is a
     /// multiple of 7 fails with a media error although it decoded
@@ -216,6 +221,9 @@ pub enum Mutant {
     /// a checkpoint or trim-log page, a translation page) is taken as
     /// done: the group is sealed or kept as it is and later programmed or
     /// erased again (`used_bad_block`), or its data is lost at the next mount.
+    /// `optr`: a failed summary page, metadata-log page or full-checkpoint
+    /// page is taken as done: the block is collected, programmed or erased
+    /// again (`used_bad_block`).
     KeepsFailedMetaProgram,
     /// `page`, `dftl`: GC unmaps a page whose read was uncorrectable but
     /// does not mark it lost, so a later host read returns zeros instead
@@ -281,13 +289,9 @@ impl Mutant {
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
             WearLevelingDropsLastPage | NarrowGroupGcDropsLonePage | TrimSpinsAtPageEnd => &["page", "dftl"],
             EvictsTrimmedEntryWithoutWriteBack => &["dftl"],
-            KeepsFailedProgram => &["page", "dftl", "block", "hybrid"],
-            ReusesFailedBlock
-            | IgnoresUncorrectableRead
-            | SpuriousReadError
-            | KeepsFailedCopy
-            | KeepsFailedMetaProgram
-            | ForgetsLostPage => &["page", "dftl"],
+            KeepsFailedProgram => &["page", "dftl", "block", "hybrid", "optr"],
+            ReusesFailedBlock | IgnoresUncorrectableRead | KeepsFailedMetaProgram => &["page", "dftl", "optr"],
+            SpuriousReadError | KeepsFailedCopy | ForgetsLostPage => &["page", "dftl"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
             CacheMissSkipsFill | TrimKeepsCachedPage | SealDropsEntries => &["optr"],
