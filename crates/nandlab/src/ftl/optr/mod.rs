@@ -113,6 +113,8 @@
 //! - `checkpoint.rs`: the metadata log (records), incremental and full
 //!   checkpoints and their seals.
 //! - `gc.rs`: garbage collection under the paper's two constraints.
+//! - `media.rs`: failed programs and erases (media reliability): chain
+//!   blocks and reserved metadata blocks retired, their data moved out.
 //! - `recovery.rs`: the recovery phases above.
 //! - `layout.rs`: what optr writes to flash: OOB, seal, checkpoint, record
 //!   and summary pages.
