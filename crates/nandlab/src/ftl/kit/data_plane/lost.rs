@@ -31,8 +31,8 @@ use crate::ftl::FtlError;
 use crate::nand::PageAddr;
 
 /// The OOB kind of a copy slot whose source was uncorrectable (index: the
-/// logical page lost). Mounts skip kinds they do not know.
-pub const OOB_LOST: u8 = 0x0d;
+/// logical page lost; see [`crate::ftl::kit::lost_pages`]).
+pub use crate::ftl::kit::lost_pages::OOB_LOST;
 
 impl DataPlane {
     /// A GC read of data page `src` into the GC buffer at `into_sector`.
@@ -70,26 +70,19 @@ impl DataPlane {
         self.balance.unit_valid[self.table.unit[victim as usize] as usize] -= 1;
         m.relocate(OOB_DATA, lpn, src, UNMAPPED);
         if self.mutant != Mutant::ForgetsLostPage {
-            self.lost.insert(lpn);
+            self.lost.mark(lpn);
         } // else BUG (deliberate): the page reads as never written
-
-        self.counters.media_lost_pages += 1;
     }
 
     /// A host read or partial write of `lpn`: the media error if it is lost.
     #[inline]
     pub(super) fn check_lost(&self, lpn: u32) -> Result<(), FtlError> {
-        if !self.lost.is_empty() && self.lost.contains(&lpn) {
-            return Err(FlashError::Uncorrectable.into());
-        }
-        Ok(())
+        self.lost.check(lpn)
     }
 
     /// `lpn` was written or trimmed: it is good again.
     #[inline]
     pub(super) fn found_again(&mut self, lpn: u32) {
-        if !self.lost.is_empty() {
-            self.lost.remove(&lpn);
-        }
+        self.lost.found_again(lpn);
     }
 }

@@ -305,8 +305,6 @@ pub struct DataPlaneCounters {
     /// Refreshes and the valid pages they moved (see `refresh.rs`).
     pub refresh_runs: u64,
     pub refresh_pages_moved: u64,
-    /// Logical pages GC found uncorrectable and marked lost (see `lost.rs`).
-    pub media_lost_pages: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -392,7 +390,7 @@ pub struct DataPlane {
     seq: u64,
     in_gc: bool,
     /// Logical pages lost to the media (see `lost.rs`).
-    lost: std::collections::HashSet<u32>,
+    lost: crate::ftl::kit::lost_pages::LostPages,
     /// Reused by GC: (source page, OOB index, OOB kind, stream to copy to) of the victim's valid pages.
     gc_batch: Vec<(u32, u32, u8, u8)>,
     tmp_buf: Option<BufId>,
