@@ -121,7 +121,12 @@ fn lost_page_marks_survive_a_power_cycle() {
     // The marks are on flash: after a clean power cycle, and after a cut,
     // a lost page still reads as the media error. The broken mount forgets
     // them, and the page reads as zeros or an older copy.
-    let cases = [("block", "copyback = false", 0.5), ("hybrid", "copyback = false\nrandom_log_blocks = \"50%\"", 0.5)];
+    let cases = [
+        ("block", "copyback = false", 0.5),
+        ("hybrid", "copyback = false\nrandom_log_blocks = \"50%\"", 0.5),
+        ("page", "copyback = false", 4.0),
+        ("dftl", "copyback = false", 4.0),
+    ];
     for (ftl, options, times_capacity) in cases {
         let config = high_rber(ftl, options);
         let spec = random(30, times_capacity);

@@ -66,7 +66,7 @@ pub fn scan_block<const N: usize>(
 /// fails — as firmware re-reads a page before it declares it torn. (A page
 /// that fails them all is taken for torn: a loss the model recorded.)
 /// Without the model one read decides, as before.
-fn page_survived(flash: &mut dyn Flash, page: PageAddr, buf: BufId) -> Result<bool, FlashError> {
+pub fn page_survived(flash: &mut dyn Flash, page: PageAddr, buf: BufId) -> Result<bool, FlashError> {
     let block = crate::nand::BlockAddr(page.0 / u64::from(flash.geometry().pages_per_block()));
     let reads = if flash.predicted_rber(block).is_some() { TORN_CHECK_READS } else { 1 };
     for _ in 0..reads {

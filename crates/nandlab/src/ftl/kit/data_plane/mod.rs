@@ -70,6 +70,7 @@
 mod gc;
 mod layout;
 mod lost;
+pub use lost::OOB_LOST;
 mod multi_plane;
 mod placement;
 mod refresh;
@@ -1214,7 +1215,11 @@ impl DataPlane {
                     self.check_lost(lpn)?;
                     flash.buf_zero(req.buf, at, n)?
                 }
-                ppn => match flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut []) {
+                ppn => match self.check_lost(lpn).and_then(|()| {
+                    flash
+                        .read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut [])
+                        .map_err(Into::into)
+                }) {
                     Ok(()) => {
                         if read_ppns.0 == UNMAPPED {
                             read_ppns.0 = ppn;
@@ -1222,8 +1227,9 @@ impl DataPlane {
                         read_ppns.1 = ppn;
                     }
                     // BUG (deliberate): the undecodable data goes to the host.
-                    Err(FlashError::Uncorrectable) if self.mutant == Mutant::IgnoresUncorrectableRead => {}
-                    Err(e) => return Err(e.into()),
+                    Err(FtlError::Flash(FlashError::Uncorrectable))
+                        if self.mutant == Mutant::IgnoresUncorrectableRead => {}
+                    Err(e) => return Err(e),
                 },
             }
         }
@@ -1416,6 +1422,7 @@ impl DataPlane {
                 flash.buf_zero(buf, first, self.spp)?
             }
             ppn => {
+                self.check_lost(lpn)?;
                 self.counters.rmw_reads += 1;
                 flash.read(Cause::Host, PageAddr(u64::from(ppn)), 0, self.spp, buf, first, &mut [])?;
             }
