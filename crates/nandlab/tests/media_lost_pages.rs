@@ -13,8 +13,9 @@ use nandlab::config::Config;
 use nandlab::ftl::mutants::{build_mutated, Mutant};
 use nandlab::report::StressReport;
 use nandlab::util::size::SizeSpec;
-use nandlab::violation::{Rule, Severity};
+use nandlab::violation::Rule;
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use support::stress_mutated as run;
 use support::*;
 
 /// `tiny` in SLC (one page type: whether a read fails depends on the
@@ -42,17 +43,6 @@ fn random(rwmixread: u32, times_capacity: f64) -> SyntheticSpec {
         io_size: Some(SizeSpec::TimesCapacity(times_capacity)),
         ..Default::default()
     }
-}
-
-fn run(config: &Config, mutant: Mutant, spec: &SyntheticSpec, remount: bool) -> StressReport {
-    let (ftl, options) = (config.ftl_name.clone(), config.ftl_options.clone());
-    let factory: nandlab::run::FtlFactory = Box::new(move |env| build_mutated(&ftl, env, &options, mutant));
-    let o = nandlab::run::stress::StressOptions { remount_verify: remount, ..opts(5) };
-    stress_with(config, factory, spec, &o)
-}
-
-fn first_error(r: &StressReport) -> Rule {
-    r.violations.iter().find(|v| v.severity == Severity::Error).map(|v| v.rule).expect("an error")
 }
 
 fn lost_sectors(r: &StressReport) -> u64 {

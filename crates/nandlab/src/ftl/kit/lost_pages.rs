@@ -20,8 +20,10 @@ use crate::ftl::FtlError;
 use std::collections::{BTreeMap, HashSet};
 
 /// The OOB kind of a page that stands for a lost logical page (index: the
-/// logical page). Every FTL that handles lost pages uses this kind, which
-/// none of their other kinds takes; mounts that predate it skipped it.
+/// FTL's own — the logical page, or in `block` the logical block, the
+/// offset being the page's). Every FTL that handles lost pages uses this
+/// kind, which none of their other kinds takes; mounts that predate it
+/// skipped it.
 pub const OOB_LOST: u8 = 0x0d;
 
 /// The set of lost logical pages, and how many were ever marked.
