@@ -7,11 +7,12 @@
 mod support;
 
 use nandlab::config::Config;
-use nandlab::ftl::mutants::{build_mutated, Mutant};
+use nandlab::ftl::mutants::Mutant;
 use nandlab::report::StressReport;
 use nandlab::util::size::SizeSpec;
 use nandlab::violation::{Rule, Severity};
 use nandlab::workload::synthetic::{RwMode, SyntheticSpec};
+use support::stress_mutated as run;
 use support::*;
 
 /// `tiny` with 40 % spare (room for the blocks retired) and the
@@ -32,17 +33,6 @@ fn random(rw: RwMode, times_capacity: f64) -> SyntheticSpec {
         io_size: Some(SizeSpec::TimesCapacity(times_capacity)),
         ..Default::default()
     }
-}
-
-fn run(config: &Config, mutant: Mutant, spec: &SyntheticSpec, remount: bool) -> StressReport {
-    let (ftl, options) = (config.ftl_name.clone(), config.ftl_options.clone());
-    let factory: nandlab::run::FtlFactory = Box::new(move |env| build_mutated(&ftl, env, &options, mutant));
-    let o = nandlab::run::stress::StressOptions { remount_verify: remount, ..opts(5) };
-    stress_with(config, factory, spec, &o)
-}
-
-fn first_error(r: &StressReport) -> Rule {
-    r.violations.iter().find(|v| v.severity == Severity::Error).map(|v| v.rule).expect("an error")
 }
 
 /// The bug trips `rule` (its first error), and the correct FTL passes the same run.

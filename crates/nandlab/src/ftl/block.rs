@@ -78,6 +78,25 @@
 //! beyond the logical blocks: one for the read-modify-write in progress,
 //! one for recovery.
 //!
+//! # Lost pages (media reliability)
+//!
+//! A read-modify-write or a failed block's replacement copies pages by
+//! read + program when it cannot use copyback (across planes, or
+//! `copyback = false`); with the reliability model on such a read may be
+//! uncorrectable. The page cannot be copied as data (it would come back
+//! as garbage, or as zeros), nor may the FTL stop: its slot in the new
+//! block is programmed with zeros under the OOB kind
+//! [`OOB_LOST`](crate::ftl::kit::lost_pages) and the logical page is
+//! marked lost ([`LostPages`]): host reads of it fail with
+//! `Uncorrectable`, a whole-page write or trim makes it good again, and
+//! later copies carry the lost slot on. The mark is on flash, so a mount
+//! restores it from the OOB of the block that holds the offset's current
+//! version (its recovery copies carry it on too). A pad whose read fails
+//! is padded again (and a host read of it returns its zeros): it held no
+//! data. A page of trim zeros is host data to this FTL, so its loss reads
+//! as a media error on trimmed sectors (which the oracle does not accept:
+//! the model records only written versions as lost).
+//!
 //! Deliberately broken variants ([`Mutant`]s) exist for the checkers' tests.
 
 use super::mutants::Mutant;
@@ -85,6 +104,7 @@ use super::{
     check_range,
     kit::flash_ops::{self, BlockPages},
     kit::free_blocks::{self, FreeBlockPool},
+    kit::lost_pages::{LostPages, OOB_LOST},
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -221,6 +241,8 @@ pub struct BlockFtl {
     tmp_buf: Option<BufId>,
     copy_buf: Option<BufId>,
     zero_buf: Option<BufId>,
+    /// Logical pages lost to the media (see *Lost pages* in the module docs).
+    lost: LostPages,
     /// A deliberate bug (checker tests; see [`Mutant`]).
     mutant: Mutant,
     counters: Counters,
@@ -271,6 +293,7 @@ impl BlockFtl {
             tmp_buf: None,
             copy_buf: None,
             zero_buf: None,
+            lost: LostPages::default(),
             mutant,
             counters: Counters::default(),
             geometry: g,
@@ -282,6 +305,7 @@ impl BlockFtl {
         self.map = vec![UNMAPPED; self.lbns as usize];
         self.replacing = None;
         self.free.clear();
+        self.lost.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -389,6 +413,7 @@ impl BlockFtl {
             }
         }
         self.map[lbn as usize].written = off + 1;
+        self.lost.found_again(lpn);
         Ok(())
     }
 
@@ -417,9 +442,8 @@ impl BlockFtl {
             let fresh = Mapped { block, written: failed.written, seq: self.seq };
             self.seq += 1;
             for o in 0..failed.written {
-                let oob = encode_oob(OOB_COPY, lbn, fresh.seq);
                 let (src, dst) = (failed.block * self.ppb + o, block * self.ppb + o);
-                match self.copy_page(flash, Cause::Gc, src, dst, &oob) {
+                match self.copy_or_mark_lost(flash, Cause::Gc, lbn, src, dst, fresh.seq) {
                     Ok(()) => self.counters.rmw_copies += 1,
                     Err(FtlError::Flash(FlashError::ProgramFailed)) => {
                         self.counters.retired_blocks += 1;
@@ -465,8 +489,7 @@ impl BlockFtl {
             let (o, dst) = (m.written, m.block * self.ppb + m.written);
             let programmed = match self.replacing {
                 Some(r) if r.lbn == lbn && o < r.old.written => {
-                    let oob = encode_oob(OOB_COPY, lbn, m.seq);
-                    let copied = self.copy_page(flash, Cause::Gc, r.old.block * self.ppb + o, dst, &oob);
+                    let copied = self.copy_or_mark_lost(flash, Cause::Gc, lbn, r.old.block * self.ppb + o, dst, m.seq);
                     self.counters.rmw_copies += u64::from(copied.is_ok());
                     copied
                 }
@@ -484,6 +507,59 @@ impl BlockFtl {
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
+    }
+
+    /// Copy page `src` to page `dst` of `lbn`'s block created at `seq`
+    /// (the same offset). A page lost already, or whose read is
+    /// uncorrectable now, becomes a lost slot there instead: zeros under
+    /// [`OOB_LOST`], and the logical page marked lost (see *Lost pages* in
+    /// the module docs). A copy by read + program keeps a pad a pad (its
+    /// OOB comes with the read), so a pad whose read is uncorrectable is
+    /// padded again: it held zeros for an offset never written.
+    fn copy_or_mark_lost(
+        &mut self,
+        flash: &mut dyn Flash,
+        cause: Cause,
+        lbn: u32,
+        src: u32,
+        dst: u32,
+        seq: u64,
+    ) -> Result<(), FtlError> {
+        let lpn = lbn * self.ppb + dst % self.ppb;
+        if self.lost.contains(lpn) {
+            return self.program_zeros(flash, cause, dst, &encode_oob(OOB_LOST, lbn, seq));
+        }
+        if self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb) {
+            let oob = encode_oob(OOB_COPY, lbn, seq);
+            return self.copy_page(flash, cause, src, dst, &oob); // raw: no decode, nothing lost
+        }
+        let buf = self.copy_buf.expect("buffers allocated at power-on");
+        let mut src_oob = [0u8; OOB_BYTES];
+        let read = flash.read(cause, self.page_addr(src), 0, self.spp, buf, 0, &mut src_oob);
+        let kind = if src_oob[0] == OOB_PAD { OOB_PAD } else { OOB_COPY };
+        match read {
+            Ok(()) => {
+                flash.program(cause, self.page_addr(dst), buf, 0, &encode_oob(kind, lbn, seq))?;
+                Ok(())
+            }
+            Err(FlashError::Uncorrectable) if kind == OOB_PAD || self.mutant == Mutant::ForgetsLostPage => {
+                // (ForgetsLostPage: BUG (deliberate): the lost page is
+                // padded like an offset never written, and reads as zeros.)
+                self.program_zeros(flash, cause, dst, &encode_oob(OOB_PAD, lbn, seq))
+            }
+            Err(FlashError::Uncorrectable) => {
+                self.lost.mark(lpn);
+                self.program_zeros(flash, cause, dst, &encode_oob(OOB_LOST, lbn, seq))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Program page `dst` with zeros and `oob` (a lost slot, or a pad).
+    fn program_zeros(&mut self, flash: &mut dyn Flash, cause: Cause, dst: u32, oob: &[u8]) -> Result<(), FtlError> {
+        let zero = self.zero_buf.expect("buffers allocated at power-on");
+        flash.program(cause, self.page_addr(dst), zero, 0, oob)?;
         Ok(())
     }
 
@@ -508,6 +584,11 @@ impl BlockFtl {
             self.replacing = None;
             self.erase_to_free(flash, r.old.block, Cause::Gc)?;
         }
+        if !self.lost.is_empty() {
+            for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
+                self.lost.found_again(lpn);
+            }
+        }
         let m = std::mem::replace(&mut self.map[lbn as usize], UNMAPPED);
         if m.block != NONE {
             self.erase_to_free(flash, m.block, Cause::Gc)?;
@@ -522,6 +603,8 @@ impl BlockFtl {
     fn scan_and_rebuild(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
         let mut found = Vec::new();
         let mut garbage = Vec::new();
+        // (block, offset) of the lost slots found, in scan order (sorted).
+        let mut lost_at = Vec::new();
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let mut good = 0;
         for block in 0..self.geometry.blocks() {
@@ -529,7 +612,7 @@ impl BlockFtl {
                 continue;
             }
             good += 1;
-            match self.scan_block(flash, block, &mut oobs)? {
+            match self.scan_block(flash, block, &mut oobs, &mut lost_at)? {
                 Scan::Erased => self.free.push(block),
                 Scan::Garbage => garbage.push(block),
                 Scan::Found(b) => {
@@ -550,18 +633,20 @@ impl BlockFtl {
         }
         found.sort_unstable_by_key(|b| (b.lbn, b.seq));
         for chain in found.chunk_by(|a, b| a.lbn == b.lbn) {
-            self.recover_lbn(flash, chain)?;
+            self.recover_lbn(flash, chain, &lost_at)?;
         }
         Ok(())
     }
 
     /// Read a block's OOBs up to its first erased page (into `oobs`), and
-    /// check whether its last programmed page survived.
+    /// check whether its last programmed page survived; the offsets of its
+    /// lost slots go to `lost_at`.
     fn scan_block(
         &mut self,
         flash: &mut dyn Flash,
         block: u32,
         oobs: &mut Vec<[u8; OOB_BYTES]>,
+        lost_at: &mut Vec<(u32, u32)>,
     ) -> Result<Scan, FtlError> {
         let buf = self.tmp_buf.expect("buffers allocated at power-on");
         let trust = self.mutant == Mutant::TrustsTornPage;
@@ -573,10 +658,15 @@ impl BlockFtl {
             BlockPages::Programmed { valid, torn } => (valid, torn),
         };
         let (_, lbn, seq) = decode_oob(&oobs[0]);
-        let foreign =
-            oobs.iter().map(decode_oob).any(|(k, l, s)| (l, s) != (lbn, seq) || !(OOB_DATA..=OOB_PAD).contains(&k));
+        let known = |k: u8| (OOB_DATA..=OOB_PAD).contains(&k) || k == OOB_LOST;
+        let foreign = oobs.iter().map(decode_oob).any(|(k, l, s)| (l, s) != (lbn, seq) || !known(k));
         if foreign || lbn >= self.lbns {
             return Ok(Scan::Garbage);
+        }
+        if self.mutant != Mutant::MountForgetsLostPages {
+            // (else BUG (deliberate): a lost slot's zeros read as the data)
+            let lost = oobs[..valid as usize].iter().enumerate().filter(|(_, o)| o[0] == OOB_LOST);
+            lost_at.extend(lost.map(|(off, _)| (block, off as u32)));
         }
         let host_data = oobs[..valid as usize].iter().any(|o| o[0] == OOB_DATA);
         Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data }))
@@ -586,7 +676,12 @@ impl BlockFtl {
     /// newest intact one is completed from the older ones, or, if the
     /// newest ends in a torn page, all are rewritten into a fresh block; the
     /// others are then erased.
-    fn recover_lbn(&mut self, flash: &mut dyn Flash, chain: &[ScannedBlock]) -> Result<(), FtlError> {
+    fn recover_lbn(
+        &mut self,
+        flash: &mut dyn Flash,
+        chain: &[ScannedBlock],
+        lost_at: &[(u32, u32)],
+    ) -> Result<(), FtlError> {
         let newest = chain[chain.len() - 1];
         let lbn = newest.lbn;
         let cover = chain.iter().map(|b| b.valid).max().unwrap_or(0);
@@ -597,11 +692,18 @@ impl BlockFtl {
             Mapped { block: newest.block, written: newest.valid, seq: newest.seq }
         };
         self.map[lbn as usize] = target;
+        let is_lost_at = |block: u32, off: u32| lost_at.binary_search(&(block, off)).is_ok();
+        for off in (0..target.written).filter(|&off| is_lost_at(target.block, off)) {
+            self.lost.restore(lbn * self.ppb + off);
+        }
         for off in target.written..cover {
             // The newest other block holding the offset has its current version.
             let src = chain.iter().rev().find(|b| b.block != target.block && b.valid > off).expect("covered");
-            let oob = encode_oob(OOB_COPY, lbn, target.seq);
-            self.copy_page(flash, Cause::Recovery, src.block * self.ppb + off, target.block * self.ppb + off, &oob)?;
+            if is_lost_at(src.block, off) {
+                self.lost.restore(lbn * self.ppb + off);
+            }
+            let (from, to) = (src.block * self.ppb + off, target.block * self.ppb + off);
+            self.copy_or_mark_lost(flash, Cause::Recovery, lbn, from, to, target.seq)?;
             self.counters.mount_copies += 1;
             self.map[lbn as usize].written = off + 1;
         }
@@ -640,6 +742,15 @@ impl WholePageStore for BlockFtl {
 
     fn count_trim_zero_page(&mut self) {
         self.counters.trim_zero_pages += 1;
+    }
+
+    #[inline]
+    fn is_lost(&self, lpn: u32) -> bool {
+        self.lost.contains(lpn)
+    }
+
+    fn pad_kind(&self) -> Option<u8> {
+        Some(OOB_PAD)
     }
 
     fn mutant(&self) -> Mutant {
@@ -729,6 +840,7 @@ impl Ftl for BlockFtl {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
+        self.lost.insert_metric(&mut extra, self.spp);
         FtlStats {
             gc_runs: c.rmw_merges,
             dram_bytes: u64::from(self.lbns) * 16 + u64::from(self.geometry.blocks()) * 4,

@@ -114,6 +114,27 @@ pub fn stress_with(config: &Config, factory: FtlFactory, spec: &SyntheticSpec, o
     stress::run_with_factory(config, factory, &mut w, opts, &mut |_| {}).expect("run")
 }
 
+/// Stress `config` (seed 5) with its FTL built with the deliberate bug
+/// `mutant` (`Mutant::None`: the FTL as it is), remounting and verifying
+/// at the end when `remount`.
+pub fn stress_mutated(
+    config: &Config,
+    mutant: nandlab::ftl::mutants::Mutant,
+    spec: &SyntheticSpec,
+    remount: bool,
+) -> StressReport {
+    let (ftl, options) = (config.ftl_name.clone(), config.ftl_options.clone());
+    let factory: FtlFactory = Box::new(move |env| nandlab::ftl::mutants::build_mutated(&ftl, env, &options, mutant));
+    let o = StressOptions { remount_verify: remount, ..opts(5) };
+    stress_with(config, factory, spec, &o)
+}
+
+/// The rule of a report's first error (there must be one).
+pub fn first_error(r: &StressReport) -> nandlab::violation::Rule {
+    use nandlab::violation::Severity;
+    r.violations.iter().find(|v| v.severity == Severity::Error).map(|v| v.rule).expect("an error")
+}
+
 pub fn opts(seed: u64) -> StressOptions {
     StressOptions { seed, ..StressOptions::default() }
 }

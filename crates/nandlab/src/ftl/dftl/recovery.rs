@@ -5,7 +5,9 @@
 use super::persist::{self, ERASE_COUNTS_MAGIC, TPAGE_MAGIC};
 use super::{page_addr, DftlFtl, TranslationMap, OOB_ERASE_COUNTS, OOB_TRANSLATION};
 use crate::flash::{Cause, Flash, FlashError};
-use crate::ftl::kit::data_plane::{decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, UNMAPPED};
+use crate::ftl::kit::data_plane::{
+    decode_oob, DataPlane, OOB_BYTES, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, OOB_LOST, UNMAPPED,
+};
 use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
 use crate::nand::BlockAddr;
@@ -27,6 +29,9 @@ struct Found {
     written_pages: Vec<u32>,
     /// Blocks whose erase was cut: nothing in them reads.
     undefined: Vec<u32>,
+    /// The lost slots found (physical pages; see `data_plane/lost.rs`):
+    /// versions of their logical pages like data pages.
+    lost_slots: std::collections::HashSet<u32>,
     max_seq: u64,
 }
 
@@ -74,6 +79,7 @@ impl TranslationMap {
             meta: Vec::new(),
             written_pages: vec![0; g.blocks() as usize],
             undefined: Vec::new(),
+            lost_slots: Default::default(),
             max_seq: 0,
         };
         let mut pages = BlockPages::default();
@@ -104,7 +110,12 @@ impl TranslationMap {
     /// Record what an intact page holds.
     fn note_page(&self, found: &mut Found, kind: u8, index: u32, seq: u64, ppn: u32) {
         match kind & OOB_KIND_MASK {
-            OOB_DATA if index < self.lpns => {
+            // BUG (deliberate): lost slots skipped as unknown content.
+            OOB_LOST if self.mutant == Mutant::MountForgetsLostPages => {}
+            k @ (OOB_DATA | OOB_LOST) if index < self.lpns => {
+                if k == OOB_LOST {
+                    found.lost_slots.insert(ppn);
+                }
                 found.owner[ppn as usize] = index;
                 if seq > found.data_seq[index as usize] {
                     found.data_seq[index as usize] = seq;
@@ -160,8 +171,11 @@ impl TranslationMap {
 
     /// Whether the data of page `ppn` (of OOB `kind`) reads.
     fn readable(dp: &DataPlane, flash: &mut dyn Flash, ppn: u32, kind: u8) -> Result<bool, FtlError> {
+        if kind == OOB_LOST {
+            return Ok(true); // never torn: its data was gone (see `data_plane/lost.rs`)
+        }
         let read = if kind == OOB_DATA {
-            flash.read(Cause::Recovery, page_addr(ppn), 0, 1, dp.tmp_buf(), 0, &mut [])
+            return Ok(crate::ftl::kit::flash_ops::page_survived(flash, page_addr(ppn), dp.tmp_buf())?);
         } else {
             let mut header = [0u8; persist::HEADER_BYTES as usize];
             flash.read_meta(Cause::Recovery, page_addr(ppn), &mut header, &mut [])
@@ -240,6 +254,9 @@ impl TranslationMap {
                 let stored = persist::entry(&self.tpage, lpn - first);
                 let current = self.current_entry(found, lpn, stored, content_seq);
                 if current != UNMAPPED {
+                    if !found.lost_slots.is_empty() && found.lost_slots.contains(&current) {
+                        dp.restore_lost(lpn);
+                    }
                     dp.mark_valid(current);
                     if !dp.hot_cold_is_none() {
                         dp.restore_stream(lpn, current);

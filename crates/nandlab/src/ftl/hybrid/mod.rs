@@ -80,12 +80,27 @@
 //! Recovery needs no free block beyond the merge reserve: at any instant
 //! the flash holds at most the data blocks, the sequential log, the random
 //! pool and one merge block, and the pool is never refilled past its size.
+//!
+//! # Lost pages (media reliability)
+//!
+//! A merge copy by read + program (across planes, or `copyback = false`),
+//! or the replacement of a failed block, may find its source
+//! uncorrectable. The copy's slot is programmed with zeros under the OOB
+//! kind [`OOB_LOST`] with the logical page and a sequence number as any
+//! copy's, and the page is marked lost ([`LostPages`]): host reads fail
+//! with `Uncorrectable` until a whole-page write or trim. The lost slot is
+//! the page's current version like any other: merges carry it on (a lost
+//! slot again), and a mount that finds it the newest version of its page
+//! restores the mark. A superseded page or a pad found uncorrectable by a
+//! replacement is replaced by zeros under its own OOB (nothing current is
+//! lost; its older sequence number keeps it from ever being read).
 
 use super::mutants::Mutant;
 use super::{
     check_range,
     kit::flash_ops::{self, OOB_ERASED},
     kit::free_blocks::{self, FreeBlockPool},
+    kit::lost_pages::{LostPages, OOB_LOST},
     kit::whole_page_io::{self, WholePageStore},
     parse_options, Durability, Ftl, FtlDescriptor, FtlEnv, FtlError, FtlInfo, FtlOptions, FtlStats, Guarantee,
     IdleOutcome, IoRequest, OptionDoc,
@@ -258,6 +273,8 @@ pub struct HybridFtl {
     zero_buf: Option<BufId>,
     /// Reused by merges: logical blocks with a valid page in the victim.
     victim_lbns: Vec<u32>,
+    /// Logical pages lost to the media (see *Lost pages* in the module docs).
+    lost: LostPages,
     /// A deliberate bug (checker tests; see [`Mutant`]).
     mutant: Mutant,
     counters: Counters,
@@ -317,6 +334,7 @@ impl HybridFtl {
             copy_buf: None,
             zero_buf: None,
             victim_lbns: Vec::with_capacity(ppb as usize),
+            lost: LostPages::default(),
             mutant,
             counters: Counters::default(),
             geometry: g,
@@ -355,6 +373,7 @@ impl HybridFtl {
         self.seq_log = None;
         self.rand_logs.clear();
         self.cursor = (NONE, self.ppb);
+        self.lost.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -503,6 +522,7 @@ impl HybridFtl {
         flash.program(Cause::Host, self.page_addr(ppn), buf, sector, &oob)?;
         self.set_in_data(lpn, false);
         self.log_ppn[lpn as usize] = ppn;
+        self.lost.found_again(lpn);
         Ok(())
     }
 
@@ -529,10 +549,9 @@ impl HybridFtl {
     /// block a merge is building) failed with `error` (media reliability;
     /// anything but `ProgramFailed` is passed on). The block is a grown bad
     /// block now: the NAND still reads it but never programs or erases it
-    /// again. Its pages below `filled` are current (they are the newest
-    /// copies of their logical pages, or pads): copy them to a fresh block
-    /// at the same offsets (on the same plane when possible: copyback),
-    /// with new sequence numbers, remap the log pages among them, and
+    /// again. Copy its pages below `filled` to a fresh block at the same
+    /// offsets (on the same plane when possible: copyback), with their
+    /// OOBs (sequence numbers included), remap the log pages among them, and
     /// retire `failed`; the caller uses the fresh block in its place and
     /// programs page `filled` again. A failure while copying retires the
     /// fresh block too and starts over. Until the copy is done nothing
@@ -561,19 +580,26 @@ impl HybridFtl {
             for off in 0..filled {
                 let (src, dst) = (failed * self.ppb + off, block * self.ppb + off);
                 flash.read_oob(Cause::Gc, self.page_addr(src), &mut oob)?;
-                let (kind, lpn, _) = decode_oob(&oob);
-                let new_oob = encode_oob(kind, lpn, self.next_seq());
+                // The copy keeps the page's OOB, sequence number included: the
+                // failed block is skipped by a mount, and a superseded
+                // version copied with a new number would outrank the
+                // current one there.
+                let lpn = decode_oob(&oob).1;
                 let copyback = self.opts.copyback && self.plane_of(block) == self.plane_of(failed);
                 let buf = self.copy_buf.expect("buffers allocated at power-on");
-                match flash_ops::copy_page(
+                let copied = match flash_ops::copy_page(
                     flash,
                     Cause::Gc,
                     self.page_addr(src),
                     self.page_addr(dst),
-                    &new_oob,
+                    &oob,
                     copyback,
                     buf,
                 ) {
+                    Err(FlashError::Uncorrectable) => self.replace_unreadable_page(flash, src, dst, &oob),
+                    r => r,
+                };
+                match copied {
                     Ok(()) => self.counters.merge_copies += 1,
                     Err(FlashError::ProgramFailed) => {
                         self.retire(block);
@@ -588,6 +614,34 @@ impl HybridFtl {
             self.role[block as usize] = role;
             return Ok(block);
         }
+    }
+
+    /// A page `src` of a failed block being replaced (see
+    /// [`Self::replace_failed_block`]) is uncorrectable: program its place
+    /// `dst` with zeros under `oob` (the page's own OOB) instead — a pad
+    /// held zeros, and a superseded version is never read again (the
+    /// current one has a newer sequence number) — and a current version's
+    /// as a lost slot ([`OOB_LOST`]), its logical page marked lost.
+    #[cold]
+    fn replace_unreadable_page(
+        &mut self,
+        flash: &mut dyn Flash,
+        src: u32,
+        dst: u32,
+        oob: &[u8; OOB_BYTES],
+    ) -> Result<(), FlashError> {
+        let (kind, lpn, seq) = decode_oob(oob);
+        let log = if lpn < self.lpns { self.log_ppn[lpn as usize] } else { src };
+        // Current: the log page of `lpn`, or a page a merge in progress copied.
+        let current = kind != OOB_PAD && (log == src || (log == NONE && self.is_in_data(lpn)));
+        let mut oob = *oob;
+        if current && self.mutant != Mutant::ForgetsLostPage {
+            // (else BUG (deliberate): the zeros stand as the page's data)
+            self.lost.mark(lpn);
+            oob = encode_oob(OOB_LOST, lpn, seq);
+        }
+        let zero = self.zero_buf.expect("buffers allocated at power-on");
+        flash.program(Cause::Gc, self.page_addr(dst), zero, 0, &oob)
     }
 
     /// Install a fresh random log block: a free one while the pool has
@@ -744,13 +798,50 @@ impl HybridFtl {
             self.set_in_data(lpn, false);
             return Ok(());
         }
-        let oob = encode_oob(OOB_DATA, lpn, self.next_seq());
-        let copyback = self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb);
-        let buf = self.copy_buf.expect("buffers allocated at power-on");
-        flash_ops::copy_page(flash, cause, self.page_addr(src), self.page_addr(dst), &oob, copyback, buf)?;
+        let seq = self.next_seq();
+        if self.lost.contains(lpn) {
+            self.program_lost_slot(flash, lpn, dst, seq, cause)?;
+        } else {
+            let oob = encode_oob(OOB_DATA, lpn, seq);
+            let copyback = self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb);
+            let buf = self.copy_buf.expect("buffers allocated at power-on");
+            match flash_ops::copy_page(flash, cause, self.page_addr(src), self.page_addr(dst), &oob, copyback, buf) {
+                Ok(()) => {}
+                Err(FlashError::Uncorrectable) if self.mutant == Mutant::ForgetsLostPage => {
+                    // BUG (deliberate): the lost page is padded like one
+                    // never written, unmarked, and reads as zeros.
+                    let zero = self.zero_buf.expect("buffers allocated at power-on");
+                    flash.program(cause, self.page_addr(dst), zero, 0, &encode_oob(OOB_PAD, lpn, seq))?;
+                    self.log_ppn[lpn as usize] = NONE;
+                    self.set_in_data(lpn, false);
+                    return Ok(());
+                }
+                Err(FlashError::Uncorrectable) => {
+                    self.lost.mark(lpn);
+                    self.program_lost_slot(flash, lpn, dst, seq, cause)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         self.counters.merge_copies += 1;
         self.log_ppn[lpn as usize] = NONE;
         self.set_in_data(lpn, true);
+        Ok(())
+    }
+
+    /// Program page `dst` of a block being merged as the lost slot of
+    /// `lpn` (zeros under [`OOB_LOST`]): the lost page's current version,
+    /// which a mount finds as it finds any other (see *Lost pages*).
+    fn program_lost_slot(
+        &mut self,
+        flash: &mut dyn Flash,
+        lpn: u32,
+        dst: u32,
+        seq: u64,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
+        let zero = self.zero_buf.expect("buffers allocated at power-on");
+        flash.program(cause, self.page_addr(dst), zero, 0, &encode_oob(OOB_LOST, lpn, seq))?;
         Ok(())
     }
 
@@ -800,6 +891,11 @@ impl WholePageStore for HybridFtl {
 
     fn count_trim_zero_page(&mut self) {
         self.counters.trim_zero_pages += 1;
+    }
+
+    #[inline]
+    fn is_lost(&self, lpn: u32) -> bool {
+        self.lost.contains(lpn)
     }
 
     fn mutant(&self) -> Mutant {
@@ -888,6 +984,7 @@ impl Ftl for HybridFtl {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
+        self.lost.insert_metric(&mut extra, self.spp);
         let runs = c.switch_merges + c.partial_merges + c.full_merges;
         FtlStats {
             gc_runs: runs,

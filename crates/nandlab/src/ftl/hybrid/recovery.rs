@@ -139,6 +139,8 @@ impl HybridFtl {
         let blocks = self.geometry.blocks() as usize;
         let mut best_seq = vec![0u64; self.lpns as usize];
         let mut best_ppn = vec![NONE; self.lpns as usize];
+        // The logical pages whose newest version is a lost slot.
+        let mut best_lost = std::collections::HashSet::new();
         let mut scanned: Vec<Option<Scanned>> = vec![None; blocks];
         let mut dropped = Vec::new();
         let mut oobs = Vec::with_capacity(self.ppb as usize);
@@ -155,7 +157,8 @@ impl HybridFtl {
                 // An interrupted merge: every page it holds has a surviving source.
                 BlockScan::Found(b) if b.made == Made::Merge && b.torn => dropped.push(block),
                 BlockScan::Found(b) => {
-                    self.record_versions(block, &oobs[..b.valid as usize], &mut best_seq, &mut best_ppn);
+                    let versions = (&mut best_seq[..], &mut best_ppn[..], &mut best_lost);
+                    self.record_versions(block, &oobs[..b.valid as usize], versions);
                     scanned[block as usize] = Some(b);
                 }
             }
@@ -166,6 +169,10 @@ impl HybridFtl {
         let stale = self.take_blocks_without_versions(&best_ppn, &mut scanned);
         let repairs = self.plan_logical_blocks(&scanned);
         self.install_versions(&best_ppn);
+        if self.mutant != Mutant::MountForgetsLostPages {
+            // (else BUG (deliberate): the lost slots' zeros read as data)
+            best_lost.into_iter().for_each(|lpn| self.lost.restore(lpn));
+        }
         self.adopt_random_logs(&scanned);
         self.repair(flash, &repairs, &stale)?;
         // Adopted logs are not appended to: the next random write opens one.
@@ -232,7 +239,7 @@ impl HybridFtl {
                 lpn / self.ppb == lbn && lpn % self.ppb == page as u32
             });
         let made = match first_kind {
-            OOB_DATA | OOB_PAD if shaped => Made::Merge,
+            OOB_DATA | OOB_PAD | OOB_LOST if shaped => Made::Merge,
             OOB_SEQ if shaped => Made::SeqLog,
             _ => Made::RandLog,
         };
@@ -240,13 +247,24 @@ impl HybridFtl {
     }
 
     /// Keep, per logical page, the newest version among the surviving pages
-    /// of `block` (`oobs`) and those seen before (pads hold no version).
-    fn record_versions(&self, block: u32, oobs: &[[u8; OOB_BYTES]], best_seq: &mut [u64], best_ppn: &mut [u32]) {
+    /// of `block` (`oobs`) and those seen before (pads hold no version; a
+    /// lost slot is one, and `best_lost` holds the pages it is the newest of).
+    fn record_versions(
+        &self,
+        block: u32,
+        oobs: &[[u8; OOB_BYTES]],
+        (best_seq, best_ppn, best_lost): (&mut [u64], &mut [u32], &mut std::collections::HashSet<u32>),
+    ) {
         for (page, oob) in oobs.iter().enumerate() {
             let (kind, lpn, seq) = decode_oob(oob);
             if kind != OOB_PAD && lpn < self.lpns && seq > best_seq[lpn as usize] {
                 best_seq[lpn as usize] = seq;
                 best_ppn[lpn as usize] = block * self.ppb + page as u32;
+                if kind == OOB_LOST {
+                    best_lost.insert(lpn);
+                } else if !best_lost.is_empty() {
+                    best_lost.remove(&lpn);
+                }
             }
         }
     }

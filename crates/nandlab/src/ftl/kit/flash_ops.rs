@@ -58,13 +58,30 @@ pub fn scan_block<const N: usize>(
 
 /// Whether a programmed page's data survived: a torn page fails ECC. Reads
 /// one sector into `buf`.
-fn page_survived(flash: &mut dyn Flash, page: PageAddr, buf: BufId) -> Result<bool, FlashError> {
-    match flash.read(Cause::Recovery, page, 0, 1, buf, 0, &mut []) {
-        Ok(()) => Ok(true),
-        Err(FlashError::Uncorrectable) => Ok(false),
-        Err(e) => Err(e),
+///
+/// With the media reliability model on, an intact page may fail ECC too
+/// (its raw bit errors beyond the code's reach on every retry), and each
+/// read draws its errors anew; a torn page never decodes. So the page is
+/// read up to [`TORN_CHECK_READS`] times, and torn only if every read
+/// fails — as firmware re-reads a page before it declares it torn. (A page
+/// that fails them all is taken for torn: a loss the model recorded.)
+/// Without the model one read decides, as before.
+pub fn page_survived(flash: &mut dyn Flash, page: PageAddr, buf: BufId) -> Result<bool, FlashError> {
+    let block = crate::nand::BlockAddr(page.0 / u64::from(flash.geometry().pages_per_block()));
+    let reads = if flash.predicted_rber(block).is_some() { TORN_CHECK_READS } else { 1 };
+    for _ in 0..reads {
+        match flash.read(Cause::Recovery, page, 0, 1, buf, 0, &mut []) {
+            Ok(()) => return Ok(true),
+            Err(FlashError::Uncorrectable) => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(false)
 }
+
+/// Reads of a last programmed page before a mount takes it for torn, with
+/// the media reliability model on (see [`page_survived`]).
+pub const TORN_CHECK_READS: u32 = 16;
 
 /// Copy a page of host data to `dst` with new OOB bytes: by copyback when
 /// `copyback` is set (the caller checked both pages share a plane), else by

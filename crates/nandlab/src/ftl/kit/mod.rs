@@ -11,6 +11,8 @@
 //!   merges (`block`, `hybrid`).
 //! - [`free_blocks`]: the per-plane pool of erased blocks of `block` and
 //!   `hybrid`.
+//! - [`lost_pages`]: the logical pages lost to the media (uncorrectable
+//!   copies) and their OOB marker, for every FTL that handles them.
 //! - [`wire`]: the on-flash records (OOB, summary, checkpoint, trim and
 //!   translation pages) as byte views with parse and emit.
 //! - [`map_table`]: a logical-to-physical table whose unmapped state is
@@ -23,6 +25,7 @@
 pub mod data_plane;
 pub mod flash_ops;
 pub mod free_blocks;
+pub mod lost_pages;
 pub mod map_table;
 pub mod policy;
 pub mod whole_page_io;

@@ -59,6 +59,20 @@ pub trait WholePageStore {
     fn count_rmw_read(&mut self);
     /// A trim rewrote one page with zeros.
     fn count_trim_zero_page(&mut self);
+    /// Whether `lpn` is lost to the media (see
+    /// [`crate::ftl::kit::lost_pages`]): its reads fail with
+    /// `Uncorrectable`, and so does a partial write, which would have to
+    /// merge with the lost sectors, until a whole-page write or trim.
+    fn is_lost(&self, _lpn: u32) -> bool {
+        false
+    }
+    /// The OOB kind of the FTL's pad pages (zeros for offsets never
+    /// written), if its map can point at one: a pad whose read is
+    /// uncorrectable (media reliability) is known to hold zeros, so the
+    /// read returns them instead of failing.
+    fn pad_kind(&self) -> Option<u8> {
+        None
+    }
     /// The deliberate bug the FTL was built with (checker tests).
     fn mutant(&self) -> Mutant {
         Mutant::None
@@ -68,14 +82,32 @@ pub trait WholePageStore {
 /// Serve a host read.
 pub fn read<F: WholePageStore>(ftl: &mut F, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
     for s in page_spans(req.lba, u64::from(req.sectors), ftl.sectors_per_page()) {
+        if ftl.is_lost(s.lpn) {
+            return Err(FlashError::Uncorrectable.into());
+        }
         match ftl.location(s.lpn) {
             None => flash.buf_zero(req.buf, s.sector_in_request, s.sectors)?,
             Some(page) => {
-                flash.read(Cause::Host, page, s.sector_in_page, s.sectors, req.buf, s.sector_in_request, &mut [])?
+                match flash.read(Cause::Host, page, s.sector_in_page, s.sectors, req.buf, s.sector_in_request, &mut [])
+                {
+                    Err(FlashError::Uncorrectable) if is_pad(ftl, flash, page)? => {
+                        flash.buf_zero(req.buf, s.sector_in_request, s.sectors)?
+                    }
+                    r => r?,
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Whether `page` (whose read was uncorrectable) is one of the FTL's pads.
+#[cold]
+fn is_pad<F: WholePageStore>(ftl: &F, flash: &mut dyn Flash, page: PageAddr) -> Result<bool, FlashError> {
+    let Some(pad) = ftl.pad_kind() else { return Ok(false) };
+    let mut kind = [0u8; 1];
+    flash.read_oob(Cause::Host, page, &mut kind)?;
+    Ok(kind[0] == pad)
 }
 
 /// Serve a host write, page by page.
@@ -98,11 +130,17 @@ pub fn write<F: WholePageStore>(ftl: &mut F, flash: &mut dyn Flash, req: &IoRequ
 /// Load the current version of `lpn` into `buf` (zeros if never written).
 pub fn load_page<F: WholePageStore>(ftl: &mut F, flash: &mut dyn Flash, lpn: u32, buf: BufId) -> Result<(), FtlError> {
     let spp = ftl.sectors_per_page();
+    if ftl.is_lost(lpn) {
+        return Err(FlashError::Uncorrectable.into());
+    }
     match ftl.location(lpn) {
         None => flash.buf_zero(buf, 0, spp)?,
         Some(page) => {
             ftl.count_rmw_read();
-            flash.read(Cause::Host, page, 0, spp, buf, 0, &mut [])?;
+            match flash.read(Cause::Host, page, 0, spp, buf, 0, &mut []) {
+                Err(FlashError::Uncorrectable) if is_pad(ftl, flash, page)? => flash.buf_zero(buf, 0, spp)?,
+                r => r?,
+            }
         }
     }
     Ok(())

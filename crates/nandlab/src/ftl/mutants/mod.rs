@@ -227,8 +227,14 @@ pub enum Mutant {
     KeepsFailedMetaProgram,
     /// `page`, `dftl`: GC unmaps a page whose read was uncorrectable but
     /// does not mark it lost, so a later host read returns zeros instead
-    /// of the read error.
+    /// of the read error. `block`, `hybrid`: a merge or replacement copy
+    /// whose read was uncorrectable is padded with zeros as if the offset
+    /// had never been written, unmarked: a later host read returns zeros.
     ForgetsLostPage,
+    /// `page`, `dftl`, `block`, `hybrid`: the mount does not restore the
+    /// lost-page marks persisted on flash, so after a power cycle a lost
+    /// page reads as an older copy or zeros instead of the read error.
+    MountForgetsLostPages,
 
     // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
     /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
@@ -291,7 +297,8 @@ impl Mutant {
             EvictsTrimmedEntryWithoutWriteBack => &["dftl"],
             KeepsFailedProgram => &["page", "dftl", "block", "hybrid", "optr"],
             ReusesFailedBlock | IgnoresUncorrectableRead | KeepsFailedMetaProgram => &["page", "dftl", "optr"],
-            SpuriousReadError | KeepsFailedCopy | ForgetsLostPage => &["page", "dftl"],
+            SpuriousReadError | KeepsFailedCopy => &["page", "dftl"],
+            ForgetsLostPage | MountForgetsLostPages => &["page", "dftl", "block", "hybrid"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
             CacheMissSkipsFill | TrimKeepsCachedPage | SealDropsEntries => &["optr"],
@@ -356,6 +363,7 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("keeps-failed-copy", Mutant::KeepsFailedCopy),
     ("keeps-failed-meta-program", Mutant::KeepsFailedMetaProgram),
     ("forgets-lost-page", Mutant::ForgetsLostPage),
+    ("mount-forgets-lost-pages", Mutant::MountForgetsLostPages),
 ];
 
 /// The realistic mutants of issue 19 (the ones `nandlab hunt` is measured

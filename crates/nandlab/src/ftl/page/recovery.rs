@@ -28,6 +28,11 @@
 //!   scanned page by page as below; a torn summary (a cut during its
 //!   program) is such a group, and the scan checks the pages the cut may
 //!   have torn with it (paired lower pages).
+//! - **Lost slots** (OOB kind `OOB_LOST`: a GC copy whose read was
+//!   uncorrectable, see `data_plane/lost.rs`) are versions of their
+//!   logical page like data pages; a page whose newest version is one is
+//!   mapped to it and marked lost again. A lost slot is never taken for
+//!   torn: its data never decodes.
 //! - **Checkpoints** (a clean shutdown, or a long trim log) hold the whole
 //!   map. Entries are trusted only where the scan finds that logical page
 //!   still at that physical page: an unflushed trim may have let GC reuse
@@ -35,7 +40,7 @@
 
 use super::*;
 use crate::flash::FlashError;
-use crate::ftl::kit::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK};
+use crate::ftl::kit::data_plane::{decode_oob, SummaryRead, OOB_DATA, OOB_ERASED, OOB_KIND_MASK, OOB_LOST};
 use crate::ftl::kit::wire::checkpoint::{CheckpointHeader, TrimRecords, TRIM_ENTRY_BYTES, TRIM_HEADER_BYTES};
 use crate::ftl::mutants::Mutant;
 
@@ -149,6 +154,8 @@ struct MountScan {
     trim_pages: Vec<(u64, u32)>,
     written_pages: Vec<u32>,
     undefined: Vec<u32>,
+    /// The lost slots found (physical pages).
+    lost_slots: Vec<u32>,
     max_seq: u64,
 }
 
@@ -167,6 +174,7 @@ impl PageFtl {
             trim_pages: Vec::new(),
             written_pages: vec![0u32; g.blocks() as usize],
             undefined: Vec::new(),
+            lost_slots: Vec::new(),
             max_seq: 0,
         };
         let mut scan = BlockScan::default();
@@ -235,9 +243,19 @@ impl PageFtl {
     fn absorb_page(&mut self, flash: &mut dyn Flash, ppn: u32, oob: &[u8; OOB_BYTES], found: &mut MountScan) {
         let (kind, index, seq) = decode_oob(oob);
         found.max_seq = found.max_seq.max(seq);
+        let kind = match kind & OOB_KIND_MASK {
+            OOB_LOST if self.map.mutant == Mutant::MountForgetsLostPages => 0, // BUG (deliberate): skipped
+            OOB_LOST if index < self.map.lpns => {
+                found.lost_slots.push(ppn);
+                OOB_LOST
+            }
+            _ => kind,
+        };
         match kind & OOB_KIND_MASK {
-            OOB_DATA if index < self.map.lpns => {
-                self.dp.set_block_stream(ppn / self.map.ppb, kind >> 4);
+            k @ (OOB_DATA | OOB_LOST) if index < self.map.lpns => {
+                if k == OOB_DATA {
+                    self.dp.set_block_stream(ppn / self.map.ppb, kind >> 4);
+                }
                 found.lpn_of[ppn as usize] = index;
                 let newer = match self.map.mutant {
                     Mutant::IgnoresSequenceNumbers => found.data_l2p[index as usize] == UNMAPPED,
@@ -264,8 +282,17 @@ impl PageFtl {
     /// The map from what the mount found.
     fn rebuild(&mut self, flash: &mut dyn Flash, found: MountScan) -> Result<(), FtlError> {
         let lpns = self.map.lpns as usize;
-        let MountScan { best_seq, data_l2p, lpn_of, checkpoints, trim_pages, written_pages, undefined, max_seq } =
-            found;
+        let MountScan {
+            best_seq,
+            data_l2p,
+            lpn_of,
+            checkpoints,
+            trim_pages,
+            written_pages,
+            undefined,
+            lost_slots,
+            max_seq,
+        } = found;
         self.dp.set_seq_after(max_seq);
         let complete = checkpoints
             .iter()
@@ -300,6 +327,12 @@ impl PageFtl {
             }
         };
         m.apply_trim_records(dp, flash, &trim_pages, ckpt_seq, &best_seq)?;
+        for ppn in lost_slots {
+            let lpn = lpn_of[ppn as usize];
+            if m.l2p.get(lpn as usize) == ppn {
+                dp.restore_lost(lpn);
+            }
+        }
         if !dp.hot_cold_is_none() {
             for lpn in 0..m.lpns {
                 let ppn = m.l2p.get(lpn as usize);
@@ -372,7 +405,10 @@ impl PageMap {
         for page in at_risk {
             let ppn = block * self.ppb + page;
             let unreadable = match scan.oobs[page as usize][0] & OOB_KIND_MASK {
-                OOB_DATA => flash.read(Cause::Recovery, page_addr(ppn), 0, 1, dp.tmp_buf(), 0, &mut []).is_err(),
+                OOB_LOST if self.mutant != Mutant::MountForgetsLostPages => false, // (see the module docs)
+                OOB_DATA => {
+                    !matches!(crate::ftl::kit::flash_ops::page_survived(flash, page_addr(ppn), dp.tmp_buf()), Ok(true))
+                }
                 _ => {
                     let mut header = [0u8; 4];
                     flash.read_meta(Cause::Recovery, page_addr(ppn), &mut header, &mut []).is_err()

@@ -1,6 +1,7 @@
 //! Garbage collection and static wear leveling of the data plane (see the
 //! module docs of [`super`]).
 
+use super::lost::OOB_LOST;
 use super::{decode_oob, encode_oob, DataPlane, GroupState, Mapper, OOB_BYTES, OOB_DATA, OOB_KIND_MASK};
 use crate::flash::{Cause, Flash, FlashError};
 use crate::ftl::mutants::Mutant;
@@ -306,7 +307,7 @@ impl DataPlane {
     /// `from`, is copied to (a pure function of its arguments and the
     /// hot/cold policy's state, which copying does not change).
     fn copy_stream(&mut self, kind: u8, index: u32, from: u8, cause: Cause) -> u8 {
-        if kind != OOB_DATA {
+        if kind != OOB_DATA && kind != OOB_LOST {
             self.meta_stream()
         } else if cause == Cause::WearLeveling {
             self.wl_stream
@@ -341,7 +342,7 @@ impl DataPlane {
                 r => r?,
             };
             if lost {
-                self.page_lost(m, victim, index, src);
+                self.page_lost(m, victim, index, src, dst);
             } else {
                 self.page_moved(m, victim, kind, index, src, dst);
             }
@@ -356,7 +357,8 @@ impl DataPlane {
     pub(super) fn page_moved<M: Mapper>(&mut self, m: &mut M, victim: u32, kind: u8, index: u32, src: u32, dst: u32) {
         self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
         self.table.valid[victim as usize] -= 1;
-        m.relocate(kind, index, src, dst);
+        // (A lost slot holds a logical page, as data does.)
+        m.relocate(if kind == OOB_LOST { OOB_DATA } else { kind }, index, src, dst);
         self.commit_page(dst);
     }
 
@@ -375,10 +377,10 @@ impl DataPlane {
     ) -> Result<bool, FtlError> {
         if self.opts.copyback {
             flash.copyback(cause, page(src), page(dst), Some(oob))?;
-        } else if kind == OOB_DATA {
+        } else if kind == OOB_DATA || kind == OOB_LOST {
             let buf = self.gc_buf.expect("gc buffer allocated at power-on");
             let lost = self.read_gc_copy(flash, cause, src, 0)?;
-            let oob = if lost { self.lost_copy_oob(dst, decode_oob(oob).1) } else { *oob };
+            let oob = if lost { self.lost_copy_oob(dst, oob) } else { *oob };
             flash.program(cause, page(dst), buf, 0, &oob)?;
             return Ok(lost);
         } else {

@@ -16,13 +16,22 @@
 //! The read happens after the copy's destination slot was taken (a
 //! multi-plane row is assembled before it is issued), so the slot is
 //! programmed all the same, with the undecodable bytes and an OOB of kind
-//! [`OOB_LOST`] (its summary entry too), which no mount takes for data:
-//! the group fills without a hole and nothing else moves.
+//! [`OOB_LOST`] (its summary entry too): the *lost slot*.
 //!
-//! Not persisted: the lost marks live in DRAM. After a power cycle a lost
-//! page reads as whatever older copy a mount finds (or zeros), not as a
-//! read error. Persisting them (a marker page the mount recognises, as an
-//! NVMe Write Uncorrectable would need) is left.
+//! **Persistence.** The logical page stays mapped to its lost slot, which
+//! is a valid page like any other: GC moves it (its read is uncorrectable
+//! again, so it moves as a lost slot again; copyback moves it raw),
+//! `page`'s checkpoints and `dftl`'s translation pages record the mapping,
+//! and a mount finds it as it finds any data page — the newest copy of
+//! its logical page, by sequence number — and, seeing the kind, restores
+//! the mark (`restore_lost`). So after a clean power cycle or a cut the
+//! page still reads as the media error, never as an older copy or zeros.
+//! This needs no record of its own: the map the FTL already persists
+//! points at the lost slot, and the slot's OOB says what it is. (Its data
+//! never decodes, so even a firmware that forgot the mark would return
+//! the media error; the mark saves the futile read.) A lost slot is never
+//! taken for torn by a mount: whether its program completed or not, the
+//! page's data was gone.
 
 use super::{encode_oob, DataPlane, Mapper, OOB_BYTES, OOB_DATA, UNMAPPED};
 use crate::flash::{Cause, Flash, FlashError};
@@ -31,8 +40,8 @@ use crate::ftl::FtlError;
 use crate::nand::PageAddr;
 
 /// The OOB kind of a copy slot whose source was uncorrectable (index: the
-/// logical page lost). Mounts skip kinds they do not know.
-pub const OOB_LOST: u8 = 0x0d;
+/// logical page lost; see [`crate::ftl::kit::lost_pages`]).
+pub use crate::ftl::kit::lost_pages::OOB_LOST;
 
 impl DataPlane {
     /// A GC read of data page `src` into the GC buffer at `into_sector`.
@@ -52,44 +61,50 @@ impl DataPlane {
         }
     }
 
-    /// The OOB the slot `dst` of a lost copy of `lpn` is programmed with
-    /// (its summary entry amended to match).
-    pub(super) fn lost_copy_oob(&mut self, dst: u32, lpn: u32) -> [u8; OOB_BYTES] {
-        let oob = encode_oob(OOB_LOST, lpn, self.next_seq());
+    /// The OOB the slot `dst` of a lost copy is programmed with instead of
+    /// the copy's `copy_oob` (its summary entry amended to match): kind
+    /// lost, in the copy's stream.
+    pub(super) fn lost_copy_oob(&mut self, dst: u32, copy_oob: &[u8; OOB_BYTES]) -> [u8; OOB_BYTES] {
+        let (kind, lpn, _) = super::decode_oob(copy_oob);
+        let oob = encode_oob(OOB_LOST | (kind & !super::OOB_KIND_MASK), lpn, self.next_seq());
         self.amend_summary_entry(dst, &oob);
         oob
     }
 
-    /// After the copy of logical page `lpn` from `src` was lost: `src`
-    /// leaves its victim as a moved page does (`page_moved`, without the
-    /// victim policy, which no longer holds the victim), the unit holds one
-    /// valid page less, and `lpn` is unmapped and marked lost.
-    pub(super) fn page_lost<M: Mapper>(&mut self, m: &mut M, victim: u32, lpn: u32, src: u32) {
-        self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
-        self.table.valid[victim as usize] -= 1;
-        self.balance.unit_valid[self.table.unit[victim as usize] as usize] -= 1;
-        m.relocate(OOB_DATA, lpn, src, UNMAPPED);
-        if self.mutant != Mutant::ForgetsLostPage {
-            self.lost.insert(lpn);
-        } // else BUG (deliberate): the page reads as never written
+    /// After the copy of logical page `lpn` from `src` to `dst` was lost:
+    /// `lpn` moves to its lost slot `dst` as a moved page does (see the
+    /// module docs: the mapping persists the loss), marked lost (counted
+    /// once, however often the slot moves on).
+    pub(super) fn page_lost<M: Mapper>(&mut self, m: &mut M, victim: u32, lpn: u32, src: u32, dst: u32) {
+        if self.mutant == Mutant::ForgetsLostPage {
+            // BUG (deliberate): the page is unmapped unmarked, and reads
+            // as never written.
+            self.valid_bits[(src / 64) as usize] &= !(1 << (src % 64));
+            self.table.valid[victim as usize] -= 1;
+            self.balance.unit_valid[self.table.unit[victim as usize] as usize] -= 1;
+            m.relocate(OOB_DATA, lpn, src, UNMAPPED);
+            return;
+        }
+        self.page_moved(m, victim, OOB_DATA, lpn, src, dst);
+        if !self.lost.contains(lpn) {
+            self.lost.mark(lpn);
+        }
+    }
 
-        self.counters.media_lost_pages += 1;
+    /// A mount found `lpn` mapped to a lost slot: it is lost.
+    pub fn restore_lost(&mut self, lpn: u32) {
+        self.lost.restore(lpn);
     }
 
     /// A host read or partial write of `lpn`: the media error if it is lost.
     #[inline]
     pub(super) fn check_lost(&self, lpn: u32) -> Result<(), FtlError> {
-        if !self.lost.is_empty() && self.lost.contains(&lpn) {
-            return Err(FlashError::Uncorrectable.into());
-        }
-        Ok(())
+        self.lost.check(lpn)
     }
 
     /// `lpn` was written or trimmed: it is good again.
     #[inline]
     pub(super) fn found_again(&mut self, lpn: u32) {
-        if !self.lost.is_empty() {
-            self.lost.remove(&lpn);
-        }
+        self.lost.found_again(lpn);
     }
 }

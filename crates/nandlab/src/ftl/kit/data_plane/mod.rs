@@ -70,6 +70,7 @@
 mod gc;
 mod layout;
 mod lost;
+pub use lost::OOB_LOST;
 mod multi_plane;
 mod placement;
 mod refresh;
@@ -305,8 +306,6 @@ pub struct DataPlaneCounters {
     /// Refreshes and the valid pages they moved (see `refresh.rs`).
     pub refresh_runs: u64,
     pub refresh_pages_moved: u64,
-    /// Logical pages GC found uncorrectable and marked lost (see `lost.rs`).
-    pub media_lost_pages: u64,
 }
 
 /// A map entry as the FTL looked it up: the physical page (or
@@ -392,7 +391,7 @@ pub struct DataPlane {
     seq: u64,
     in_gc: bool,
     /// Logical pages lost to the media (see `lost.rs`).
-    lost: std::collections::HashSet<u32>,
+    lost: crate::ftl::kit::lost_pages::LostPages,
     /// Reused by GC: (source page, OOB index, OOB kind, stream to copy to) of the victim's valid pages.
     gc_batch: Vec<(u32, u32, u8, u8)>,
     tmp_buf: Option<BufId>,
@@ -1216,7 +1215,11 @@ impl DataPlane {
                     self.check_lost(lpn)?;
                     flash.buf_zero(req.buf, at, n)?
                 }
-                ppn => match flash.read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut []) {
+                ppn => match self.check_lost(lpn).and_then(|()| {
+                    flash
+                        .read(Cause::Host, PageAddr(u64::from(ppn)), in_page, n, req.buf, at, &mut [])
+                        .map_err(Into::into)
+                }) {
                     Ok(()) => {
                         if read_ppns.0 == UNMAPPED {
                             read_ppns.0 = ppn;
@@ -1224,8 +1227,9 @@ impl DataPlane {
                         read_ppns.1 = ppn;
                     }
                     // BUG (deliberate): the undecodable data goes to the host.
-                    Err(FlashError::Uncorrectable) if self.mutant == Mutant::IgnoresUncorrectableRead => {}
-                    Err(e) => return Err(e.into()),
+                    Err(FtlError::Flash(FlashError::Uncorrectable))
+                        if self.mutant == Mutant::IgnoresUncorrectableRead => {}
+                    Err(e) => return Err(e),
                 },
             }
         }
@@ -1418,6 +1422,7 @@ impl DataPlane {
                 flash.buf_zero(buf, first, self.spp)?
             }
             ppn => {
+                self.check_lost(lpn)?;
                 self.counters.rmw_reads += 1;
                 flash.read(Cause::Host, PageAddr(u64::from(ppn)), 0, self.spp, buf, first, &mut [])?;
             }

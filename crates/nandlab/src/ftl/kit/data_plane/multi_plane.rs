@@ -335,7 +335,7 @@ impl DataPlane {
         };
         for (k, c) in row.copies[..row.n].iter().enumerate() {
             if lost >> k & 1 == 1 {
-                self.page_lost(m, victim, c.index, c.src);
+                self.page_lost(m, victim, c.index, c.src, c.dst);
             } else {
                 self.page_moved(m, victim, c.kind, c.index, c.src, c.dst);
             }
@@ -376,7 +376,7 @@ impl DataPlane {
         let mut n = 0;
         let mut copy_of = [0usize; MAX_PLANES_PER_GROUP];
         for (k, (c, _)) in copies.iter().zip(&by_copyback).enumerate().filter(|(_, (_, &b))| !b) {
-            if c.kind != OOB_DATA {
+            if c.kind != OOB_DATA && c.kind != super::lost::OOB_LOST {
                 self.move_meta_page(flash, cause, c.src, c.dst, &c.oob)?;
                 continue;
             }
@@ -397,7 +397,7 @@ impl DataPlane {
             for (i, r) in reads[..n].iter().enumerate() {
                 if self.read_gc_copy(flash, cause, r.page.0 as u32, r.dst_sector)? {
                     let c = &copies[copy_of[i]];
-                    lost_oobs[i] = self.lost_copy_oob(c.dst, c.index);
+                    lost_oobs[i] = self.lost_copy_oob(c.dst, &c.oob);
                     lost |= 1 << copy_of[i];
                 }
             }

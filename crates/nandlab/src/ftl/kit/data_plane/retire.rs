@@ -195,9 +195,6 @@ impl DataPlane {
     /// (absent otherwise, so reports without media failures are unchanged).
     pub fn retirement_stats(&self, extra: &mut std::collections::BTreeMap<String, serde_json::Value>) {
         crate::ftl::kit::free_blocks::insert_retired_blocks(extra, self.counters.retired_blocks);
-        if self.counters.media_lost_pages > 0 {
-            let sectors = self.counters.media_lost_pages * u64::from(self.spp);
-            extra.insert("media_lost_sectors".into(), sectors.into());
-        }
+        self.lost.insert_metric(extra, self.spp);
     }
 }
