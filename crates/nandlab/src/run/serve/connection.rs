@@ -29,11 +29,6 @@ use std::time::Duration;
 /// Bytes of payload and read data one connection may have in flight.
 pub const IN_FLIGHT_BYTES_MAX: u64 = 64 << 20;
 
-/// The untimed reader's buffer: a burst of small requests (16 4 KiB
-/// writes) in one `recv`, while the rest of a payload this large or
-/// larger is read straight into the payload, not copied through it.
-const READ_BUFFER_BYTES: usize = 64 << 10;
-
 /// How long a client may take over the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -143,7 +138,7 @@ fn execute_requests(
     let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
         return Some("cannot use the socket".into());
     };
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, read_half);
+    let mut reader = BufReader::with_capacity(256 << 10, read_half);
     let mut out = BufWriter::with_capacity(256 << 10, write_half);
     let lock = || Core::lock(core);
     loop {

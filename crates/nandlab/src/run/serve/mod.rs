@@ -533,12 +533,24 @@ fn accept_loop(
         if tx.send(Event::Opened(id, peer)).is_err() {
             return;
         }
-        let (export, tx, streams, direct) = (export.clone(), tx.clone(), Arc::clone(streams), direct.cloned());
-        let _ = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
-            let how = connection::serve(id, stream, &export, &tx, direct.as_deref());
-            streams.lock().expect("streams lock").remove(&id);
-            let _ = tx.send(Event::Closed(id, how));
+        let (export, tx_conn, streams_conn, direct) =
+            (export.clone(), tx.clone(), Arc::clone(streams), direct.cloned());
+        let spawned = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
+            let how = connection::serve(id, stream, &export, &tx_conn, direct.as_deref());
+            streams_conn.lock().expect("streams lock").remove(&id);
+            let _ = tx_conn.send(Event::Closed(id, how));
         });
+        if let Err(e) = spawned {
+            // No thread (the machine is out of threads or memory): the
+            // connection is closed at once, not left open and unserved
+            // holding one of the slots.
+            if let Some(stream) = streams.lock().expect("streams lock").remove(&id) {
+                stream.shutdown();
+            }
+            if tx.send(Event::Closed(id, Err(format!("cannot start its thread: {e}")))).is_err() {
+                return;
+            }
+        }
     }
 }
 
