@@ -215,6 +215,7 @@ fn open_drive(config: &Config, args: &ServeArgs) -> Result<(ServeDrive, u64), Ex
 }
 
 pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
+    serve::allocator::tune_for_serve();
     let ([json], stop, config) = match device.start(&WorkloadArgs::default(), &[], [("--json", args.json.as_deref())]) {
         Ok(started) => started,
         Err(e) => return input_error(e),

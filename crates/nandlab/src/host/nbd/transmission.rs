@@ -109,8 +109,12 @@ pub fn read_request(r: &mut impl Read, size_bytes: u64) -> Result<Incoming, Prot
                 req.length_bytes
             )));
         }
-        data = vec![0; req.length_bytes as usize];
-        r.read_exact(&mut data)?;
+        // Read into spare capacity: no zeroing of memory about to be overwritten.
+        data.reserve_exact(req.length_bytes as usize);
+        r.by_ref().take(u64::from(req.length_bytes)).read_to_end(&mut data)?;
+        if data.len() < req.length_bytes as usize {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
     }
     Ok(match check(&req, size_bytes) {
         Err((error, why)) => Incoming::Refuse(req, error, why),

@@ -42,6 +42,13 @@
 //! one connection covers writes completed on all connections, which is
 //! what `NBD_FLAG_CAN_MULTI_CONN` promises, and it is advertised.
 //!
+//! **A panic in a command** (the FTL's, or nandlab's own) is caught on
+//! the connection's thread and resumed on the server's thread, after every
+//! open connection is closed: the process ends with the panic and its
+//! message, as `stress` ends (a panic is not turned into a violation: the
+//! drive's state after it is unknown, so nothing more is executed or
+//! checked). Other clients see their connection close at once.
+//!
 //! **Shutdown.** On a stop request (SIGINT/SIGTERM in the CLI), with
 //! `once` when the last client disconnects, or when the violation policy
 //! says stop: no new connections, open ones are closed (commands not yet
@@ -50,12 +57,16 @@
 //! shutdown, a fresh instance mounted from flash) and every sector read
 //! back and checked; then the report.
 
+pub mod allocator;
 pub mod bytes;
 pub mod connection;
 pub mod drive_file;
 pub mod executor;
 pub mod stream;
 pub mod timed;
+
+#[cfg(test)]
+mod panic_tests;
 
 use crate::config::Config;
 use crate::flash::Cause;
@@ -69,6 +80,7 @@ use bytes::ByteStoreStats;
 use connection::Reply;
 use executor::ServeDrive;
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -134,8 +146,9 @@ pub enum Event {
     Refused,
     /// A command's violation asks the server to stop (`--on-violation stop`).
     Stop,
-    /// A command panicked on a connection's thread: the server panics with
-    /// it, as it would have had the command run on its own thread.
+    /// A command panicked on a connection's thread: the server closes every
+    /// connection and panics with it, as it would have had the command run
+    /// on its own thread.
     Panicked(Box<dyn std::any::Any + Send>),
     Opened(u64, String),
     /// Connection closed: `Ok(None)` as the protocol says, `Ok(Some)` with
@@ -354,7 +367,11 @@ pub fn run(
         match rx.recv_timeout(wait) {
             Ok(Event::Job(job)) => {
                 // The pacer times the command after: the drive gets a copy.
-                let executed = Core::lock(&core).execute(job.connection, job.cookie, job.command.clone());
+                let execute = || Core::lock(&core).execute(job.connection, job.cookie, job.command.clone());
+                let executed = match std::panic::catch_unwind(AssertUnwindSafe(execute)) {
+                    Ok(executed) => executed,
+                    Err(payload) => close_all_and_resume(&shutdown, &streams, payload),
+                };
                 let Some((mut reply, lines, stop)) = executed else { continue };
                 for line in &lines {
                     log(line);
@@ -368,7 +385,7 @@ pub fn run(
             }
             Ok(Event::Log(line)) => log(&line),
             Ok(Event::Refused) => Core::lock(&core).count_refused(),
-            Ok(Event::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Ok(Event::Panicked(payload)) => close_all_and_resume(&shutdown, &streams, payload),
             Ok(Event::Stop) => {
                 stopped_by = "a violation (--on-violation stop)".into();
                 break;
@@ -418,6 +435,23 @@ pub fn run(
     let mut report = finish(config, &mut drive, counters, interrupted, opts, started, cpu_start);
     report.timed = pacer.as_ref().map(Pacer::report);
     Ok((report, drive))
+}
+
+/// A command panicked (the FTL, or nandlab's own checking): the drive is
+/// in no state to go on, so no new connections are accepted, every open
+/// one is closed — its client sees the close at once instead of waiting
+/// on a server that is gone — and the panic goes on, on this thread: the
+/// process ends with it, as `stress` does (see the module docs).
+fn close_all_and_resume(
+    shutdown: &AtomicBool,
+    streams: &Mutex<HashMap<u64, Stream>>,
+    payload: Box<dyn std::any::Any + Send>,
+) -> ! {
+    shutdown.store(true, Ordering::Relaxed);
+    for stream in streams.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values() {
+        stream.shutdown();
+    }
+    std::panic::resume_unwind(payload)
 }
 
 /// Serve one connection's whole byte stream on this thread, replies
@@ -499,12 +533,24 @@ fn accept_loop(
         if tx.send(Event::Opened(id, peer)).is_err() {
             return;
         }
-        let (export, tx, streams, direct) = (export.clone(), tx.clone(), Arc::clone(streams), direct.cloned());
-        let _ = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
-            let how = connection::serve(id, stream, &export, &tx, direct.as_deref());
-            streams.lock().expect("streams lock").remove(&id);
-            let _ = tx.send(Event::Closed(id, how));
+        let (export, tx_conn, streams_conn, direct) =
+            (export.clone(), tx.clone(), Arc::clone(streams), direct.cloned());
+        let spawned = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
+            let how = connection::serve(id, stream, &export, &tx_conn, direct.as_deref());
+            streams_conn.lock().expect("streams lock").remove(&id);
+            let _ = tx_conn.send(Event::Closed(id, how));
         });
+        if let Err(e) = spawned {
+            // No thread (the machine is out of threads or memory): the
+            // connection is closed at once, not left open and unserved
+            // holding one of the slots.
+            if let Some(stream) = streams.lock().expect("streams lock").remove(&id) {
+                stream.shutdown();
+            }
+            if tx.send(Event::Closed(id, Err(format!("cannot start its thread: {e}")))).is_err() {
+                return;
+            }
+        }
     }
 }
 
