@@ -46,7 +46,7 @@ use super::scheduler::{Queued, Scheduler, SchedulerKind};
 use super::transaction::{Transaction, TxDone, TxId, TxKind};
 use crate::nand::Geometry;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// An operation occupying a die.
 #[derive(Copy, Clone, Debug)]
@@ -125,6 +125,12 @@ pub struct FlashCore {
     awaited: Vec<TxId>,
     eligible: Vec<bool>,
     counters: CoreCounters,
+    /// Whether each transaction from `done_base` on has completed (the
+    /// front is dropped as it completes): `in_flight` in O(1).
+    done: VecDeque<bool>,
+    done_base: TxId,
+    /// The time of the last event processed.
+    last_event_ns: u64,
 }
 
 impl FlashCore {
@@ -151,6 +157,9 @@ impl FlashCore {
             awaited: Vec::new(),
             eligible: Vec::new(),
             counters: CoreCounters::default(),
+            done: VecDeque::new(),
+            done_base: 0,
+            last_event_ns: 0,
         }
     }
 
@@ -194,6 +203,7 @@ impl FlashCore {
     pub fn submit(&mut self, mut tx: Transaction) -> TxId {
         let id = self.next_id;
         self.next_id += 1;
+        self.done.push_back(false);
         tx.ready_ns = tx.ready_ns.max(self.now_ns);
         if let Some(d) = tx.after {
             if self.in_flight(d) {
@@ -212,13 +222,22 @@ impl FlashCore {
         id
     }
 
-    /// Whether `id` is queued or running (not yet completed).
+    /// Whether `id` was submitted and has not completed.
     fn in_flight(&self, id: TxId) -> bool {
-        self.dies.iter().any(|d| {
-            d.running.is_some_and(|r| r.id == id)
-                || d.suspended.is_some_and(|(r, _)| r.id == id)
-                || d.queue.iter().any(|q| q.id == id)
-        }) || self.events.iter().any(|Reverse((_, _, k))| matches!(k, EventKind::Done { id: i, .. } if *i == id))
+        id >= self.done_base && self.done.get((id - self.done_base) as usize).is_some_and(|d| !d)
+    }
+
+    /// When the core was last busy: the time of its last event.
+    pub fn last_event_ns(&self) -> u64 {
+        self.last_event_ns
+    }
+
+    /// Move the clock of an idle core back to `t_ns` (no earlier than its
+    /// last event): nothing happened since, so work submitted next starts
+    /// as if submitted then (idle-time work between two arrivals).
+    pub fn rewind_idle(&mut self, t_ns: u64) {
+        debug_assert!(self.is_idle());
+        self.now_ns = t_ns.max(self.last_event_ns).min(self.now_ns);
     }
 
     /// Process every event up to `t_ns` and move the clock there;
@@ -230,6 +249,7 @@ impl FlashCore {
             }
             self.events.pop();
             self.now_ns = self.now_ns.max(t);
+            self.last_event_ns = self.now_ns;
             self.handle(kind, out);
         }
         self.now_ns = self.now_ns.max(t_ns);
@@ -257,6 +277,13 @@ impl FlashCore {
     fn complete(&mut self, done: TxDone, die: Option<u32>, out: &mut Vec<TxDone>) {
         self.counters.completed += 1;
         out.push(done);
+        if let Some(d) = self.done.get_mut((done.id - self.done_base) as usize) {
+            *d = true;
+        }
+        while self.done.front() == Some(&true) {
+            self.done.pop_front();
+            self.done_base += 1;
+        }
         if let Some(die) = die {
             self.dies[die as usize].running = None;
             self.wake(die);
