@@ -87,6 +87,9 @@ struct DieState {
     running: Option<Running>,
     /// A program or erase suspended by the running read, and its cell time left.
     suspended: Option<(Running, u64)>,
+    /// Cache program: the next program, its data-in done (or under way)
+    /// while `running`'s cell phase runs; its cell phase follows.
+    next: Option<Running>,
     /// Bumped when a cell phase's end is cancelled (a suspension) or re-timed.
     generation: u64,
 }
@@ -131,6 +134,10 @@ pub struct FlashCore {
     done_base: TxId,
     /// The time of the last event processed.
     last_event_ns: u64,
+    /// ONFI cache read / cache program (`[timing]` `cache_read`,
+    /// `cache_program`): see [`FlashCore::with_cache`].
+    cache_read: bool,
+    cache_program: bool,
 }
 
 impl FlashCore {
@@ -160,7 +167,22 @@ impl FlashCore {
             done: VecDeque::new(),
             done_base: 0,
             last_event_ns: 0,
+            cache_read: false,
+            cache_program: false,
         }
+    }
+
+    /// Cache read: a read releases its die when its cell phase ends (its
+    /// data leaves from the cache register while the die starts its next
+    /// operation; the channel still carries one transfer at a time).
+    /// Cache program: a program's command and data-in may go to the die
+    /// while the program before it is in its cell phase; its own cell
+    /// phase starts when that one ends. Both as the reservation model
+    /// has them (`super::flash_model`), one pipelined program per die.
+    pub fn with_cache(mut self, cache_read: bool, cache_program: bool) -> FlashCore {
+        self.cache_read = cache_read;
+        self.cache_program = cache_program;
+        self
     }
 
     /// A core for a device's geometry and `[timing]` (its suspend flags and latencies).
@@ -168,6 +190,7 @@ impl FlashCore {
         let program = t.config.program_suspend.then_some(t.program_suspend_ns);
         let erase = t.config.erase_suspend.then_some(t.erase_suspend_ns);
         FlashCore::new(g.channels(), g.dies(), scheduler, program, erase)
+            .with_cache(t.config.cache_read, t.config.cache_program)
     }
 
     pub fn scheduler(&self) -> SchedulerKind {
@@ -190,7 +213,8 @@ impl FlashCore {
 
     /// Nothing queued, running or pending.
     pub fn is_idle(&self) -> bool {
-        self.events.is_empty() && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none())
+        self.events.is_empty()
+            && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none() && d.next.is_none())
     }
 
     fn push(&mut self, t: u64, kind: EventKind) {
@@ -285,8 +309,17 @@ impl FlashCore {
             self.done_base += 1;
         }
         if let Some(die) = die {
-            self.dies[die as usize].running = None;
-            self.wake(die);
+            let d = &mut self.dies[die as usize];
+            d.running = None;
+            match d.next.take() {
+                Some(mut n) => {
+                    // The pipelined program's cell phase follows at once.
+                    n.cell_start_ns = n.cell_start_ns.max(self.now_ns);
+                    n.cell_end_ns = n.cell_start_ns + n.tx.cell_ns;
+                    self.run(die, n);
+                }
+                None => self.wake(die),
+            }
         }
         if let Some(i) = self.awaited.iter().position(|&a| a == done.id) {
             self.awaited.swap_remove(i);
@@ -335,8 +368,17 @@ impl FlashCore {
         let d = &self.dies[die as usize];
         match d.running {
             None => self.dispatch(die),
-            Some(r) if d.suspended.is_none() && self.scheduler.suspends_for_reads() => self.try_suspend(die, r),
-            Some(_) => {}
+            Some(r) => {
+                if d.suspended.is_none() && d.next.is_none() && self.scheduler.suspends_for_reads() {
+                    self.try_suspend(die, r);
+                }
+                let d = &self.dies[die as usize];
+                if self.cache_program && d.next.is_none() && d.suspended.is_none() {
+                    if let Some(r) = d.running.filter(|r| r.tx.kind == TxKind::Program) {
+                        self.try_pipeline(die, r);
+                    }
+                }
+            }
         }
     }
 
@@ -357,6 +399,33 @@ impl FlashCore {
         let cell_start = start + q.tx.channel_in_ns;
         self.counters.dispatched += 1;
         self.run(die, Running::of(q, start, cell_start, false));
+    }
+
+    /// Cache program: while `running` (a program) is in or before its cell
+    /// phase, send the scheduler's pick, if a program, to the cache
+    /// register; its cell phase follows `running`'s.
+    fn try_pipeline(&mut self, die: u32, running: Running) {
+        if self.dies[die as usize].queue.is_empty() {
+            return;
+        }
+        if self.now_ns < running.cell_start_ns {
+            // The data-in of the running program is on the bus: try again then.
+            return self.push(running.cell_start_ns, EventKind::Wake { die });
+        }
+        if !self.mark_eligible(die, |_| true) {
+            return;
+        }
+        // Only if the scheduler would start a program next anyway (a read
+        // it prefers, or an older one under fifo, is not overtaken).
+        let Some(i) = self.scheduler.pick(&self.dies[die as usize].queue, &self.eligible) else { return };
+        if self.dies[die as usize].queue[i].tx.kind != TxKind::Program {
+            return;
+        }
+        let q = self.dies[die as usize].queue.remove(i);
+        let start = self.channel(q.tx.channel, q.tx.channel_in_ns);
+        let cell_start = (start + q.tx.channel_in_ns).max(running.cell_end_ns);
+        self.counters.dispatched += 1;
+        self.dies[die as usize].next = Some(Running::of(q, start, cell_start, false));
     }
 
     /// A Wake at the earliest future ready time of the die's queue (the
@@ -403,6 +472,12 @@ impl FlashCore {
                 // The suspended operation resumes; the data-out overlaps it.
                 let now = self.now_ns;
                 self.run(die, Running { cell_start_ns: now, cell_end_ns: now + left, ..s });
+                None
+            }
+            None if self.cache_read => {
+                // Cache read: the die is free for its next operation now.
+                self.dies[die as usize].running = None;
+                self.wake(die);
                 None
             }
             None => Some(die),
