@@ -465,8 +465,6 @@ impl FlashCore {
         if !r.tx.is_read() {
             return self.complete(r.done(self.now_ns), Some(die), out);
         }
-        let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
-        let end = start + r.tx.channel_out_ns;
         let release = match self.dies[die as usize].suspended.take() {
             Some((s, left)) => {
                 // The suspended operation resumes; the data-out overlaps it.
@@ -482,6 +480,10 @@ impl FlashCore {
             }
             None => Some(die),
         };
+        // (After the die's next command, if cache read started one: the
+        // command is short and the die would otherwise idle behind the data.)
+        let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
+        let end = start + r.tx.channel_out_ns;
         let d = r.done(end);
         self.push(
             end,
