@@ -14,7 +14,8 @@
 //! read every later transaction of the epoch waits for it (when both
 //! apply, the later of the two is kept: the core takes one dependency).
 //!
-//! An epoch *completes* when its last transaction does: its end is the
+//! An epoch *completes* when its last non-GC transaction does (or, with
+//! GC work only, its last): its end is the
 //! last non-GC transaction's end (plus its ECC decode), or, for an epoch of
 //! GC work only, the last GC transaction's — as in the reservation model,
 //! where foreground GC delays a request through what waits for it on the
@@ -60,6 +61,10 @@ struct TxInfo {
 struct InFlight {
     ready_ns: u64,
     outstanding: u32,
+    /// Non-GC transactions not yet complete.
+    outstanding_work: u32,
+    /// Handed out as finished (its non-GC work done; GC may still run).
+    reported: bool,
     windowed: bool,
     end: Option<EpochEnd>,
     gc_end: Option<EpochEnd>,
@@ -201,6 +206,7 @@ impl EventTiming {
         let first = self.core_next_id();
         let e = self.epochs.get_mut(&id).expect("epoch in flight");
         e.outstanding = staged.len() as u32;
+        e.outstanding_work = staged.iter().filter(|s| !s.gc).count() as u32;
         e.ready_ns = e.ready_ns.max(now);
         for s in staged {
             let mut tx = s.tx;
@@ -228,7 +234,7 @@ impl EventTiming {
 
     /// The windowed epochs not yet complete.
     pub fn windowed_epochs(&self, out: &mut Vec<EpochId>) {
-        out.extend(self.epochs.iter().filter(|(_, e)| e.windowed).map(|(&id, _)| id));
+        out.extend(self.epochs.iter().filter(|(_, e)| e.windowed && !e.reported).map(|(&id, _)| id));
     }
 
     /// When the core's next event happens.
@@ -290,10 +296,20 @@ impl EventTiming {
                 *slot = Some(end);
             }
             e.outstanding -= 1;
-            if e.outstanding == 0 {
-                let e = self.epochs.remove(&info.epoch).expect("present");
+            if !info.gc {
+                e.outstanding_work -= 1;
+            }
+            // A request waits for its own work, not for the foreground GC it
+            // issued (which delays it only through what waits behind it on
+            // the die), as in the reservation model.
+            let work_done = e.end.is_some() && e.outstanding_work == 0;
+            if !e.reported && (work_done || e.outstanding == 0) {
+                e.reported = true;
                 let end = e.end.or(e.gc_end).expect("an epoch with work has an end");
                 self.finished.push(end);
+            }
+            if e.outstanding == 0 {
+                let e = self.epochs.remove(&info.epoch).expect("present");
                 if e.windowed {
                     self.windowed_submitted -= 1;
                     if let Some((id, staged)) = self.waiting.pop_front() {
