@@ -64,6 +64,11 @@ pub struct PerfArgs {
     /// Write cache: none, write_through, write_back (same as --timing write_cache=…).
     #[arg(long = "write-cache", help_heading = "Timing and host")]
     pub write_cache: Option<String>,
+    /// Timing core: reservation (the default: every flash operation booked
+    /// on channel/die calendars when issued), or the event core with the
+    /// scheduler fifo, mqsim or read-priority (same as --timing scheduler=…).
+    #[arg(long = "scheduler", value_name = "NAME", help_heading = "Timing and host")]
+    pub scheduler: Option<String>,
     /// No background garbage collection in idle time.
     #[arg(long = "no-idle-gc", help_heading = "Timing and host")]
     pub no_idle_gc: bool,
@@ -114,6 +119,12 @@ fn apply_overrides(config: &mut Config, p: &PerfArgs) -> Result<(), String> {
     let mut timing_sets = p.timing.clone();
     if let Some(m) = &p.write_cache {
         timing_sets.push(format!("write_cache=\"{m}\""));
+    }
+    if let Some(name) = &p.scheduler {
+        if name != "reservation" && name.parse::<nandlab::timing::scheduler::SchedulerKind>().is_err() {
+            return Err(format!("--scheduler `{name}`: unknown scheduler (reservation, fifo, mqsim, read-priority)"));
+        }
+        timing_sets.push(format!("scheduler={}", toml::Value::String(name.clone())));
     }
     if !timing_sets.is_empty() {
         config.override_timing(&timing_sets)?;

@@ -244,3 +244,31 @@ fn a_drive_taking_a_second_per_request_reports_its_true_small_iops() {
     assert_eq!(code, 0, "{stdout}{err}");
     assert!(stdout.contains("3 requests: 0.0015 IOPS"), "not 0 IOPS: {stdout}");
 }
+
+#[test]
+fn scheduler_runs_on_the_event_core_and_a_bad_one_exits_2_naming_the_choices() {
+    let base = ["--preset", "tiny-timed", "--rw", "randrw", "--bs", "4k", "--iodepth", "8", "--requests", "2000"];
+    let (code, stdout, stderr, report) = perf_json("sched-default", &base);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(report["perf"].get("scheduler").is_none(), "the default report has no scheduler field");
+    assert!(!stdout.contains("event core"), "{stdout}");
+    let mut args = base.to_vec();
+    args.extend(["--scheduler", "mqsim"]);
+    let (code, stdout, stderr, report) = perf_json("sched-mqsim", &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["perf"]["scheduler"], "mqsim");
+    assert_eq!(report["perf"]["completed"], 2000);
+    assert!(stdout.contains("event core, scheduler mqsim"), "{stdout}");
+    let mut bad = base.to_vec();
+    bad.extend(["--scheduler", "lifo"]);
+    let (code, _, stderr, _) = perf_json("sched-bad", &bad);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--scheduler `lifo`") && stderr.contains("reservation, fifo, mqsim, read-priority"),
+        "{stderr}"
+    );
+    let (code, _, stderr, _) =
+        perf_json("sched-bad-timing", &[&base[..], &["--timing", "scheduler=\"lifo\""]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("scheduler") && stderr.contains("`lifo`"), "{stderr}");
+}

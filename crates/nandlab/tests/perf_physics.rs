@@ -121,7 +121,7 @@ fn qd1_read_latency_is_exactly_the_sum_of_its_path() {
     for i in 0..50u64 {
         let arrival = 1_000_000 * (i + 1); // idle: the previous read is long done
         let lba = (i * 7919 % 2000) * 8;
-        let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap();
+        let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap().expect("the reservation model times at once");
         assert_eq!(c.completion_ns - arrival, expected, "read {i}");
         let b = c.breakdown;
         assert_eq!(b.get(Component::HostCommand), 2500);
@@ -147,19 +147,67 @@ fn random_read_iops(timing: &str, host: &str) -> f64 {
 
 const READ_TIMING: &str = "program_latency_us = 300\nerase_latency_us = 2000\nchannel_rate_mtps = 400";
 
+/// The timing cores the physics tests run under: the reservation model
+/// (the default) and the event core in order (`fifo`), which must obey
+/// the same bounds.
+const CORES: [&str; 2] = ["reservation", "fifo"];
+
 #[test]
 fn random_reads_saturate_at_the_dies() {
     // 8 dies / 50 us = 160 k IOPS; channels could do 2 x 97.7 k.
-    let iops = random_read_iops(&format!("read_latency_us = 50\n{READ_TIMING}"), FAST_HOST);
-    assert!(within(iops, 160_000.0, 0.02), "{iops}");
+    for core in CORES {
+        let iops = random_read_iops(&format!("read_latency_us = 50\n{READ_TIMING}\nscheduler = \"{core}\""), FAST_HOST);
+        assert!(within(iops, 160_000.0, 0.02), "{core}: {iops}");
+    }
 }
 
 #[test]
 fn random_reads_saturate_at_the_channels_when_dies_are_faster() {
     // Dies could do 8 / 20 us = 400 k; each channel moves 4 KiB in 10.24 us.
-    let iops = random_read_iops(&format!("read_latency_us = 20\n{READ_TIMING}"), FAST_HOST);
-    let expected = 2.0 * 1e9 / 10_240.0;
-    assert!(within(iops, expected, 0.02), "{iops} vs {expected}");
+    for core in CORES {
+        let iops = random_read_iops(&format!("read_latency_us = 20\n{READ_TIMING}\nscheduler = \"{core}\""), FAST_HOST);
+        let expected = 2.0 * 1e9 / 10_240.0;
+        assert!(within(iops, expected, 0.02), "{core}: {iops} vs {expected}");
+    }
+}
+
+/// A read-heavy flow beside a write flow on the event core: under `mqsim`
+/// and `read-priority` reads overtake queued programs, so the read p99 is
+/// below `fifo`'s; and no read beats its own physics (command + tR +
+/// data-out). Each scheduler is shown to differ: with every policy acting
+/// as fifo the ordering assertion fails.
+#[test]
+fn reads_beside_writes_have_a_lower_p99_under_mqsim_and_read_priority_than_under_fifo() {
+    let read_p99 = |sched: &str| {
+        let config = device(
+            2,
+            2,
+            1,
+            4096,
+            &format!("read_latency_us = 50\nprogram_latency_us = 1000\nerase_latency_us = 3000\nchannel_rate_mtps = 400\nscheduler = \"{sched}\""),
+            FAST_HOST,
+        );
+        let opts =
+            PerfOptions { seed: 3, precondition: Some(fill_only()), max_requests: Some(20_000), ..Default::default() };
+        let mut flows = Vec::new();
+        for (i, (rw, depth)) in [(RwMode::RandRead, 16), (RwMode::RandWrite, 16)].into_iter().enumerate() {
+            let s = spec(rw, 4096, depth, SizeSpec::Bytes(1 << 30));
+            flows.extend(Flow::synthetic(&s, None, i, &config, 3).unwrap());
+        }
+        let r = perf::run(&config, flows, &opts, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.run.errors, 0);
+        assert_eq!(r.perf.scheduler, Some(sched));
+        let l = &r.perf.latency["read"];
+        // Command + tR + 4 KiB data-out at 400 MB/s is the least a read takes (every read goes to flash).
+        assert!(l.p50_us >= 50.0 + 10.24, "{sched}: {l:?}");
+        l.p99_us
+    };
+    let fifo = read_p99("fifo");
+    for sched in ["mqsim", "read-priority"] {
+        let p99 = read_p99(sched);
+        eprintln!("read p99: fifo {fifo:.1} us, {sched} {p99:.1} us");
+        assert!(p99 < fifo, "{sched}: read p99 {p99} us not below fifo's {fifo} us");
+    }
 }
 
 #[test]
@@ -313,7 +361,7 @@ fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
     let mut completions = Vec::new();
     for i in 0..4000u64 {
         let w = HostRequest { op: HostOp::Write, lba: (i % 12_000) * 8, sectors: 8, arrival_ns: 0, job: 0 };
-        let c = dev.submit(&w, 0, t, i).unwrap();
+        let c = dev.submit(&w, 0, t, i).unwrap().expect("the reservation model times at once");
         if i < 32 {
             assert_eq!(c.completion_ns - t, link + dram, "write {i} at DRAM speed");
         }
@@ -327,7 +375,7 @@ fn write_back_cache_completes_at_dram_speed_until_full_then_at_flash_speed() {
     assert_eq!(dev.session().host().counters().volatile_writes, 4000);
     // A flush waits for every dirty line to reach flash.
     let flush = HostRequest { op: HostOp::Flush, lba: 0, sectors: 0, arrival_ns: 0, job: 0 };
-    let c = dev.submit(&flush, 0, t, 5000).unwrap();
+    let c = dev.submit(&flush, 0, t, 5000).unwrap().expect("the reservation model times at once");
     assert_eq!(dev.cache().unwrap().dirty_lines(), 0);
     assert!(c.completion_ns >= dev.timing_model().busy_until());
     assert!(c.completion_ns > t + 300_000, "at least one program's worth");
@@ -515,7 +563,7 @@ fn gc_bound_write_back(ftl: &str) -> (f64, f64, f64) {
         }
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let w = HostRequest { op: HostOp::Write, lba: (rng >> 24) % pages * 8, sectors: 8, arrival_ns: 0, job: 0 };
-        t = dev.submit(&w, 0, t, i).unwrap().completion_ns;
+        t = dev.submit(&w, 0, t, i).unwrap().expect("the reservation model times at once").completion_ns;
     }
     assert!(dev.session().drive().flash().log().is_clean());
     assert!(dev.session().drive().ftl().stats().gc_runs > 0, "GC-bound");
@@ -595,7 +643,7 @@ fn no_channel_or_die_is_ever_booked_twice() {
         };
         let lba = (rng >> 20) % pages * 8;
         let req = HostRequest { op, lba, sectors: 8, arrival_ns: 0, job: 0 };
-        let c = dev.submit(&req, 0, t, i).unwrap();
+        let c = dev.submit(&req, 0, t, i).unwrap().expect("the reservation model times at once");
         // Arrivals spread over the completions: requests overlap.
         t += (c.completion_ns - t) / 4;
     }
@@ -665,7 +713,7 @@ fn the_oracle_checks_every_read_while_timed() {
             dev.session_mut().drive_mut().corrupt_page(nandlab::nand::PageAddr(p));
         }
     }
-    dev.submit(&read(0, 8), 0, 0, 0).unwrap();
+    dev.submit(&read(0, 8), 0, 0, 0).unwrap().expect("the reservation model times at once");
     assert!(dev.session().drive().flash().log().errors() > 0);
 }
 
@@ -819,7 +867,7 @@ fn a_read_retry_costs_a_full_read_and_every_attempt_its_decode() {
         for i in 0..50u64 {
             let arrival = 1_000_000 * (i + 1);
             let lba = (i * 7919 % 2000) * 8;
-            let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap();
+            let c = dev.submit(&read(lba, 8), 0, arrival, i).unwrap().expect("the reservation model times at once");
             assert_eq!(c.completion_ns - arrival, expected, "read {i} at RBER {floor}");
         }
         let stats = dev.session().drive().flash().reliability_stats().unwrap();

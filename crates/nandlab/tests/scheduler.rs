@@ -79,7 +79,7 @@ fn end_of(done: &[TxDone], id: TxId) -> u64 {
 fn read_behind_a_queued_program(sched: SchedulerKind) -> (u64, u64, Phases) {
     let c = mqsim_default(&[]);
     let p = phases(&c);
-    let mut core = FlashCore::for_device(&c.geometry, c.timing.as_ref().unwrap(), sched);
+    let mut core = FlashCore::for_device(&c.geometry, c.timing.as_ref().unwrap(), sched).with_cache(false, false);
     core.submit(tx(&p, TxKind::Program, 0, 0, 0));
     let mut done = Vec::new();
     core.run_until(0, &mut done);
@@ -115,7 +115,7 @@ fn a_read_behind_a_queued_program_completes_first_under_mqsim_and_read_priority_
 fn read_during(sched: SchedulerKind, timing: &[&str], kind: TxKind, arrival: u64) -> (u64, u64, u64, Phases) {
     let c = mqsim_default(timing);
     let p = phases(&c);
-    let mut core = FlashCore::for_device(&c.geometry, c.timing.as_ref().unwrap(), sched);
+    let mut core = FlashCore::for_device(&c.geometry, c.timing.as_ref().unwrap(), sched).with_cache(false, false);
     let long = core.submit(tx(&p, kind, 0, 0, 0));
     let mut done = Vec::new();
     core.run_until(arrival, &mut done);

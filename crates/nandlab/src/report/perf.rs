@@ -231,6 +231,10 @@ pub struct PerfSection {
     pub die_operations: Vec<BTreeMap<&'static str, u64>>,
     pub gc: PerfGc,
     pub write_cache_mode: &'static str,
+    /// The event core's scheduler (`--scheduler`); absent with the
+    /// reservation model (the default), so its reports are as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<&'static str>,
     pub write_cache: Option<CacheCounters>,
     /// Reads that suspended a program or erase.
     pub suspends: u64,
@@ -338,6 +342,9 @@ impl PerfReport {
             d.queue_depth,
             p.write_cache_mode
         );
+        if let Some(name) = p.scheduler {
+            let _ = writeln!(s, "  timing     event core, scheduler {name}");
+        }
         if let Some(pc) = &p.precondition {
             let _ = writeln!(
                 s,

@@ -208,6 +208,13 @@ pub struct TimingConfig {
     /// Device DRAM bandwidth for cache copies, MB/s (10^6 bytes); 0: unlimited.
     #[serde(default)]
     pub dram_bandwidth_mbps: f64,
+    /// Which timing core times `perf`'s flash work: `reservation` (the
+    /// default, [`super::flash_model`]) or the event core
+    /// ([`super::event_core`]) with the scheduler `fifo`, `mqsim` or
+    /// `read-priority`. Absent: reservation (and not written back, so
+    /// echoed configurations stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 /// A validation failure: the field and the reason.
@@ -229,6 +236,8 @@ pub struct Timing {
     pub write_cache_bytes: u64,
     /// DRAM bytes per µs; 0: unlimited.
     pub dram_bytes_per_us: u64,
+    /// The event core's scheduler; `None`: the reservation model.
+    pub scheduler: Option<super::scheduler::SchedulerKind>,
 }
 
 impl TimingConfig {
@@ -290,7 +299,14 @@ impl TimingConfig {
                 b
             }
         };
+        let scheduler = match self.scheduler.as_deref() {
+            None | Some("reservation") => None,
+            Some(name) => Some(name.parse().map_err(|_| {
+                ("scheduler", format!("unknown scheduler `{name}` (reservation, fifo, mqsim, read-priority)"))
+            })?),
+        };
         Ok(Timing {
+            scheduler,
             read_ns_by_level: (0..bits_per_cell).map(|l| self.read_latency_us.ns(l)).collect(),
             program_ns_by_level: (0..bits_per_cell).map(|l| self.program_latency_us.ns(l)).collect(),
             erase_ns: us_to_ns(self.erase_latency_us),
@@ -373,6 +389,21 @@ mod tests {
         c.read_latency_us = PerPageType::All(1e6);
         c.command_latency_ns = 1e9;
         assert_eq!(c.validate(2, 1 << 30).unwrap().read_ns_by_level, vec![1_000_000_000; 2], "1 s is allowed");
+    }
+
+    #[test]
+    fn the_scheduler_is_reservation_by_default_and_a_bad_name_lists_the_choices() {
+        assert_eq!(base().validate(2, 1 << 30).unwrap().scheduler, None);
+        let mut c = base();
+        c.scheduler = Some("reservation".into());
+        assert_eq!(c.validate(2, 1 << 30).unwrap().scheduler, None);
+        c.scheduler = Some("mqsim".into());
+        assert_eq!(c.validate(2, 1 << 30).unwrap().scheduler, Some(super::super::scheduler::SchedulerKind::Mqsim));
+        c.scheduler = Some("lifo".into());
+        let e = c.validate(2, 1 << 30).unwrap_err();
+        assert_eq!(e.0, "scheduler");
+        assert!(e.1.contains("`lifo`") && e.1.contains("reservation, fifo, mqsim, read-priority"), "{}", e.1);
+        assert!(!toml::to_string(&base()).unwrap().contains("scheduler"), "absent stays absent");
     }
 
     #[test]

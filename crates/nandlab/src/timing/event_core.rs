@@ -46,7 +46,7 @@ use super::scheduler::{Queued, Scheduler, SchedulerKind};
 use super::transaction::{Transaction, TxDone, TxId, TxKind};
 use crate::nand::Geometry;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// An operation occupying a die.
 #[derive(Copy, Clone, Debug)]
@@ -87,6 +87,9 @@ struct DieState {
     running: Option<Running>,
     /// A program or erase suspended by the running read, and its cell time left.
     suspended: Option<(Running, u64)>,
+    /// Cache program: the next program, its data-in done (or under way)
+    /// while `running`'s cell phase runs; its cell phase follows.
+    next: Option<Running>,
     /// Bumped when a cell phase's end is cancelled (a suspension) or re-timed.
     generation: u64,
 }
@@ -125,6 +128,16 @@ pub struct FlashCore {
     awaited: Vec<TxId>,
     eligible: Vec<bool>,
     counters: CoreCounters,
+    /// Whether each transaction from `done_base` on has completed (the
+    /// front is dropped as it completes): `in_flight` in O(1).
+    done: VecDeque<bool>,
+    done_base: TxId,
+    /// The time of the last event processed.
+    last_event_ns: u64,
+    /// ONFI cache read / cache program (`[timing]` `cache_read`,
+    /// `cache_program`): see [`FlashCore::with_cache`].
+    cache_read: bool,
+    cache_program: bool,
 }
 
 impl FlashCore {
@@ -151,7 +164,25 @@ impl FlashCore {
             awaited: Vec::new(),
             eligible: Vec::new(),
             counters: CoreCounters::default(),
+            done: VecDeque::new(),
+            done_base: 0,
+            last_event_ns: 0,
+            cache_read: false,
+            cache_program: false,
         }
+    }
+
+    /// Cache read: a read releases its die when its cell phase ends (its
+    /// data leaves from the cache register while the die starts its next
+    /// operation; the channel still carries one transfer at a time).
+    /// Cache program: a program's command and data-in may go to the die
+    /// while the program before it is in its cell phase; its own cell
+    /// phase starts when that one ends. Both as the reservation model
+    /// has them (`super::flash_model`), one pipelined program per die.
+    pub fn with_cache(mut self, cache_read: bool, cache_program: bool) -> FlashCore {
+        self.cache_read = cache_read;
+        self.cache_program = cache_program;
+        self
     }
 
     /// A core for a device's geometry and `[timing]` (its suspend flags and latencies).
@@ -159,6 +190,7 @@ impl FlashCore {
         let program = t.config.program_suspend.then_some(t.program_suspend_ns);
         let erase = t.config.erase_suspend.then_some(t.erase_suspend_ns);
         FlashCore::new(g.channels(), g.dies(), scheduler, program, erase)
+            .with_cache(t.config.cache_read, t.config.cache_program)
     }
 
     pub fn scheduler(&self) -> SchedulerKind {
@@ -181,7 +213,8 @@ impl FlashCore {
 
     /// Nothing queued, running or pending.
     pub fn is_idle(&self) -> bool {
-        self.events.is_empty() && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none())
+        self.events.is_empty()
+            && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none() && d.next.is_none())
     }
 
     fn push(&mut self, t: u64, kind: EventKind) {
@@ -194,6 +227,7 @@ impl FlashCore {
     pub fn submit(&mut self, mut tx: Transaction) -> TxId {
         let id = self.next_id;
         self.next_id += 1;
+        self.done.push_back(false);
         tx.ready_ns = tx.ready_ns.max(self.now_ns);
         if let Some(d) = tx.after {
             if self.in_flight(d) {
@@ -212,13 +246,22 @@ impl FlashCore {
         id
     }
 
-    /// Whether `id` is queued or running (not yet completed).
+    /// Whether `id` was submitted and has not completed.
     fn in_flight(&self, id: TxId) -> bool {
-        self.dies.iter().any(|d| {
-            d.running.is_some_and(|r| r.id == id)
-                || d.suspended.is_some_and(|(r, _)| r.id == id)
-                || d.queue.iter().any(|q| q.id == id)
-        }) || self.events.iter().any(|Reverse((_, _, k))| matches!(k, EventKind::Done { id: i, .. } if *i == id))
+        id >= self.done_base && self.done.get((id - self.done_base) as usize).is_some_and(|d| !d)
+    }
+
+    /// When the core was last busy: the time of its last event.
+    pub fn last_event_ns(&self) -> u64 {
+        self.last_event_ns
+    }
+
+    /// Move the clock of an idle core back to `t_ns` (no earlier than its
+    /// last event): nothing happened since, so work submitted next starts
+    /// as if submitted then (idle-time work between two arrivals).
+    pub fn rewind_idle(&mut self, t_ns: u64) {
+        debug_assert!(self.is_idle());
+        self.now_ns = t_ns.max(self.last_event_ns).min(self.now_ns);
     }
 
     /// Process every event up to `t_ns` and move the clock there;
@@ -230,6 +273,7 @@ impl FlashCore {
             }
             self.events.pop();
             self.now_ns = self.now_ns.max(t);
+            self.last_event_ns = self.now_ns;
             self.handle(kind, out);
         }
         self.now_ns = self.now_ns.max(t_ns);
@@ -257,9 +301,25 @@ impl FlashCore {
     fn complete(&mut self, done: TxDone, die: Option<u32>, out: &mut Vec<TxDone>) {
         self.counters.completed += 1;
         out.push(done);
+        if let Some(d) = self.done.get_mut((done.id - self.done_base) as usize) {
+            *d = true;
+        }
+        while self.done.front() == Some(&true) {
+            self.done.pop_front();
+            self.done_base += 1;
+        }
         if let Some(die) = die {
-            self.dies[die as usize].running = None;
-            self.wake(die);
+            let d = &mut self.dies[die as usize];
+            d.running = None;
+            match d.next.take() {
+                Some(mut n) => {
+                    // The pipelined program's cell phase follows at once.
+                    n.cell_start_ns = n.cell_start_ns.max(self.now_ns);
+                    n.cell_end_ns = n.cell_start_ns + n.tx.cell_ns;
+                    self.run(die, n);
+                }
+                None => self.wake(die),
+            }
         }
         if let Some(i) = self.awaited.iter().position(|&a| a == done.id) {
             self.awaited.swap_remove(i);
@@ -308,8 +368,17 @@ impl FlashCore {
         let d = &self.dies[die as usize];
         match d.running {
             None => self.dispatch(die),
-            Some(r) if d.suspended.is_none() && self.scheduler.suspends_for_reads() => self.try_suspend(die, r),
-            Some(_) => {}
+            Some(r) => {
+                if d.suspended.is_none() && d.next.is_none() && self.scheduler.suspends_for_reads() {
+                    self.try_suspend(die, r);
+                }
+                let d = &self.dies[die as usize];
+                if self.cache_program && d.next.is_none() && d.suspended.is_none() {
+                    if let Some(r) = d.running.filter(|r| r.tx.kind == TxKind::Program) {
+                        self.try_pipeline(die, r);
+                    }
+                }
+            }
         }
     }
 
@@ -330,6 +399,33 @@ impl FlashCore {
         let cell_start = start + q.tx.channel_in_ns;
         self.counters.dispatched += 1;
         self.run(die, Running::of(q, start, cell_start, false));
+    }
+
+    /// Cache program: while `running` (a program) is in or before its cell
+    /// phase, send the scheduler's pick, if a program, to the cache
+    /// register; its cell phase follows `running`'s.
+    fn try_pipeline(&mut self, die: u32, running: Running) {
+        if self.dies[die as usize].queue.is_empty() {
+            return;
+        }
+        if self.now_ns < running.cell_start_ns {
+            // The data-in of the running program is on the bus: try again then.
+            return self.push(running.cell_start_ns, EventKind::Wake { die });
+        }
+        if !self.mark_eligible(die, |_| true) {
+            return;
+        }
+        // Only if the scheduler would start a program next anyway (a read
+        // it prefers, or an older one under fifo, is not overtaken).
+        let Some(i) = self.scheduler.pick(&self.dies[die as usize].queue, &self.eligible) else { return };
+        if self.dies[die as usize].queue[i].tx.kind != TxKind::Program {
+            return;
+        }
+        let q = self.dies[die as usize].queue.remove(i);
+        let start = self.channel(q.tx.channel, q.tx.channel_in_ns);
+        let cell_start = (start + q.tx.channel_in_ns).max(running.cell_end_ns);
+        self.counters.dispatched += 1;
+        self.dies[die as usize].next = Some(Running::of(q, start, cell_start, false));
     }
 
     /// A Wake at the earliest future ready time of the die's queue (the
@@ -369,8 +465,6 @@ impl FlashCore {
         if !r.tx.is_read() {
             return self.complete(r.done(self.now_ns), Some(die), out);
         }
-        let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
-        let end = start + r.tx.channel_out_ns;
         let release = match self.dies[die as usize].suspended.take() {
             Some((s, left)) => {
                 // The suspended operation resumes; the data-out overlaps it.
@@ -378,8 +472,18 @@ impl FlashCore {
                 self.run(die, Running { cell_start_ns: now, cell_end_ns: now + left, ..s });
                 None
             }
+            None if self.cache_read => {
+                // Cache read: the die is free for its next operation now.
+                self.dies[die as usize].running = None;
+                self.wake(die);
+                None
+            }
             None => Some(die),
         };
+        // (After the die's next command, if cache read started one: the
+        // command is short and the die would otherwise idle behind the data.)
+        let start = self.channel(r.tx.channel, r.tx.channel_out_ns);
+        let end = start + r.tx.channel_out_ns;
         let d = r.done(end);
         self.push(
             end,

@@ -89,8 +89,10 @@
 
 use super::breakdown::{Breakdown, Component};
 use super::config::Timing;
+use super::event_timing::EventTiming;
 use super::timeline::{Fit, Timeline};
 use super::trace_out::{OpRecord, TraceRecorder};
+use super::transaction::{Transaction, TxClass, TxKind};
 use super::MAX_SERIES_BINS;
 use crate::flash::{Cause, FlashObserver, FlashOp, OpKind};
 use crate::nand::{FastDiv, Geometry, PagePairing, PageType};
@@ -278,6 +280,14 @@ pub struct FlashTiming {
     /// noted in the recorder, not in this struct, so the untraced model
     /// stores nothing more than before the timeline existed.
     trace: Option<Box<TraceRecorder>>,
+    /// The event core, when it times the flash work instead of the
+    /// reservations ([`super::event_timing`]); the counters and the flash
+    /// series are kept here either way.
+    event: Option<Box<EventTiming>>,
+    /// With the event core: cell time per die and channel time per
+    /// channel, summed as operations are issued, ns.
+    event_die_busy_ns: Vec<u64>,
+    event_channel_busy_ns: Vec<u64>,
 }
 
 impl FlashTiming {
@@ -325,8 +335,88 @@ impl FlashTiming {
             last_bin: (0, 0),
             last_transfer: (0, 0),
             trace: None,
+            event: None,
+            event_die_busy_ns: vec![0; geometry.dies() as usize],
+            event_channel_busy_ns: vec![0; geometry.channels() as usize],
             t: t.clone(),
         }
+    }
+
+    /// Time flash work on the event core from now on (see [`super::event_timing`]).
+    pub fn use_event_core(&mut self, event: EventTiming) {
+        self.event = Some(Box::new(event));
+    }
+
+    /// The event core's epochs, when it times the flash work.
+    pub fn event(&self) -> Option<&EventTiming> {
+        self.event.as_deref()
+    }
+    pub fn event_mut(&mut self) -> Option<&mut EventTiming> {
+        self.event.as_deref_mut()
+    }
+
+    /// Stage `op` as a transaction of the event core's open epoch.
+    fn stage_event(&mut self, op: &FlashOp) {
+        let erase = op.kind == OpKind::Erase;
+        let plane = if erase {
+            self.blocks_per_plane.quotient(op.address as u32)
+        } else {
+            self.pages_per_plane.quotient(op.address as u32)
+        };
+        let (die, ch) = self.place(plane);
+        let planes_mask =
+            if op.planes > 1 { (1u64 << self.planes_per_die) - 1 } else { 1u64 << (plane % self.planes_per_die) };
+        let block = if erase { op.address } else { u64::from(self.pages_per_block.quotient(op.address as u32)) };
+        let cmd = self.t.command_ns;
+        let (kind, channel_in_ns, cell_ns, channel_out_ns, decode_ns) = match op.kind {
+            OpKind::Read | OpKind::ReadOob | OpKind::ReadMeta => {
+                let xfer = self.transfer_ns(op.transfer_bytes);
+                let media = self.read_media_ns(op, self.read_cell_ns(op.address), xfer);
+                (TxKind::Read, cmd, media.cell_ns, xfer, media.decode_ns)
+            }
+            OpKind::Program | OpKind::ProgramMeta => {
+                let xfer = self.transfer_ns(op.transfer_bytes);
+                let t_prog = self.program_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
+                (TxKind::Program, cmd + xfer, t_prog, 0, 0)
+            }
+            OpKind::Copyback => {
+                let src = op.source.unwrap_or(op.address);
+                let ns = self.read_cell_ns(src)
+                    + self.program_ns_by_page[self.pages_per_block.remainder(op.address as u32) as usize];
+                (TxKind::Copyback, cmd, ns, 0, 0)
+            }
+            OpKind::Erase => (TxKind::Erase, cmd, self.t.erase_ns, 0, 0),
+        };
+        let gc = is_gc(op.cause);
+        let class = match op.cause {
+            Cause::Host => TxClass::User,
+            Cause::Gc | Cause::WearLeveling => TxClass::Gc { urgent: op.request_id.is_some() },
+            _ => TxClass::Mapping,
+        };
+        let tx = Transaction {
+            kind,
+            class,
+            die: die as u32,
+            channel: ch as u32,
+            planes_mask,
+            page: if erase { u64::MAX } else { op.address },
+            block,
+            channel_in_ns,
+            cell_ns,
+            channel_out_ns,
+            ready_ns: 0,
+            after: None,
+            tag: 0,
+        };
+        self.event_die_busy_ns[die] += cell_ns;
+        self.event_channel_busy_ns[ch] += channel_in_ns + channel_out_ns;
+        let barrier = matches!(op.kind, OpKind::ReadMeta | OpKind::ReadOob);
+        let event = self.event.as_deref_mut().expect("event core in use");
+        let ready = event.open_ready_ns();
+        event.stage(tx, op.buffer.map(|b| b.index()), barrier, gc, decode_ns);
+        // The flash series bins the operation at its epoch's ready time.
+        self.last_end = ready;
+        self.bin_die_busy(ready, cell_ns);
     }
 
     /// Bin the flash series from `origin_ns` (the first arrival) on.
@@ -444,8 +534,12 @@ impl FlashTiming {
         &self.flash_series
     }
 
-    /// Reserved time of each channel and die, ns.
+    /// Reserved time of each channel and die, ns (with the event core:
+    /// the time of every operation issued).
     pub fn channel_busy_ns(&self) -> Vec<u64> {
+        if self.event.is_some() {
+            return self.event_channel_busy_ns.clone();
+        }
         self.channels.iter().map(Timeline::reserved_ns).collect()
     }
     /// Pages (planes) each die did per operation kind, in the order of
@@ -455,6 +549,9 @@ impl FlashTiming {
     }
 
     pub fn die_busy_ns(&self) -> Vec<u64> {
+        if self.event.is_some() {
+            return self.event_die_busy_ns.clone();
+        }
         self.dies.iter().map(Timeline::reserved_ns).collect()
     }
     /// When all flash work reserved so far ends.
@@ -974,6 +1071,11 @@ impl FlashTiming {
     /// Time one operation (called after it took effect).
     pub fn observe(&mut self, op: &FlashOp) {
         if !self.enabled {
+            return;
+        }
+        if self.event.is_some() {
+            self.stage_event(op);
+            self.count(op);
             return;
         }
         match op.kind {

@@ -68,6 +68,7 @@
 pub mod breakdown;
 pub mod config;
 pub mod event_core;
+pub mod event_timing;
 pub mod flash_model;
 pub mod scheduler;
 pub mod timeline;

@@ -29,21 +29,33 @@
 //! [`one_block_step_ns`]) and the longest step seen so far. Steps start
 //! once all flash work in flight has ended, so nothing else delays them.
 
+pub mod pending;
 pub mod write_cache;
 
 use super::{RunError, Session};
 use crate::config::Config;
 use crate::flash::BufId;
 use crate::host::{Host, SubmissionQueues};
+use crate::timing::event_core::FlashCore;
+use crate::timing::event_timing::{EpochEnd, EpochId, EventTiming};
 use crate::timing::{
     Breakdown, Component, FlashTiming, ServerPool, Timeline, Timing, TimingObserver, WriteCacheMode, NO_OWNER,
 };
 use crate::workload::{HostOp, HostRequest};
+use pending::{Outcome, PendingRequest, Post};
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::HashMap;
 use std::rc::Rc;
 use write_cache::WriteCache;
+
+/// A flash epoch's timing: known at once (the reservation model, or no
+/// flash work), or when the event core completes the epoch.
+enum When {
+    At(u64, Breakdown),
+    Pending(EpochId, Breakdown),
+}
 
 /// The page-sized pieces of a request of `sectors` sectors at `lba` on
 /// pages of `spp` sectors: (logical page, first sector in the page,
@@ -113,6 +125,14 @@ pub struct TimedDevice {
     /// Idle steps that ended after the arrival they had to end before
     /// (only when a step exceeds every bound above; reported).
     idle_overruns: u64,
+    /// With the event core (see [`pending`]): requests waiting for epochs,
+    /// each epoch's waiting requests and the cache lines it frees, and the
+    /// requests completed since the perf driver last asked.
+    pending: HashMap<u64, PendingRequest>,
+    waiters: HashMap<EpochId, Vec<u64>>,
+    line_epochs: HashMap<EpochId, Vec<u32>>,
+    completed: Vec<(u64, Completion)>,
+    epoch_ends: Vec<EpochEnd>,
 }
 
 /// The worst case of one idle step that collects one block: every page of
@@ -196,6 +216,10 @@ impl TimedDevice {
         let g = &config.geometry;
         let mut model = FlashTiming::new(g, &timing, interval_ns);
         model.set_enabled(false);
+        if let Some(scheduler) = timing.scheduler {
+            let core = FlashCore::for_device(g, &timing, scheduler);
+            model.use_event_core(EventTiming::new(core, 2 * g.dies() as usize));
+        }
         let model = Rc::new(RefCell::new(model));
         session.drive_mut().add_observer(Box::new(TimingObserver(model.clone())));
         let spp = g.sectors_per_page();
@@ -227,6 +251,11 @@ impl TimedDevice {
             max_evictions: 2 * g.dies() as usize,
             idle_step_bound_ns: one_block_step_ns(&timing, g.pages_per_block(), page_bytes),
             idle_overruns: 0,
+            pending: HashMap::new(),
+            waiters: HashMap::new(),
+            line_epochs: HashMap::new(),
+            completed: Vec::new(),
+            epoch_ends: Vec::new(),
             timing,
             host,
         })
@@ -345,17 +374,61 @@ impl TimedDevice {
         (r, end, p)
     }
 
+    /// Run `f` (FTL calls) as one flash epoch ready at `ready`, on
+    /// whichever core times the flash; `windowed`: a cache eviction (see
+    /// [`crate::timing::event_timing`]).
+    fn flash_epoch<R>(
+        &mut self,
+        ready: u64,
+        owner: u64,
+        path: Breakdown,
+        windowed: bool,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (R, When) {
+        let event = {
+            let mut m = self.model.borrow_mut();
+            m.event_mut().map(|e| e.begin(ready, windowed))
+        };
+        if event.is_none() {
+            let (r, end, p) = self.epoch(ready, owner, path, f);
+            return (r, When::At(end, p));
+        }
+        let r = f(self);
+        let id = self.model.borrow_mut().event_mut().expect("event core").end();
+        match id {
+            Some(id) => (r, When::Pending(id, path)),
+            None => (r, When::At(ready, path)),
+        }
+    }
+
+    /// A request's outcome from its flash epoch's timing.
+    fn outcome(when: When, ready: u64, post: Post) -> Outcome {
+        match when {
+            When::At(end, p) => Outcome::At(end, p),
+            When::Pending(id, path) => Outcome::Wait { epochs: vec![id], ready_ns: ready, path, post },
+        }
+    }
+
     // ----- requests -----
 
     /// Simulate one host request arriving at `arrival_ns` on submission
-    /// queue `queue`; `seq` identifies it to the timing model.
-    pub fn submit(&mut self, req: &HostRequest, queue: u32, arrival_ns: u64, seq: u64) -> Result<Completion, RunError> {
+    /// queue `queue`; `seq` identifies it to the timing model. With the
+    /// event core the completion may not be known yet (`None`): it comes
+    /// out of [`TimedDevice::take_completed`] once the core has run past it.
+    pub fn submit(
+        &mut self,
+        req: &HostRequest,
+        queue: u32,
+        arrival_ns: u64,
+        seq: u64,
+    ) -> Result<Option<Completion>, RunError> {
         if let Some(cache) = &self.cache {
             // The cache looks the pages up after the host interface's bookkeeping.
             for (lpn, ..) in pieces(self.spp, req.lba, req.sectors) {
                 cache.prefetch(lpn);
             }
         }
+        self.run_core_until(arrival_ns);
         self.model.borrow_mut().advance(arrival_ns);
         self.now = self.now.max(arrival_ns);
         let mut b = Breakdown::default();
@@ -367,35 +440,45 @@ impl TimedDevice {
         b.add(Component::Queue, start - (admitted + self.host.command_overhead_ns));
         b.add(Component::Cpu, self.host.firmware_ns);
         let bytes = u64::from(req.sectors) * self.sector_bytes;
-        let (end, path) = match req.op {
+        let outcome = match req.op {
             HostOp::Write => {
                 let t = self.link(false, t, bytes, &mut b);
                 match self.mode {
                     WriteCacheMode::None => {
-                        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                        let (r, when) = self.flash_epoch(t, seq, b, false, |d| d.session.submit(req));
                         r?;
-                        (end, p)
+                        Self::outcome(when, t, Post::Flash)
                     }
                     WriteCacheMode::WriteThrough => self.write_through(req, t, seq, b)?,
                     WriteCacheMode::WriteBack => self.write_back(req, t, b)?,
                 }
             }
-            HostOp::Read => {
-                let (end, mut p) = self.read(req, t, seq, b)?;
-                let end = self.link(true, end, bytes, &mut p);
-                (end, p)
-            }
+            HostOp::Read => match self.read(req, t, seq, b)? {
+                Outcome::At(end, mut p) => {
+                    let end = self.link(true, end, bytes, &mut p);
+                    Outcome::At(end, p)
+                }
+                wait => wait,
+            },
             HostOp::Trim => {
                 self.drop_cached(req.lba, u64::from(req.sectors));
-                let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+                let (r, when) = self.flash_epoch(t, seq, b, false, |d| d.session.submit(req));
                 r?;
-                (end, p)
+                Self::outcome(when, t, Post::Flash)
             }
             HostOp::Flush => self.flush(req, t, seq, b)?,
         };
-        self.queues.complete_at(queue, end);
-        debug_assert_eq!(path.total(), end - arrival_ns, "breakdown sums to latency");
-        Ok(Completion { completion_ns: end, breakdown: path })
+        match outcome {
+            Outcome::At(end, path) => {
+                self.queues.complete_at(queue, end);
+                debug_assert_eq!(path.total(), end - arrival_ns, "breakdown sums to latency");
+                Ok(Some(Completion { completion_ns: end, breakdown: path }))
+            }
+            Outcome::Wait { epochs, ready_ns, path, post } => {
+                self.wait_for(seq, queue, arrival_ns, epochs, ready_ns, path, post);
+                Ok(None)
+            }
+        }
     }
 
     /// Background work in idle time: FTL idle steps from `from_ns` (or
@@ -403,12 +486,30 @@ impl TimedDevice {
     /// it surely ends by `until_ns` (see the module docs). Returns the
     /// steps done.
     pub fn idle(&mut self, from_ns: u64, until_ns: u64, max_steps: u32) -> u32 {
-        let mut at = from_ns.max(self.model.borrow().busy_until());
+        let at = if self.uses_event_core() {
+            // Steps start once the core is idle: from the later of `from_ns`
+            // and its last event (see `FlashCore::rewind_idle`).
+            let mut m = self.model.borrow_mut();
+            let event = m.event_mut().expect("event core");
+            if !event.is_idle() {
+                return 0;
+            }
+            event.rewind_idle(from_ns);
+            event.now_ns()
+        } else {
+            from_ns.max(self.model.borrow().busy_until())
+        };
+        let mut at = at;
         let mut steps = 0;
         while at.saturating_add(self.idle_step_bound_ns) <= until_ns && steps < max_steps && !self.session.ftl_failed()
         {
             self.session.drive_mut().set_request(None);
-            let (r, end, _) = self.epoch(at, NO_OWNER, Breakdown::default(), |d| d.session.drive_mut().idle_step());
+            let (r, when) =
+                self.flash_epoch(at, NO_OWNER, Breakdown::default(), false, |d| d.session.drive_mut().idle_step());
+            let end = match when {
+                When::At(end, _) => end,
+                When::Pending(id, _) => self.model.borrow_mut().event_mut().expect("event core").run_epoch(id),
+            };
             match r {
                 Ok(crate::ftl::IdleOutcome::Worked) => {
                     steps += 1;

@@ -253,6 +253,10 @@ struct Sim {
     idle_steps: u64,
     sector_bytes: u64,
     sectors_per_page: u32,
+    /// With the event core: the record slot of each request whose
+    /// completion is not known yet, and completions handed back by the device.
+    waiting_slots: HashMap<u64, u32>,
+    completed: Vec<(u64, super::device::Completion)>,
 }
 
 fn op_index(op: HostOp) -> usize {
@@ -328,6 +332,12 @@ pub fn run_traced(
         return Err(RunError::Input("perf needs at least one flow".into()));
     }
     check_options(&flows, opts)?;
+    if let (Some(_), Some(s)) = (opts.trace, config.timing.as_ref().and_then(|t| t.scheduler)) {
+        return Err(RunError::Input(format!(
+            "--trace-out draws the reservation model's bookings; with --scheduler {} (the event core) there are none yet: leave out one of the two",
+            s.name()
+        )));
+    }
     let spp = config.geometry.sectors_per_page();
     let unit = opts.oracle_unit_sectors.unwrap_or_else(|| {
         flows
@@ -390,6 +400,8 @@ pub fn run_traced(
         idle_steps: 0,
         sector_bytes: u64::from(config.geometry.sector_size_bytes()),
         sectors_per_page: spp,
+        waiting_slots: HashMap::new(),
+        completed: Vec::new(),
     };
     for f in 0..sim.flows.len() {
         match sim.flows[f].flow.arrival {
@@ -404,7 +416,21 @@ pub fn run_traced(
     }
 
     let mut events = 0u64;
-    while let Some(ev) = sim.events.pop() {
+    let event_core = device.uses_event_core();
+    loop {
+        if event_core {
+            // The event core's next event comes first when it is earlier
+            // than the driver's (ties: the driver's, whose arrival runs the
+            // core to its time before it is simulated).
+            if let Some(t) = device.next_core_event_ns() {
+                if sim.events.peek().is_none_or(|e| t < e.time) {
+                    device.run_core_until(t);
+                    collect_completions(&mut sim, &mut device)?;
+                    continue;
+                }
+            }
+        }
+        let Some(ev) = sim.events.pop() else { break };
         if sim.origin_ns.is_none() {
             // Events pop in time order and arrivals come first: the first
             // arrival. Nothing before it is measured (not even idle time).
@@ -548,8 +574,10 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     }
     let id = sim.issued;
     let c = device.submit(&req, queue, now, id)?;
-    if c.completion_ns > TIME_LIMIT_NS {
-        return Err(past_time_limit(&sim.flows[f].flow.name, "complete", c.completion_ns));
+    if let Some(c) = &c {
+        if c.completion_ns > TIME_LIMIT_NS {
+            return Err(past_time_limit(&sim.flows[f].flow.name, "complete", c.completion_ns));
+        }
     }
     sim.issued += 1;
     sim.in_flight += 1;
@@ -560,7 +588,8 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
     }
     sim.flows[f].requests += 1;
     let bytes = u64::from(req.sectors) * sim.sector_bytes;
-    let record = Done { flow: f as u32, id, op: req.op, arrival_ns: now, bytes, breakdown: c.breakdown };
+    let breakdown = c.as_ref().map(|c| c.breakdown).unwrap_or_default();
+    let record = Done { flow: f as u32, id, op: req.op, arrival_ns: now, bytes, breakdown };
     let slot = match sim.free_done.pop() {
         Some(s) => {
             sim.done[s as usize] = record;
@@ -571,7 +600,13 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
             (sim.done.len() - 1) as u32
         }
     };
-    sim.push(c.completion_ns, Kind::Done(slot));
+    match c {
+        Some(c) => sim.push(c.completion_ns, Kind::Done(slot)),
+        None => {
+            sim.waiting_slots.insert(id, slot);
+        }
+    }
+    collect_completions(sim, device)?;
     if write_back {
         prefetch_next_victim(device, sim.sectors_per_page);
     }
@@ -591,6 +626,22 @@ fn arrive(sim: &mut Sim, device: &mut TimedDevice, opts: &PerfOptions, f: usize,
         ));
     }
     sim.schedule_open(f, now)
+}
+
+/// Completions the event core produced (requests whose flash work it
+/// finished): each becomes its request's completion event.
+fn collect_completions(sim: &mut Sim, device: &mut TimedDevice) -> Result<(), RunError> {
+    device.take_completed(&mut sim.completed);
+    for (seq, c) in std::mem::take(&mut sim.completed) {
+        let slot = sim.waiting_slots.remove(&seq).expect("a completed request was waiting");
+        let d = &mut sim.done[slot as usize];
+        if c.completion_ns > TIME_LIMIT_NS {
+            return Err(past_time_limit(&sim.flows[d.flow as usize].flow.name, "complete", c.completion_ns));
+        }
+        d.breakdown = c.breakdown;
+        sim.push(c.completion_ns, Kind::Done(slot));
+    }
+    Ok(())
 }
 
 /// Tell the FTL about the write-back cache's next eviction victim: the
@@ -734,7 +785,11 @@ fn build_report(
         },
         write_cache: device.cache().map(|c| c.counters),
         write_cache_mode: device.timing().config.write_cache.name(),
-        suspends: counters.suspends,
+        scheduler: device.timing().scheduler.map(|s| s.name()),
+        suspends: match model.event() {
+            Some(e) => e.core().counters().suspends,
+            None => counters.suspends,
+        },
         timeseries_interval_s: interval_ns as f64 / 1e9,
         timeseries: rows,
         stopped: sim.stopping.clone(),

@@ -164,6 +164,12 @@ impl Pacer {
     /// flash the checked drive was mounted from and the host's view of it)
     /// mounted by a fresh FTL of its own.
     pub fn new(config: &Config, seed: u64, started: Instant, origin: Option<TimingOrigin>) -> Result<Pacer, RunError> {
+        if let Some(s) = config.timing.as_ref().and_then(|t| t.scheduler) {
+            return Err(RunError::Input(format!(
+                "[timing] scheduler = \"{}\": serve --timed times flash work with the reservation model only (the event core's schedulers are for perf); remove the key or set it to \"reservation\"",
+                s.name()
+            )));
+        }
         let mut device = match origin {
             None => TimedDevice::new(config, seed, 1, 1, SERIES_INTERVAL_NS)?,
             Some(o) => TimedDevice::on_flash(config, seed, SERIES_INTERVAL_NS, o.nand, o.oracle, o.next_write_id)?,
@@ -221,6 +227,7 @@ impl Pacer {
         for req in &requests {
             match self.device.submit(req, queue, arrival_ns, id) {
                 Ok(c) => {
+                    let c = c.expect("the reservation model times at once (no event core in serve)");
                     if c.completion_ns >= completion_ns {
                         completion_ns = c.completion_ns;
                         breakdown = c.breakdown;

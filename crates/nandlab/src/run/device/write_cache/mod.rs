@@ -71,7 +71,8 @@
 
 mod page_table;
 
-use super::{pieces, TimedDevice};
+use super::pending::{Outcome, Post, PENDING_EPOCH};
+use super::{pieces, TimedDevice, When};
 use crate::flash::BufId;
 use crate::ftl::{Durability, IoRequest};
 use crate::report::perf::CacheCounters;
@@ -397,17 +398,12 @@ impl WriteCache {
 // ----- policy: the device moving data through the cache, timed -----
 
 impl TimedDevice {
-    pub(super) fn read(
-        &mut self,
-        req: &HostRequest,
-        t: u64,
-        seq: u64,
-        b: Breakdown,
-    ) -> Result<(u64, Breakdown), RunError> {
+    pub(super) fn read(&mut self, req: &HostRequest, t: u64, seq: u64, b: Breakdown) -> Result<Outcome, RunError> {
         let Some(cache) = &self.cache else {
-            let (r, end, p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+            let (r, when) = self.flash_epoch(t, seq, b, false, |d| d.session.submit(req));
             r?;
-            return Ok((end, p));
+            let bytes = u64::from(req.sectors) * self.sector_bytes;
+            return Ok(Self::outcome(when, t, Post::ReadOut { bytes, data_ready_ns: t }));
         };
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let all_cached = pieces(self.spp, req.lba, req.sectors)
@@ -424,7 +420,7 @@ impl TimedDevice {
         }
         let id = self.session.begin_request();
         let buf = self.session.drive_mut().alloc_host_read(req.sectors);
-        let (r, mut end, mut p) = self.epoch(t, seq, b, |d| {
+        let (r, when) = self.flash_epoch(t, seq, b, false, |d| {
             if all_cached {
                 Ok(())
             } else {
@@ -443,20 +439,26 @@ impl TimedDevice {
                 host.read_failed(drive, req.lba, req.sectors, e)
             }
         }
-        if all_cached {
-            end = self.dram_copy(data_ready, bytes, &mut p);
-            // (The wait for the data is DRAM work: the write's copy in.)
-            p.add(Component::Dram, data_ready - t);
-        } else if data_ready > end {
-            // Sectors laid over from the cache arrive later than the flash data.
-            p.add(Component::Dram, data_ready - end);
-            end = data_ready;
-        }
+        let outcome = match when {
+            When::At(mut end, mut p) => {
+                if all_cached {
+                    end = self.dram_copy(data_ready, bytes, &mut p);
+                    // (The wait for the data is DRAM work: the write's copy in.)
+                    p.add(Component::Dram, data_ready - t);
+                } else if data_ready > end {
+                    // Sectors laid over from the cache arrive later than the flash data.
+                    p.add(Component::Dram, data_ready - end);
+                    end = data_ready;
+                }
+                Outcome::At(end, p)
+            }
+            pending => Self::outcome(pending, t, Post::ReadOut { bytes, data_ready_ns: data_ready }),
+        };
         let (drive, host) = self.session.parts_mut();
         drive.free_host_buffer(buf);
         host.count_read(req.sectors);
         self.session.end_request();
-        Ok((end, p))
+        Ok(outcome)
     }
 
     /// Lay every cached sector of `lba .. lba+sectors` over `buf`.
@@ -558,17 +560,17 @@ impl TimedDevice {
         cache.present_runs(line, self.spp, &mut self.scratch_runs);
         let runs = std::mem::take(&mut self.scratch_runs);
         let mut ready = t.max(l.data_ready_ns);
-        if self.evictions_in_flight(t) >= self.max_evictions {
+        if !self.uses_event_core() && self.evictions_in_flight(t) >= self.max_evictions {
             // Wait for a slot in the window of evictions in flight.
             let Reverse(first) = self.evictions.pop().expect("window is full");
             ready = ready.max(first);
         }
-        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| {
+        let (_, when) = self.flash_epoch(ready, NO_OWNER, Breakdown::default(), true, |d| {
             for &(first, n) in &runs {
                 d.write_line_run(l.lpn, l.buf, first, n);
             }
         });
-        self.evictions.push(Reverse(end));
+        let end = self.eviction_end(when, &[line]);
         self.scratch_runs = runs;
         let cache = self.cache.as_mut().expect("cache present");
         if keep {
@@ -625,14 +627,15 @@ impl TimedDevice {
             let lbuf = cache.line(l).buf;
             let _ = drive.buf_copy(buf, k as u32 * self.spp, lbuf, 0, self.spp);
         }
-        if self.evictions_in_flight(t) >= self.max_evictions {
+        if !self.uses_event_core() && self.evictions_in_flight(t) >= self.max_evictions {
             let Reverse(first) = self.evictions.pop().expect("window is full");
             ready = ready.max(first);
         }
         let lba = first_lpn * u64::from(self.spp);
-        let (_, end, _) = self.epoch(ready, NO_OWNER, Breakdown::default(), |d| d.write_to_ftl(lba, sectors, buf));
+        let (_, when) =
+            self.flash_epoch(ready, NO_OWNER, Breakdown::default(), true, |d| d.write_to_ftl(lba, sectors, buf));
         self.session.drive_mut().free_host_buffer(buf);
-        self.evictions.push(Reverse(end));
+        let end = self.eviction_end(when, lines);
         let cache = self.cache.as_mut().expect("cache present");
         for &l in lines {
             if keep {
@@ -656,8 +659,29 @@ impl TimedDevice {
         }
     }
 
-    /// Evictions whose flash work is still running at `t`.
+    /// When an eviction's lines are free: its end, or (event core) its
+    /// epoch tagged [`PENDING_EPOCH`] until it completes.
+    fn eviction_end(&mut self, when: When, lines: &[u32]) -> u64 {
+        match when {
+            When::At(end, _) => {
+                if !self.uses_event_core() {
+                    self.evictions.push(Reverse(end));
+                }
+                end
+            }
+            When::Pending(id, _) => {
+                self.line_epochs.entry(id).or_default().extend_from_slice(lines);
+                PENDING_EPOCH | id
+            }
+        }
+    }
+
+    /// Evictions whose flash work is still running at `t` (event core:
+    /// in flight or waiting for the window).
     fn evictions_in_flight(&mut self, t: u64) -> usize {
+        if let Some(e) = self.model.borrow().event() {
+            return e.windowed_outstanding();
+        }
         while self.evictions.peek().is_some_and(|Reverse(e)| *e <= t) {
             self.evictions.pop();
         }
@@ -684,12 +708,7 @@ impl TimedDevice {
         }
     }
 
-    pub(super) fn write_back(
-        &mut self,
-        req: &HostRequest,
-        t: u64,
-        mut b: Breakdown,
-    ) -> Result<(u64, Breakdown), RunError> {
+    pub(super) fn write_back(&mut self, req: &HostRequest, t: u64, mut b: Breakdown) -> Result<Outcome, RunError> {
         let _id = self.session.begin_request();
         let (drive, host) = self.session.parts_mut();
         let w = host.issue_write(drive, req.lba, req.sectors)?;
@@ -698,19 +717,40 @@ impl TimedDevice {
         lines.clear();
         let mut space = t;
         let mut adopted = false;
+        let mut epochs = Vec::new();
         for (lpn, first, n, off) in pieces(self.spp, req.lba, req.sectors) {
             let line = self.line_for(lpn, t);
             let cache = self.cache.as_mut().expect("cache present");
-            space = space.max(cache.line(line).busy_until_ns);
+            let busy = cache.line(line).busy_until_ns;
+            if busy & PENDING_EPOCH != 0 {
+                // Its eviction has not completed on the event core.
+                if !epochs.contains(&(busy & !PENDING_EPOCH)) {
+                    epochs.push(busy & !PENDING_EPOCH);
+                }
+            } else {
+                space = space.max(busy);
+            }
             cache.set_present(line, first, n, true);
             cache.set_dirty(line, true);
             adopted |= self.fill_line(line, first, n, hbuf, off, req.sectors);
             lines.push(line);
         }
-        b.add(Component::CacheWait, space - t);
         let bytes = u64::from(req.sectors) * self.sector_bytes;
-        let ack = self.dram_copy(space, bytes, &mut b);
-        self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
+        let outcome = if epochs.is_empty() {
+            b.add(Component::CacheWait, space - t);
+            let ack = self.dram_copy(space, bytes, &mut b);
+            self.cache.as_mut().expect("cache present").data_ready_at(&lines, ack);
+            Outcome::At(ack, b)
+        } else {
+            // (Reads of these lines count the data there from `space` on:
+            // the copy's time is not known yet.)
+            self.cache.as_mut().expect("cache present").data_ready_at(&lines, space);
+            Outcome::Wait { epochs, ready_ns: t, path: b, post: Post::CopyIn { bytes } }
+        };
+        let ack = match &outcome {
+            Outcome::At(ack, _) => *ack,
+            Outcome::Wait { .. } => space,
+        };
         self.scratch_lines = lines;
         // Acknowledged from DRAM: durable only once written back.
         let (drive, host) = self.session.parts_mut();
@@ -728,7 +768,7 @@ impl TimedDevice {
         // The next requests' victims: their lines arrive while those requests start.
         self.cache.as_mut().expect("cache present").warm_victims(u64::from(self.lines_together.max(1)));
         self.session.end_request();
-        Ok((ack, b))
+        Ok(outcome)
     }
 
     pub(super) fn write_through(
@@ -737,13 +777,13 @@ impl TimedDevice {
         t: u64,
         seq: u64,
         b: Breakdown,
-    ) -> Result<(u64, Breakdown), RunError> {
+    ) -> Result<Outcome, RunError> {
         let id = self.session.begin_request();
         let (drive, host) = self.session.parts_mut();
         let w = host.issue_write(drive, req.lba, req.sectors)?;
         let hbuf = w.buf;
         let io = IoRequest { id, lba: req.lba, sectors: req.sectors, buf: hbuf };
-        let (r, end, p) = self.epoch(t, seq, b, |d| d.session.drive_mut().write(&io));
+        let (r, when) = self.flash_epoch(t, seq, b, false, |d| d.session.drive_mut().write(&io));
         let bytes = u64::from(req.sectors) * self.sector_bytes;
         let mut adopted = false;
         match r {
@@ -772,7 +812,7 @@ impl TimedDevice {
         let (drive, host) = self.session.parts_mut();
         host.complete_write(drive, w, adopted);
         self.session.end_request();
-        Ok((end, p))
+        Ok(Self::outcome(when, t, Post::Flash))
     }
 
     /// Forget cached sectors of a trimmed range (they must read as zeros).
@@ -801,13 +841,7 @@ impl TimedDevice {
         self.scratch_lines = lines;
     }
 
-    pub(super) fn flush(
-        &mut self,
-        req: &HostRequest,
-        t: u64,
-        seq: u64,
-        b: Breakdown,
-    ) -> Result<(u64, Breakdown), RunError> {
+    pub(super) fn flush(&mut self, req: &HostRequest, t: u64, seq: u64, b: Breakdown) -> Result<Outcome, RunError> {
         let mut done = t;
         if self.cache.is_some() {
             let _id = self.session.begin_request();
@@ -823,13 +857,32 @@ impl TimedDevice {
             self.session.end_request();
             done = done.max(self.cache.as_ref().expect("cache").flushed_until_ns);
         }
-        let (r, end, mut p) = self.epoch(t, seq, b, |d| d.session.submit(req));
+        let (r, when) = self.flash_epoch(t, seq, b, false, |d| d.session.submit(req));
         r?;
+        if let Some(event) = self.model.borrow().event() {
+            // Event core: the flush waits for every eviction not yet complete.
+            let mut epochs = Vec::new();
+            event.windowed_epochs(&mut epochs);
+            let path = match when {
+                When::At(_, p) => p,
+                When::Pending(id, p) => {
+                    epochs.push(id);
+                    p
+                }
+            };
+            epochs.sort_unstable();
+            return Ok(if epochs.is_empty() {
+                Outcome::At(t, path)
+            } else {
+                Outcome::Wait { epochs, ready_ns: t, path, post: Post::Flash }
+            });
+        }
+        let When::At(end, mut p) = when else { unreachable!("the reservation model times at once") };
         if done > end {
             // Waiting for every dirty line to reach flash.
             p.add(Component::CacheWait, done - end);
         }
-        Ok((done.max(end), p))
+        Ok(Outcome::At(done.max(end), p))
     }
 
     /// Write every dirty cache line to the FTL (before a clean shutdown).
