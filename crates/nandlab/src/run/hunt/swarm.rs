@@ -152,9 +152,10 @@ pub struct Swarm {
 /// bad blocks would report the firmware erasing one (`bad_block`) as a
 /// finding of the layer's making. Nor a different spare: the logical
 /// capacity it serves is compiled in, and the layer refuses a device that
-/// exports more.
+/// exports more. Nor trims: the Jasmine FTL API has none (the layer
+/// refuses them, an `ftl_error` of its own).
 fn honours(ftl: &str, name: &str) -> bool {
-    !(ftl.starts_with("jasmine:") && matches!(name, "bad-blocks" | "spare"))
+    !(ftl.starts_with("jasmine:") && matches!(name, "bad-blocks" | "spare" | "trims"))
 }
 
 fn option_values(ftl: &str) -> Vec<(&'static str, Vec<toml::Value>)> {
