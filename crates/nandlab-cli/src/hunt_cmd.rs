@@ -177,6 +177,11 @@ fn prepare(device: &DeviceArgs, args: &HuntArgs) -> Result<(Prepared, Target, Hu
     }
     let mutant = device.mutant_for(&config.ftl_name)?;
     let mut target = Target::shipped(&config.ftl_name, mutant)?;
+    if device.ftl.as_deref().is_some_and(|f| f.starts_with("jasmine:")) {
+        // Named for the draws: a Jasmine firmware is given no factory bad
+        // blocks (see `swarm::honours`).
+        target.ftl = format!("jasmine:{}", config.ftl_name.trim_start_matches("lib:"));
+    }
     // A library FTL's crash ends the process it runs in: always a child
     // per run (the child itself, running one --seed, is the run).
     let isolated = (device.isolate || library) && std::env::var_os(crate::isolate::PROGRESS_VAR).is_none();

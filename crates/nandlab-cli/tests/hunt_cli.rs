@@ -195,3 +195,89 @@ fn a_guided_hunt_keeps_its_corpus_and_its_mutated_findings_repeat() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(", unguided"), "{err}");
 }
+
+/// The two `ftl_out_of_space` findings hunt made in the unmodified `dftl`
+/// (docs/design-notes/hunt.md), as their shrunk reproducers printed them:
+/// seed 1003 (3 % factory bad blocks, DAC, a 3 % map cache: foreground GC
+/// gave up below its threshold while the unit's spare room sat in its
+/// five open groups) and seed 188 (FIFO GC whose trim write-back before
+/// an erase started a nested GC, victim after victim held out of the free
+/// groups). Both reported a finding before the fixes in
+/// `ftl/kit/data_plane/gc.rs`; both runs are clean now.
+#[test]
+fn the_dftl_out_of_space_findings_of_seeds_1003_and_188_stay_fixed() {
+    let runs: [&[&str]; 2] = [
+        &["--seed", "1003", "--requests", "64351", "--without", "opt-copyback,opt-gc_stream"],
+        &[
+            "--seed",
+            "188",
+            "--requests",
+            "15355",
+            "--without",
+            "idle,opt-cmt_replacement,opt-copyback,opt-gc_background_free_percent,opt-multi_plane,\
+             opt-wear_leveling,sequential-runs",
+        ],
+    ];
+    for run in runs {
+        let mut args = vec!["hunt", "--preset", "tiny", "--ftl", "dftl"];
+        args.extend(run);
+        let (code, out, err) = nandlab(&args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(out.contains("0 distinct finding(s)"), "{args:?}: {out}");
+    }
+}
+
+/// An FTL that loops *with* flash operations (the `trim-rereads-at-page-end`
+/// mutant re-reads its page forever) is stopped by hunt's limit on the
+/// flash operations of one call, without `--isolate`, and reported as
+/// `ftl_hang` with a reproducer that finds it again; the correct FTL
+/// passes the same runs.
+#[test]
+fn a_call_that_loops_issuing_flash_operations_is_ftl_hang() {
+    let base = ["hunt", "--preset", "tiny", "--ftl", "page", "--runs", "6", "--no-shrink"];
+    let mut args = base.to_vec();
+    args.extend(["--mutant", "trim-rereads-at-page-end"]);
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FINDING ftl_hang"), "{out}");
+    assert!(out.contains("nandlab_ftl_trim issued more than 262144 flash operations in one call"), "{out}");
+    let mut again = vec!["hunt"];
+    again.extend(command_after(&out, "reproduce "));
+    let (code, out2, err) = nandlab(&again);
+    assert_eq!(code, 1, "{again:?}: {out2}{err}");
+    assert!(out2.contains("FINDING ftl_hang"), "{out2}");
+
+    let (code, out, err) = nandlab(&base);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("result: nothing found"), "{out}");
+}
+
+/// `hunt --ftl jasmine:DIR` hunts a Jasmine firmware (built against
+/// nandlab's Jasmine layer, run in a child process per run): the buggy
+/// example firmware is found (`lost_write`), the minimal one is clean in
+/// the same runs, and no run is refused: draws the layer cannot honour
+/// (factory bad blocks, another spare) are not made for a Jasmine target.
+/// Needs the system C compiler (`cc`), as `jasmine_cli` does.
+#[test]
+fn a_hunt_finds_the_buggy_jasmine_firmware_and_not_the_minimal_one() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let device = repo.join("examples/jasmine/jasmine-tiny.toml");
+    let cache = tempfile::tempdir().unwrap();
+    let hunt = |fw: &str| {
+        let ftl = format!("jasmine:{}", repo.join("examples/jasmine").join(fw).display());
+        let out = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+            .args(["hunt", "--config", device.to_str().unwrap(), "--ftl", &ftl, "--runs", "8", "--no-shrink"])
+            .env("XDG_CACHE_HOME", cache.path())
+            .output()
+            .expect("runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = hunt("ftl_buggy");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FINDING lost_write"), "{out}");
+    assert!(out.contains("hunt: 8 runs (0 skipped: configuration refused)"), "{out}");
+    let (code, out) = hunt("ftl_minimal");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("result: nothing found"), "{out}");
+    assert!(out.contains("hunt: 8 runs (0 skipped: configuration refused)"), "{out}");
+}

@@ -191,6 +191,12 @@ pub enum Mutant {
     /// wraps to the start of the same page): the FTL spins without a flash
     /// operation. Proves `ftl_hang` (`hunt --isolate`).
     TrimSpinsAtPageEnd,
+    /// `page`, `dftl` (the data plane): the same sub-page trim re-reads
+    /// its page forever instead of going on (the read-modify-write's
+    /// retry never stops): the FTL loops issuing flash reads, so the flash
+    /// operation count keeps growing. Proves hunt's per-call limit on
+    /// flash operations (`ftl_hang`, without `--isolate`).
+    TrimRereadsAtPageEnd,
 
     // ----- media errors (issue 21; need the reliability model on) -----
     /// `page`, `dftl`: after a program failure the data plane retires the
@@ -293,7 +299,9 @@ impl Mutant {
                 &["page", "dftl", "hybrid", "block"]
             }
             TrimSkipsInvalidate | GcSkipsLastValidPage => &["page", "dftl"],
-            WearLevelingDropsLastPage | NarrowGroupGcDropsLonePage | TrimSpinsAtPageEnd => &["page", "dftl"],
+            WearLevelingDropsLastPage | NarrowGroupGcDropsLonePage | TrimSpinsAtPageEnd | TrimRereadsAtPageEnd => {
+                &["page", "dftl"]
+            }
             EvictsTrimmedEntryWithoutWriteBack => &["dftl"],
             KeepsFailedProgram => &["page", "dftl", "block", "hybrid", "optr"],
             ReusesFailedBlock | IgnoresUncorrectableRead | KeepsFailedMetaProgram => &["page", "dftl", "optr"],
@@ -356,6 +364,7 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("narrow-group-gc-drops-lone-page", Mutant::NarrowGroupGcDropsLonePage),
     ("evicts-trimmed-entry-without-write-back", Mutant::EvictsTrimmedEntryWithoutWriteBack),
     ("trim-spins-at-page-end", Mutant::TrimSpinsAtPageEnd),
+    ("trim-rereads-at-page-end", Mutant::TrimRereadsAtPageEnd),
     ("keeps-failed-program", Mutant::KeepsFailedProgram),
     ("reuses-failed-block", Mutant::ReusesFailedBlock),
     ("ignores-uncorrectable-read", Mutant::IgnoresUncorrectableRead),

@@ -52,6 +52,8 @@ pub enum Outcome {
 struct Position {
     index: u64,
     event: Option<Event>,
+    /// The FTL call a host request makes (None: an event's).
+    call: Option<Call>,
 }
 
 impl Position {
@@ -71,12 +73,27 @@ pub fn run(base: &Config, target: &Target, swarm: &Swarm) -> Outcome {
 /// [`run`], adding the (counter, bucket) pairs the FTL's event counters
 /// reached to `coverage` (see [`super::coverage`]).
 pub fn run_covered(base: &Config, target: &Target, swarm: &Swarm, coverage: &mut Coverage) -> Outcome {
-    let at = Cell::new(Position { index: 0, event: None });
+    let at = Cell::new(Position { index: 0, event: None, call: None });
     let covered = RefCell::new(std::mem::take(coverage));
     let outcome = panics::catch(|| run_inner(base, target, swarm, &at, &covered));
     *coverage = covered.into_inner();
     match outcome {
         Ok(outcome) => outcome,
+        Err(p) if p.message.starts_with(RUNAWAY) => {
+            let position = at.get();
+            let call = match (position.event, position.call) {
+                (Some(e), _) => e.name().to_string(),
+                (None, Some(c)) => c.function().to_string(),
+                (None, None) => "the FTL call".to_string(),
+            };
+            Outcome::Found(Finding {
+                rule: "ftl_hang".to_string(),
+                message: format!("[Error] ftl_hang: {call} issued {}", &p.message[RUNAWAY.len()..]),
+                location: Some(call),
+                phase: position.phase(),
+                request_index: position.index,
+            })
+        }
         Err(p) => Outcome::Found(Finding {
             rule: "ftl_panic".to_string(),
             message: p.message,
@@ -87,15 +104,46 @@ pub fn run_covered(base: &Config, target: &Target, swarm: &Swarm, coverage: &mut
     }
 }
 
+/// Flash operations one FTL call (a host request, or a mount or idle
+/// time with the verification pass after it) may issue, per page of the
+/// device, before the run calls it a hang: reading, programming and
+/// erasing the whole device a few times over is the most any call of a
+/// sound FTL needs (a mount scans every page once; a verification pass
+/// reads the logical space once; foreground GC at its worst copies a
+/// unit's victims twice over before giving up), so 16 times is a loop.
+pub const CALL_FLASH_OPS_PER_PAGE: u64 = 16;
+
+/// The message prefix of the panic a runaway call ends with.
+const RUNAWAY: &str = "nandlab hunt: runaway FTL call: ";
+
 /// Counts every flash operation in the process's progress record, so the
 /// parent of an isolated run sees a Rust FTL's progress as it sees a
 /// library's (whose adapter counts them itself): a count that stops
-/// growing while a call is pending is a hang ([`progress`]).
-struct Heartbeat;
+/// growing while a call is pending is a hang ([`progress`]). And counts
+/// the operations of the current call: one that issues more than
+/// `limit` is an FTL looping *with* flash operations, which the parent's
+/// watch never sees stall; the observer ends it by a panic (unwinding out
+/// of the Rust FTL to the run's [`panics::catch`]), reported as
+/// `ftl_hang`. Deterministic: the count, not the time, decides.
+struct Heartbeat {
+    in_call: std::rc::Rc<Cell<u64>>,
+    limit: u64,
+}
 
 impl FlashObserver for Heartbeat {
     fn after_op(&mut self, _op: &FlashOp) {
         progress::flash_op();
+        let n = self.in_call.get() + 1;
+        self.in_call.set(n);
+        if n == self.limit + 1 {
+            // Once: the unwinding drops the session, whose flash
+            // operations (if any) must not panic again.
+            std::panic::panic_any(format!(
+                "{RUNAWAY}more than {} flash operations in one call ({CALL_FLASH_OPS_PER_PAGE} per page of the device) \
+                 without returning",
+                self.limit
+            ));
+        }
     }
 }
 
@@ -122,14 +170,17 @@ fn run_inner(
         Ok(s) => s,
         Err(e) => return Outcome::Skipped(e.to_string()),
     };
-    if !target.ftl.starts_with("lib:") {
-        session.drive_mut().add_observer(Box::new(Heartbeat));
+    let in_call = std::rc::Rc::new(Cell::new(0u64));
+    if !target.ftl.starts_with("lib:") && !target.ftl.starts_with("jasmine:") {
+        let limit = CALL_FLASH_OPS_PER_PAGE * config.geometry.pages();
+        session.drive_mut().add_observer(Box::new(Heartbeat { in_call: in_call.clone(), limit }));
     }
     let mut workload = SwarmWorkload::new(swarm);
     let mut events = swarm.events.iter().peekable();
     for index in 0..swarm.requests {
-        at.set(Position { index, event: None });
         let req = workload.next_request();
+        at.set(Position { index, event: None, call: Some(call_of(req.op)) });
+        in_call.set(0);
         progress::enter(call_of(req.op), Some((index, req.lba, u64::from(req.sectors))));
         let submitted = session.submit(&req);
         progress::leave();
@@ -141,10 +192,11 @@ fn run_inner(
             return Outcome::Found(f);
         }
         while let Some((_, event)) = events.next_if(|(e_at, _)| *e_at == index) {
-            at.set(Position { index, event: Some(*event) });
+            at.set(Position { index, event: Some(*event), call: None });
             if matches!(event, Event::CleanMount | Event::UncleanMount) {
                 sample(&session, covered); // a mount starts a fresh instance at zero
             }
+            in_call.set(0);
             progress::enter(if *event == Event::Idle { Call::Idle } else { Call::Mount }, None);
             let applied = apply_event(&mut session, *event);
             progress::leave();
@@ -156,8 +208,9 @@ fn run_inner(
             }
         }
     }
-    at.set(Position { index: swarm.requests, event: Some(Event::CleanMount) });
+    at.set(Position { index: swarm.requests, event: Some(Event::CleanMount), call: None });
     sample(&session, covered);
+    in_call.set(0);
     progress::enter(Call::Mount, None);
     let applied = apply_event(&mut session, Event::CleanMount);
     progress::leave();

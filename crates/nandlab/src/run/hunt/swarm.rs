@@ -144,6 +144,20 @@ pub struct Swarm {
 
 /// Values each shipped FTL's options are drawn from (the first is not
 /// always the default: a feature is an option set to any of these).
+/// Whether FTL `ftl` can be given feature `name` at all. A Jasmine
+/// firmware (`jasmine:NAME`, as `hunt --ftl jasmine:DIR` names its target)
+/// cannot be given factory bad blocks: it learns them from the scan list
+/// the board's installer writes to block 0, and nandlab's Jasmine layer
+/// writes that list empty (docs/jasmine.md, "Block 0"), so every run with
+/// bad blocks would report the firmware erasing one (`bad_block`) as a
+/// finding of the layer's making. Nor a different spare: the logical
+/// capacity it serves is compiled in, and the layer refuses a device that
+/// exports more. Nor trims: the Jasmine FTL API has none (the layer
+/// refuses them, an `ftl_error` of its own).
+fn honours(ftl: &str, name: &str) -> bool {
+    !(ftl.starts_with("jasmine:") && matches!(name, "bad-blocks" | "spare" | "trims"))
+}
+
 fn option_values(ftl: &str) -> Vec<(&'static str, Vec<toml::Value>)> {
     use toml::Value::{Boolean as B, Integer as I, String as S};
     let s = |v: &[&str]| v.iter().map(|x| S(x.to_string())).collect::<Vec<_>>();
@@ -217,7 +231,7 @@ impl Swarm {
         // values, so switching one off leaves every other as it was.
         let mut feature = |name: &str| {
             let mut rng = stream(name);
-            let on = (coin(&mut rng) || splice.contains_key(name)) && !without.contains(name);
+            let on = (coin(&mut rng) || splice.contains_key(name)) && !without.contains(name) && honours(ftl, name);
             if on {
                 features.push(name.to_string());
             }

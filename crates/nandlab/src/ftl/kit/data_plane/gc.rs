@@ -68,6 +68,18 @@ impl DataPlane {
                 if self.units[unit].free_blocks >= self.fg_threshold * self.layout.planes_per_group {
                     break; // holding its reserve: the write may use it, as after stalls
                 }
+                // Below the threshold, but the write can still open a group
+                // and leave one victim's copies theirs: the victims are full
+                // because the unit's spare room sits in its open groups (one
+                // per stream: with DAC's four regions and the metadata
+                // stream, five partly written groups hold more room than the
+                // threshold asks free). Rewrites of the host data will
+                // invalidate pages of the sealed groups, and GC gains again;
+                // failing here reported `ftl_out_of_space` on a drive whose
+                // live data fits (hunt: dftl, seed 1003).
+                if self.units[unit].free_blocks > self.victim_copy_groups() * self.layout.planes_per_group {
+                    break;
+                }
                 return Err(FtlError::NoSpace(format!(
                     "garbage collection on plane unit {unit} makes no progress: {since_best} victims collected \
                      without freeing a block ({} free, {} needed); the valid data fills the unit",
@@ -159,13 +171,29 @@ impl DataPlane {
         if background {
             self.counters.gc_background_runs += 1;
         }
+        // The FTL's work before the erase (dftl: writing back the trims
+        // whose newest record the victim holds) is part of the cycle: its
+        // pages must not start a nested foreground GC. One did, and took a
+        // victim of its own before this one was erased, and so on down:
+        // each level held a victim out of both the policy and the free
+        // groups while opening a group for its write-back, until a unit
+        // with 14 of its groups emptied and not yet erased had no free
+        // group (hunt: dftl, seed 188, `ftl_out_of_space`).
         let was_in_gc = std::mem::replace(&mut self.in_gc, true);
-        let result = self.move_valid_pages(flash, m, unit, victim, Cause::Gc);
+        let result =
+            self.move_valid_pages(flash, m, unit, victim, Cause::Gc).and_then(|()| m.before_erase(self, flash, victim));
         self.in_gc = was_in_gc;
         result?;
-        m.before_erase(self, flash, victim)?;
         self.erase_to_free(flash, victim, Cause::Gc)?;
         Ok(true)
+    }
+
+    /// Groups one victim's copies may open: one per stream they go to
+    /// (DAC moves a victim's pages to one region, two-stream splits them
+    /// over two). A foreground pass that stalls below its threshold lets
+    /// the write go on while more than this many groups are free.
+    fn victim_copy_groups(&self) -> u32 {
+        u32::from(self.hot_cold.gc_streams().clamp(1, 2))
     }
 
     /// Erase an emptied group (all its members at once) and return it to

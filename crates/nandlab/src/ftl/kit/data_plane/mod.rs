@@ -1297,6 +1297,9 @@ impl DataPlane {
                 }
                 let (buf, first) = self.rmw_buffer();
                 self.load_page(flash, m, lpn, buf, first)?;
+                while self.mutant == Mutant::TrimRereadsAtPageEnd && in_page + n == self.spp {
+                    self.load_page(flash, m, lpn, buf, first)?; // BUG (deliberate): see the mutant
+                }
                 if self.mutant == Mutant::PartialTrimZeroesWholePage {
                     flash.buf_zero(buf, first, self.spp)?;
                 } else {
