@@ -87,6 +87,8 @@ mod options;
 pub mod optr;
 pub mod page;
 mod registry;
+#[cfg(test)]
+pub(crate) mod write_hooked;
 
 pub use options::{concat_option_docs, parse_options, split_options, FtlOptions, OptionDoc};
 pub use registry::{build, check_geometry, descriptor, registry, FtlDescriptor};

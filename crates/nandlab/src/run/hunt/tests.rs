@@ -4,8 +4,8 @@
 use super::execute::{self, Outcome};
 use super::swarm::Swarm;
 use super::*;
-use crate::flash::Flash;
-use crate::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, IdleOutcome, IoRequest};
+use crate::ftl::write_hooked::WriteHooked;
+use crate::ftl::{Ftl, FtlError, IoRequest};
 use std::collections::BTreeSet;
 
 fn tiny() -> Config {
@@ -35,55 +35,6 @@ enum Sabotage {
     OtherSayingNoSpace,
 }
 
-/// The page FTL, sabotaged after `after` host writes (see [`Sabotage`]).
-struct Sabotaged {
-    inner: Box<dyn Ftl>,
-    writes: u64,
-    after: u64,
-    sabotage: Sabotage,
-}
-
-impl Ftl for Sabotaged {
-    fn info(&self) -> FtlInfo {
-        self.inner.info()
-    }
-    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.format(flash)
-    }
-    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.mount(flash)
-    }
-    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
-        self.inner.read(flash, req)
-    }
-    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
-        self.writes += 1;
-        if self.writes > self.after {
-            return Err(match self.sabotage {
-                Sabotage::Panic => panic!("sabotaged: write {} of LBA {}", self.writes, req.lba),
-                Sabotage::NoSpace => FtlError::NoSpace("sabotaged".into()),
-                Sabotage::OtherSayingNoSpace => FtlError::Other { code: 900, message: "no free space".into() },
-            });
-        }
-        self.inner.write(flash, req)
-    }
-    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
-        self.inner.trim(flash, lba, sectors)
-    }
-    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.flush(flash)
-    }
-    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
-        self.inner.idle(flash)
-    }
-    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.shutdown(flash)
-    }
-    fn stats(&self) -> FtlStats {
-        self.inner.stats()
-    }
-}
-
 fn sabotaged(after: u64, sabotage: Sabotage) -> Target {
     Target {
         ftl: "page".into(),
@@ -92,7 +43,17 @@ fn sabotaged(after: u64, sabotage: Sabotage) -> Target {
             let options = c.ftl_options.clone();
             Box::new(move |env| {
                 let inner = crate::ftl::build("page", env, &options)?;
-                Ok(Box::new(Sabotaged { inner, writes: 0, after, sabotage }) as Box<dyn Ftl>)
+                // The page FTL, sabotaged after `after` host writes.
+                let mut writes = 0u64;
+                let hook = move |req: &IoRequest| {
+                    writes += 1;
+                    (writes > after).then(|| match sabotage {
+                        Sabotage::Panic => panic!("sabotaged: write {writes} of LBA {}", req.lba),
+                        Sabotage::NoSpace => FtlError::NoSpace("sabotaged".into()),
+                        Sabotage::OtherSayingNoSpace => FtlError::Other { code: 900, message: "no free space".into() },
+                    })
+                };
+                Ok(Box::new(WriteHooked { inner, hook }) as Box<dyn Ftl>)
             })
         }),
         executor: None,

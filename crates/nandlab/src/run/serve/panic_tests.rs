@@ -6,8 +6,8 @@ use super::executor::{ServeDrive, ViolationPolicy};
 use super::stream::Listener;
 use super::{AtExit, ServeOptions};
 use crate::config::Config;
-use crate::flash::Flash;
-use crate::ftl::{Durability, Ftl, FtlError, FtlInfo, FtlStats, IdleOutcome, IoRequest};
+use crate::ftl::write_hooked::WriteHooked;
+use crate::ftl::{Ftl, IoRequest};
 use crate::host::nbd::handshake::{FLAG_C_FIXED_NEWSTYLE, FLAG_C_NO_ZEROES, IHAVEOPT, OPT_EXPORT_NAME};
 use crate::host::nbd::transmission::{CMD_DISC, CMD_WRITE, REQUEST_MAGIC, SIMPLE_REPLY_MAGIC};
 use crate::run::{Session, StopFlag};
@@ -18,49 +18,6 @@ use std::time::Duration;
 
 /// The FTL panics on a write that reaches this LBA.
 const POISON_LBA: u64 = 4096;
-
-/// The page FTL, which panics on a write that reaches [`POISON_LBA`]
-/// (`poisoned`), or never.
-struct PanicsOnWrite {
-    inner: Box<dyn Ftl>,
-    poisoned: bool,
-}
-
-impl Ftl for PanicsOnWrite {
-    fn info(&self) -> FtlInfo {
-        self.inner.info()
-    }
-    fn format(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.format(flash)
-    }
-    fn mount(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.mount(flash)
-    }
-    fn read(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<(), FtlError> {
-        self.inner.read(flash, req)
-    }
-    fn write(&mut self, flash: &mut dyn Flash, req: &IoRequest) -> Result<Durability, FtlError> {
-        if self.poisoned && req.lba + u64::from(req.sectors) > POISON_LBA && req.lba <= POISON_LBA {
-            panic!("deliberate FTL panic: write of LBA {}", req.lba);
-        }
-        self.inner.write(flash, req)
-    }
-    fn trim(&mut self, flash: &mut dyn Flash, lba: u64, sectors: u64) -> Result<(), FtlError> {
-        self.inner.trim(flash, lba, sectors)
-    }
-    fn flush(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.flush(flash)
-    }
-    fn idle(&mut self, flash: &mut dyn Flash) -> Result<IdleOutcome, FtlError> {
-        self.inner.idle(flash)
-    }
-    fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
-        self.inner.shutdown(flash)
-    }
-    fn stats(&self) -> FtlStats {
-        self.inner.stats()
-    }
-}
 
 /// Connect and negotiate the export (`NBD_OPT_EXPORT_NAME`).
 fn connect(addr: std::net::SocketAddr) -> TcpStream {
@@ -121,7 +78,15 @@ fn serve_two_clients(poisoned: bool, timed: bool) -> (Result<(), String>, Result
     let options = config.ftl_options.clone();
     let factory: crate::run::FtlFactory = Box::new(move |env| {
         let inner = crate::ftl::build("page", env, &options)?;
-        Ok(Box::new(PanicsOnWrite { inner, poisoned }) as Box<dyn Ftl>)
+        // The page FTL, which panics on a write that reaches
+        // [`POISON_LBA`] (`poisoned`), or never.
+        let hook = move |req: &IoRequest| {
+            if poisoned && req.lba + u64::from(req.sectors) > POISON_LBA && req.lba <= POISON_LBA {
+                panic!("deliberate FTL panic: write of LBA {}", req.lba);
+            }
+            None
+        };
+        Ok(Box::new(WriteHooked { inner, hook }) as Box<dyn Ftl>)
     });
     let session = Session::with_factory(&config, factory, 3, 1, 20).unwrap();
     let drive = ServeDrive::new(session, 1 << 20, ViolationPolicy::Continue);
