@@ -217,6 +217,28 @@ impl FlashCore {
             && self.dies.iter().all(|d| d.queue.is_empty() && d.running.is_none() && d.next.is_none())
     }
 
+    /// An estimate of when `die` finishes the work it holds: the end of
+    /// what runs on it (and of the operation it suspended), then its queued
+    /// transactions back to back, their channel phases included, as if
+    /// nothing else held the channel and every dependency were met (a lower
+    /// bound). Placement asks it to steer host writes away from a die
+    /// collecting garbage (`ftl/kit/data_plane/placement.rs`).
+    pub fn die_busy_until_ns(&self, die: u32) -> u64 {
+        let d = &self.dies[die as usize];
+        let mut free_ns = self.now_ns;
+        if let Some(r) = d.running {
+            let out_ns = if r.tx.is_read() && !self.cache_read { r.tx.channel_out_ns } else { 0 };
+            free_ns = free_ns.max(r.cell_end_ns + out_ns);
+        }
+        if let Some(n) = d.next {
+            free_ns = free_ns.max(n.cell_end_ns);
+        }
+        if let Some((_, left_ns)) = d.suspended {
+            free_ns += left_ns;
+        }
+        free_ns + d.queue.iter().map(|q| q.tx.occupancy_ns()).sum::<u64>()
+    }
+
     fn push(&mut self, t: u64, kind: EventKind) {
         self.event_seq += 1;
         self.events.push(Reverse((t, self.event_seq, kind)));

@@ -188,14 +188,16 @@ impl EventTiming {
         let flight = InFlight { ready_ns: o.ready_ns, windowed: o.windowed, ..Default::default() };
         self.epochs.insert(id, flight);
         if o.windowed && self.windowed_submitted >= self.window {
-            let staged = o.staged.clone();
+            let staged = std::mem::take(&mut o.staged);
             self.waiting.push_back((id, staged));
         } else {
             if o.windowed {
                 self.windowed_submitted += 1;
             }
-            let staged = std::mem::take(&mut self.open.staged);
+            let mut staged = std::mem::take(&mut self.open.staged);
             self.submit(id, &staged);
+            // Cleared: submitted work is the core's now (the allocation is kept).
+            staged.clear();
             self.open.staged = staged;
         }
         Some(id)
@@ -225,6 +227,19 @@ impl EventTiming {
 
     fn core_next_id(&self) -> TxId {
         self.info_base + self.info.len() as TxId
+    }
+
+    /// An estimate of when `die` finishes the work issued to it: what the
+    /// core holds ([`FlashCore::die_busy_until_ns`]), then, no earlier than
+    /// the open epoch's ready time, the open epoch's staged transactions and
+    /// the evictions waiting for the window, back to back. The FTL asks it
+    /// right after foreground GC, whose transactions are still staged.
+    pub fn die_busy_until_ns(&self, die: u32) -> u64 {
+        let on_die = |s: &&Staged| s.tx.die == die;
+        let staged_ns: u64 = self.open.staged.iter().filter(on_die).map(|s| s.tx.occupancy_ns()).sum();
+        let waiting_ns: u64 =
+            self.waiting.iter().flat_map(|(_, staged)| staged.iter().filter(on_die)).map(|s| s.tx.occupancy_ns()).sum();
+        self.core.die_busy_until_ns(die).max(self.open.ready_ns) + staged_ns + waiting_ns
     }
 
     /// Windowed epochs in flight or waiting for the window.

@@ -1130,10 +1130,18 @@ impl FlashTiming {
     }
 
     fn now_ns(&self) -> u64 {
-        self.epoch.ready
+        // On the event core the open epoch's ready time (`begin_epoch` is
+        // the reservation model's and leaves `self.epoch` at 0 there).
+        match self.event.as_deref() {
+            Some(e) => e.open_ready_ns(),
+            None => self.epoch.ready,
+        }
     }
 
     fn die_busy_until_ns(&self, die: u32) -> Option<u64> {
+        if let Some(e) = self.event.as_deref() {
+            return (die < self.dies.len() as u32).then(|| e.die_busy_until_ns(die));
+        }
         self.dies.get(die as usize).map(Timeline::busy_until)
     }
 }

@@ -83,6 +83,12 @@ impl Transaction {
     pub fn is_read(&self) -> bool {
         self.kind == TxKind::Read
     }
+
+    /// How long it holds its die with nothing else in the way: its channel
+    /// phases and its cell time, ns.
+    pub fn occupancy_ns(&self) -> u64 {
+        self.channel_in_ns + self.cell_ns + self.channel_out_ns
+    }
 }
 
 /// A transaction's completion, as the core reports it.
