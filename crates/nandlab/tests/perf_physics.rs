@@ -393,7 +393,7 @@ fn random_writes_on_a_full_drive_show_the_write_cliff() {
 /// failed before the FTL saw the open epoch's time and each die's backlog
 /// there: placement could not steer host writes away from a die collecting
 /// garbage, writes queued behind one die's GC while the others idled, and
-/// the plateau's die utilisation fell far below 0.9 (issue 20).
+/// the plateau's die utilisation fell to about 0.91 (issue 20).
 fn write_cliff_on(core: &str) {
     // The model below counts one cell phase per page programmed or block
     // erased: the FTL runs plane by plane (a multi-plane operation would
@@ -439,7 +439,9 @@ fn write_cliff_on(core: &str) {
     let reads = sum(|r| r.pages_read as f64);
     let erased = sum(|r| r.blocks_erased as f64);
     let utilisation = sum(|r| r.die_utilisation * r.length_s) / span_s;
-    assert!(utilisation > 0.9, "{core}: the dies are the bottleneck: {utilisation}");
+    // (Measured with the CLI on the same drive: reservation 0.9996, fifo
+    // 0.9951; fifo before the fix 0.9145.)
+    assert!(utilisation > 0.97, "{core}: the dies are the bottleneck: {utilisation}");
     let waf = programmed / host;
     let cell_s_per_write = waf * t_prog + reads / host * t_r + erased / host * t_bers;
     let sustained = dies * utilisation / cell_s_per_write;
