@@ -660,6 +660,23 @@ mod tests {
     }
 
     #[test]
+    fn a_dies_busy_until_is_what_runs_then_its_queue_back_to_back() {
+        let mut c = FlashCore::new(1, 2, SchedulerKind::Fifo, None, None);
+        assert_eq!(c.die_busy_until_ns(0), 0, "an idle die is free now");
+        c.submit(tx(TxKind::Program, 0, 0, 4, 400_000));
+        c.submit(tx(TxKind::Read, 0, 0, 9, 50_000));
+        // Both queued, nothing started yet: back to back from now.
+        assert_eq!(c.die_busy_until_ns(0), (1_100 + 400_000) + (100 + 50_000 + 1_000));
+        assert_eq!(c.die_busy_until_ns(1), 0, "the other die holds nothing");
+        let mut out = Vec::new();
+        c.run_until(10_000, &mut out);
+        // The program runs (its cell phase ends at 401.1 us); the read is queued.
+        assert_eq!(c.die_busy_until_ns(0), 401_100 + 51_100);
+        c.run_to_idle(&mut out);
+        assert_eq!(out.last().unwrap().end_ns, 401_100 + 51_100, "exact with nothing else in the way");
+    }
+
+    #[test]
     fn a_suspended_program_ends_later_by_suspend_latency_and_tr() {
         let mut c = FlashCore::new(1, 1, SchedulerKind::ReadPriority, Some(20_000), None);
         c.submit(tx(TxKind::Program, 0, 0, 4, 400_000));
