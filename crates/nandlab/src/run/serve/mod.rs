@@ -62,6 +62,7 @@ pub mod bytes;
 pub mod connection;
 pub mod drive_file;
 pub mod executor;
+pub mod send;
 pub mod stream;
 pub mod timed;
 
