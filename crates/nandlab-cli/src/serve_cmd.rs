@@ -95,6 +95,11 @@ pub struct ServeArgs {
     /// recovers it and checks every sector against what was flushed.
     #[arg(long = "power-cut-on-exit", requires = "drive", conflicts_with = "remount")]
     pub power_cut_on_exit: bool,
+    /// TEST ONLY (hidden): a deliberate memory bug in the byte store, for
+    /// the test of serve's memory bound: `keeps-second-copies` (every
+    /// write's bytes copied once more and never freed).
+    #[arg(long = "byte-store-mutant", hide = true, value_parser = ["keeps-second-copies"])]
+    pub byte_store_mutant: Option<String>,
 }
 
 fn size_bytes(text: &str) -> Result<u64, String> {
@@ -215,7 +220,6 @@ fn open_drive(config: &Config, args: &ServeArgs) -> Result<(ServeDrive, u64), Ex
 }
 
 pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
-    serve::allocator::tune_for_serve();
     let ([json], stop, config) = match device.start(&WorkloadArgs::default(), &[], [("--json", args.json.as_deref())]) {
         Ok(started) => started,
         Err(e) => return input_error(e),
@@ -248,6 +252,9 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
         Ok(opened) => opened,
         Err(code) => return code,
     };
+    if args.byte_store_mutant.is_some() {
+        drive.bytes_mut().keep_second_copies();
+    }
     if args.power_cut_on_exit {
         let factory = registry_factory(&config.ftl_name, &config.ftl_options);
         match Drive::ftl_needs(&config, &factory, seed) {
@@ -288,6 +295,9 @@ pub fn run(device: &DeviceArgs, args: &ServeArgs) -> ExitCode {
             (Some(_), true) => AtExit::PowerCut,
         },
     };
+    // After the drive is built: its large zeroed tables stay lazily mapped
+    // by the default allocator (see `allocator.rs`).
+    serve::allocator::tune_for_serve();
     let result = serve::run(&config, drive, listener, &opts, &mut |line| eprintln!("nandlab serve: {line}"));
     if let Some(path) = &args.unix {
         let _ = std::fs::remove_file(path);

@@ -500,6 +500,90 @@ fn fio_verifies_every_block_on_the_page_ftl() {
     assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
 }
 
+/// Peak resident set of process `pid` (`VmHWM`), bytes.
+fn peak_rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap();
+    kib.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
+}
+
+/// The memory bound: the server's peak RSS is at most the data
+/// written + the drive's usual `stress` footprint + 64 MiB. The footprint
+/// is `stress`'s own peak RSS (its report's `peak_rss_bytes`) on the same
+/// preset, FTL and seed writing the same bytes sequentially: the drive,
+/// FTL, flash and oracle state that much data costs, without the bytes
+/// themselves. fio writes 128 MiB (1 MiB requests), reads them back and
+/// verifies them, then the server's `VmHWM` is read. The same run with
+/// the hidden `--byte-store-mutant keeps-second-copies` (every write's
+/// bytes kept twice) must exceed the bound: the test can fail.
+#[test]
+fn serve_peak_rss_is_at_most_the_data_written_plus_the_stress_footprint_plus_64_mib() {
+    if !support::tool("fio") {
+        return;
+    }
+    const WRITTEN_BYTES: u64 = 128 << 20;
+    const SLACK_BYTES: u64 = 64 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stress.json");
+    let drive = ["--preset", "femu-bbssd", "--ftl", "page", "--seed", "1"];
+    let out = Command::new(env!("CARGO_BIN_EXE_nandlab"))
+        .arg("stress")
+        .args(drive)
+        .args(["--rw", "write", "--bs", "1m", "--write_size", "128m", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["host"]["write_bytes"].as_u64(), Some(WRITTEN_BYTES), "stress wrote the same bytes");
+    let footprint = report["peak_rss_bytes"].as_u64().unwrap();
+    assert!(footprint > 1 << 20, "{footprint}");
+    let bound = WRITTEN_BYTES + footprint + SLACK_BYTES;
+    for mutant in [None, Some("keeps-second-copies")] {
+        let mut args = drive.to_vec();
+        if let Some(m) = mutant {
+            args.extend(["--byte-store-mutant", m]);
+        }
+        let server = Server::start(&args);
+        let idle = peak_rss_bytes(server.child.id());
+        let (ok, text) = client(
+            "fio",
+            &[
+                "--name=rss",
+                "--ioengine=nbd",
+                &format!("--uri={}", server.url()),
+                "--rw=write",
+                "--bs=1m",
+                "--iodepth=8",
+                "--size=128m",
+                "--verify=crc32c",
+                "--do_verify=1",
+                "--verify_fatal=1",
+                "--verify_state_save=0",
+            ],
+        );
+        let peak = peak_rss_bytes(server.child.id());
+        server.interrupt();
+        let ended = server.wait();
+        assert!(ok && !text.contains("verify:"), "fio: {text}");
+        assert!(ended.stdout.contains("PASS — no violations"), "{}", ended.stdout);
+        assert!(ended.stdout.contains("128.0 MiB live"), "{}", ended.stdout);
+        let mib = |b: u64| b >> 20;
+        eprintln!(
+            "mutant {mutant:?}: peak RSS {} MiB (idle {} MiB); bound {} MiB = {} written + {} stress footprint + {}",
+            mib(peak),
+            mib(idle),
+            mib(bound),
+            mib(WRITTEN_BYTES),
+            mib(footprint),
+            mib(SLACK_BYTES)
+        );
+        match mutant {
+            None => assert!(peak <= bound, "peak RSS {} MiB over the bound {} MiB", mib(peak), mib(bound)),
+            Some(_) => assert!(peak > bound, "the mutant's {} MiB must break the bound {} MiB", mib(peak), mib(bound)),
+        }
+    }
+}
+
 #[test]
 fn with_a_broken_ftl_fio_reads_wrong_bytes_and_nandlab_reports_the_violation() {
     if !support::tool("fio") {

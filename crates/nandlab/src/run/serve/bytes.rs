@@ -25,12 +25,21 @@
 //! read as data is [`METADATA_BYTE`], unreadable (torn, corrupt) flash is
 //! [`GARBAGE_BYTE`], a buffer sector the FTL never filled is
 //! [`UNFILLED_BYTE`].
+//!
+//! **Reads without a copy.** A read is answered with [`ReadBytes`]: pieces
+//! of the versions kept (shared, reference-counted) and runs of zeros, in
+//! the order the FTL's runs name them; the connection hands them to the
+//! socket as they are (a vectored write, [`super::send`]), so the bytes
+//! are copied once, by the kernel, from the store into the socket. A piece
+//! holds its version alive until the reply is sent, even if the version
+//! leaves the store meanwhile.
 
 use crate::nand::payload::{Run, RunKind, WriteId};
 use crate::oracle::{Oracle, SectorVersion};
 use crate::util::codec::{Dec, Enc};
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// A stale version no longer kept, as the client sees it.
 pub const FORGOTTEN_BYTE: u8 = 0xD5;
@@ -48,7 +57,7 @@ struct Version {
     /// Sectors the oracle still expects from this write.
     live_sectors: u32,
     /// `None`: all zeros.
-    data: Option<Box<[u8]>>,
+    data: Option<Arc<Vec<u8>>>,
 }
 
 impl Version {
@@ -75,6 +84,9 @@ pub struct ByteStore {
     stale: VecDeque<WriteId>,
     stale_bytes_max: u64,
     stats: ByteStoreStats,
+    /// TEST ONLY ([`ByteStore::keep_second_copies`]): a copy of every
+    /// write's bytes, never freed.
+    second_copies: Option<Vec<Vec<u8>>>,
 }
 
 impl ByteStore {
@@ -85,7 +97,15 @@ impl ByteStore {
             stale: VecDeque::new(),
             stale_bytes_max,
             stats: ByteStoreStats::default(),
+            second_copies: None,
         }
+    }
+
+    /// TEST ONLY: a deliberate memory bug for the test of `serve`'s memory
+    /// bound (`serve --byte-store-mutant keeps-second-copies`): every
+    /// write's bytes are copied once more and the copy is never freed.
+    pub fn keep_second_copies(&mut self) {
+        self.second_copies = Some(Vec::new());
     }
 
     pub fn stats(&self) -> &ByteStoreStats {
@@ -98,7 +118,10 @@ impl ByteStore {
     pub fn insert(&mut self, write: WriteId, lba: u64, data: Cow<'_, [u8]>) {
         debug_assert_eq!(data.len() % self.sector_bytes, 0);
         let sectors = (data.len() / self.sector_bytes) as u32;
-        let data = data.iter().any(|&b| b != 0).then(|| data.into_owned().into_boxed_slice());
+        let data = data.iter().any(|&b| b != 0).then(|| Arc::new(data.into_owned()));
+        if let (Some(copies), Some(data)) = (&mut self.second_copies, &data) {
+            copies.push(data.to_vec());
+        }
         let v = Version { lba, sectors, live_sectors: sectors, data };
         self.stats.live_bytes += v.cost_bytes();
         self.versions.insert(write, v);
@@ -210,7 +233,7 @@ impl ByteStore {
                 1 => {
                     let mut data = vec![0; sectors as usize * self.sector_bytes];
                     d.raw(&what("bytes"), &mut data)?;
-                    Some(data.into_boxed_slice())
+                    Some(Arc::new(data))
                 }
                 other => return Err(format!("{}: {other} is neither 0 (zeros) nor 1 (bytes)", what("kind"))),
             };
@@ -249,39 +272,160 @@ impl ByteStore {
         }
     }
 
-    /// Write the bytes of `runs` (a read buffer's content) into `out`.
+    /// Write the bytes of `runs` (a read buffer's content) into `out`
+    /// (a partial sector's read-modify-write: the bytes are merged).
     pub fn fill(&self, runs: &[Run], out: &mut [u8]) {
-        let mut at = 0;
-        for run in runs {
-            let len = run.len as usize * self.sector_bytes;
-            let Some(dst) = out.get_mut(at..at + len) else { return };
-            match run.kind {
-                RunKind::Data => self.fill_data(run, dst),
-                RunKind::Zero => dst.fill(0),
-                RunKind::Erased => dst.fill(0xFF),
-                RunKind::Metadata => dst.fill(METADATA_BYTE),
-                RunKind::Unfilled => dst.fill(UNFILLED_BYTE),
-                RunKind::Garbage => dst.fill(GARBAGE_BYTE),
-            }
-            at += len;
-        }
+        let mut read = ReadBytes::default();
+        self.read(runs, out.len(), &mut read);
+        read.copy_to(out);
     }
 
-    fn fill_data(&self, run: &Run, dst: &mut [u8]) {
-        let Some(v) = self.versions.get(&run.write) else { return dst.fill(FORGOTTEN_BYTE) };
+    /// Append the `len_bytes` bytes of `runs` (a read buffer's content) to
+    /// `out`, as pieces of the versions kept: no copy. Runs beyond
+    /// `len_bytes` are left out; a buffer the runs do not cover reads as
+    /// zeros there.
+    pub fn read(&self, runs: &[Run], len_bytes: usize, out: &mut ReadBytes) {
+        let mut at = 0;
+        for run in runs {
+            let len = (run.len as usize * self.sector_bytes).min(len_bytes - at);
+            if len == 0 {
+                break;
+            }
+            let piece = match run.kind {
+                RunKind::Data => self.data_piece(run, len),
+                RunKind::Zero => Piece::Zeros(len),
+                RunKind::Erased => Piece::filled(0xFF, len),
+                RunKind::Metadata => Piece::filled(METADATA_BYTE, len),
+                RunKind::Unfilled => Piece::filled(UNFILLED_BYTE, len),
+                RunKind::Garbage => Piece::filled(GARBAGE_BYTE, len),
+            };
+            out.push(piece);
+            at += len;
+        }
+        out.push(Piece::Zeros(len_bytes - at));
+    }
+
+    fn data_piece(&self, run: &Run, len: usize) -> Piece {
+        let Some(v) = self.versions.get(&run.write) else { return Piece::filled(FORGOTTEN_BYTE, len) };
         let first = u64::from(run.lba);
         // A stamp of this write always lies inside it; anything else is
         // not bytes this store can name.
         if first < v.lba || first + u64::from(run.len) > v.lba + u64::from(v.sectors) {
-            return dst.fill(FORGOTTEN_BYTE);
+            return Piece::filled(FORGOTTEN_BYTE, len);
         }
         match &v.data {
-            None => dst.fill(0),
+            None => Piece::Zeros(len),
             Some(data) => {
                 let from = (first - v.lba) as usize * self.sector_bytes;
-                dst.copy_from_slice(&data[from..from + dst.len()]);
+                Piece::Kept { bytes: Arc::clone(data), from, len }
             }
         }
+    }
+}
+
+/// One piece of a read's bytes.
+#[derive(Clone, Debug)]
+pub enum Piece {
+    /// `len` bytes of a kept version (or of a pattern), from byte `from`.
+    Kept { bytes: Arc<Vec<u8>>, from: usize, len: usize },
+    /// `len` zero bytes.
+    Zeros(usize),
+}
+
+impl Piece {
+    /// `len` bytes of `byte` (the patterns for content no host wrote: rare,
+    /// so they are allocated when read).
+    fn filled(byte: u8, len: usize) -> Piece {
+        Piece::Kept { bytes: Arc::new(vec![byte; len]), from: 0, len }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Piece::Kept { len, .. } | Piece::Zeros(len) => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A read's bytes, as pieces (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct ReadBytes {
+    pieces: Vec<Piece>,
+    len: usize,
+}
+
+impl ReadBytes {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    /// Append `piece`, joined to the last one when it continues it.
+    pub fn push(&mut self, piece: Piece) {
+        if piece.is_empty() {
+            return;
+        }
+        self.len += piece.len();
+        match (self.pieces.last_mut(), &piece) {
+            (Some(Piece::Zeros(n)), Piece::Zeros(more)) => *n += more,
+            (Some(Piece::Kept { bytes, from, len }), Piece::Kept { bytes: b, from: f, len: l })
+                if Arc::ptr_eq(bytes, b) && *from + *len == *f =>
+            {
+                *len += l
+            }
+            _ => self.pieces.push(piece),
+        }
+    }
+
+    /// Bytes `skip .. skip+len` of these (a read that starts or ends inside
+    /// a sector).
+    pub fn cut(&self, skip: usize, len: usize) -> ReadBytes {
+        let mut out = ReadBytes::default();
+        let mut at = 0;
+        for piece in &self.pieces {
+            let (start, end) = (at.max(skip), (at + piece.len()).min(skip + len));
+            if start < end {
+                out.push(match piece {
+                    Piece::Kept { bytes, from, .. } => {
+                        Piece::Kept { bytes: Arc::clone(bytes), from: from + start - at, len: end - start }
+                    }
+                    Piece::Zeros(_) => Piece::Zeros(end - start),
+                });
+            }
+            at += piece.len();
+        }
+        out
+    }
+
+    /// Copy the bytes into `out` (at most its length).
+    pub fn copy_to(&self, out: &mut [u8]) {
+        let mut at = 0;
+        for piece in &self.pieces {
+            let n = piece.len().min(out.len() - at);
+            let dst = &mut out[at..at + n];
+            match piece {
+                Piece::Kept { bytes, from, .. } => dst.copy_from_slice(&bytes[*from..*from + n]),
+                Piece::Zeros(_) => dst.fill(0),
+            }
+            at += n;
+        }
+    }
+
+    /// The bytes, copied (tests, fuzzing).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = vec![0; self.len];
+        self.copy_to(&mut out);
+        out
     }
 }
 

@@ -15,12 +15,14 @@
 //! already received are still answered if the client is there to read
 //! them.
 
+use super::bytes::ReadBytes;
+use super::send::Outgoing;
 use super::stream::Stream;
 use super::{Core, Event, Job};
 use crate::host::nbd::handshake::{self, Export, Negotiated};
 use crate::host::nbd::transmission::{self, Command, Incoming};
 use crate::host::nbd::{structured, ProtocolError};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::BufReader;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -38,7 +40,7 @@ pub struct Reply {
     /// Where a read's data starts (its structured chunk names it).
     pub offset_bytes: u64,
     /// The read's data, or the error value and a message.
-    pub result: Result<Vec<u8>, (u32, String)>,
+    pub result: Result<ReadBytes, (u32, String)>,
     /// Bytes of the budget this reply returns when sent.
     pub budget_bytes: u64,
 }
@@ -135,15 +137,15 @@ fn execute_requests(
     core: &Mutex<Core>,
     events: &Sender<Event>,
 ) -> Option<String> {
-    let (Ok(read_half), Ok(write_half)) = (stream.try_clone(), stream.try_clone()) else {
+    let (Ok(read_half), Ok(mut socket)) = (stream.try_clone(), stream.try_clone()) else {
         return Some("cannot use the socket".into());
     };
     let mut reader = BufReader::with_capacity(256 << 10, read_half);
-    let mut out = BufWriter::with_capacity(256 << 10, write_half);
+    let mut out = Outgoing::default();
     let lock = || Core::lock(core);
     loop {
         let reply = match transmission::read_request(&mut reader, size_bytes) {
-            Ok(Incoming::Disconnect) => return out.flush().err().map(|e| format!("sending a reply: {e}")),
+            Ok(Incoming::Disconnect) => return out.send(&mut socket).err().map(|e| format!("sending a reply: {e}")),
             Ok(Incoming::Refuse(req, error, why)) => {
                 lock().count_refused();
                 Reply { cookie: req.cookie, offset_bytes: 0, result: Err((error, why)), budget_bytes: 0 }
@@ -157,7 +159,7 @@ fn execute_requests(
                     }
                 };
                 let Some((reply, lines, stop)) = executed else {
-                    let _ = out.flush();
+                    let _ = out.send(&mut socket);
                     return Some("the server is shutting down".into());
                 };
                 for line in lines {
@@ -169,20 +171,18 @@ fn execute_requests(
                 reply
             }
             Err(ProtocolError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                let _ = out.flush();
+                let _ = out.send(&mut socket);
                 return Some("the client vanished in the middle of a request".into());
             }
             Err(e) => {
-                let _ = out.flush();
+                let _ = out.send(&mut socket);
                 return Some(e.to_string());
             }
         };
-        if let Err(e) = write_reply(&mut out, &reply, negotiated) {
-            return Some(format!("sending a reply: {e}"));
-        }
+        queue_reply(&mut out, &reply, negotiated);
         // Send what is ready once the client has nothing more queued.
-        if reader.buffer().is_empty() {
-            if let Err(e) = out.flush() {
+        if reader.buffer().is_empty() || out.pending_bytes() >= Outgoing::FLUSH_AT_BYTES {
+            if let Err(e) = out.send(&mut socket) {
                 return Some(format!("sending a reply: {e}"));
             }
         }
@@ -240,23 +240,31 @@ fn read_requests(
 }
 
 /// Send replies as they come; structured ones if the client asked.
-fn write_replies(stream: Stream, replies: Receiver<Reply>, negotiated: Negotiated, budget: &Budget) -> Option<String> {
-    let mut out = BufWriter::with_capacity(256 << 10, stream);
+fn write_replies(
+    mut stream: Stream,
+    replies: Receiver<Reply>,
+    negotiated: Negotiated,
+    budget: &Budget,
+) -> Option<String> {
+    let mut out = Outgoing::default();
     let mut failed = None;
     while let Ok(first) = replies.recv() {
         let mut next = Some(first);
-        // Batch what is ready into one flush.
+        // Batch what is ready into one send.
         while let Some(reply) = next {
             if failed.is_none() {
-                if let Err(e) = write_reply(&mut out, &reply, negotiated) {
-                    failed = Some(format!("sending a reply: {e}"));
+                queue_reply(&mut out, &reply, negotiated);
+                if out.pending_bytes() >= Outgoing::FLUSH_AT_BYTES {
+                    if let Err(e) = out.send(&mut stream) {
+                        failed = Some(format!("sending a reply: {e}"));
+                    }
                 }
             }
             budget.release(reply.budget_bytes);
             next = replies.try_recv().ok();
         }
         if failed.is_none() {
-            if let Err(e) = out.flush() {
+            if let Err(e) = out.send(&mut stream) {
                 failed = Some(format!("sending a reply: {e}"));
             }
         }
@@ -264,18 +272,19 @@ fn write_replies(stream: Stream, replies: Receiver<Reply>, negotiated: Negotiate
     failed
 }
 
-fn write_reply(out: &mut impl Write, reply: &Reply, negotiated: Negotiated) -> std::io::Result<()> {
+/// Queue `reply` on `out`: its header, and a read's data as it is kept.
+fn queue_reply(out: &mut Outgoing, reply: &Reply, negotiated: Negotiated) {
     match (&reply.result, negotiated.structured_replies) {
         (Ok(data), false) => {
-            out.write_all(&transmission::simple_reply(reply.cookie, 0))?;
-            out.write_all(data)
+            out.push_header(&transmission::simple_reply(reply.cookie, 0));
+            out.push_data(data);
         }
-        (Err((error, _)), false) => out.write_all(&transmission::simple_reply(reply.cookie, *error)),
-        (Ok(data), true) if data.is_empty() => out.write_all(&structured::none_chunk(reply.cookie)),
+        (Err((error, _)), false) => out.push_header(&transmission::simple_reply(reply.cookie, *error)),
+        (Ok(data), true) if data.is_empty() => out.push_header(&structured::none_chunk(reply.cookie)),
         (Ok(data), true) => {
-            out.write_all(&structured::offset_data_header(reply.cookie, reply.offset_bytes, data.len() as u32))?;
-            out.write_all(data)
+            out.push_header(&structured::offset_data_header(reply.cookie, reply.offset_bytes, data.len() as u32));
+            out.push_data(data);
         }
-        (Err((error, why)), true) => out.write_all(&structured::error_chunk(reply.cookie, *error, why)),
+        (Err((error, why)), true) => out.push_header(&structured::error_chunk(reply.cookie, *error, why)),
     }
 }

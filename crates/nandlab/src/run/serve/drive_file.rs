@@ -618,7 +618,7 @@ mod tests {
     fn read(d: &mut ServeDrive, offset_bytes: u64, length_bytes: u32) -> Vec<u8> {
         let a = d.execute(Command::Read { offset_bytes, length_bytes });
         assert!(a.violations.is_empty(), "{:?}", a.violations);
-        a.result.unwrap()
+        a.result.unwrap().to_vec()
     }
 
     fn flush(d: &mut ServeDrive) {

@@ -15,7 +15,7 @@
 //! error-severity findings are returned as log lines, and the
 //! [`ViolationPolicy`] decides the client's answer.
 
-use super::bytes::ByteStore;
+use super::bytes::{ByteStore, Piece, ReadBytes};
 use crate::flash::BufId;
 use crate::ftl::{Guarantee, IoRequest};
 use crate::host::nbd::errno;
@@ -57,8 +57,9 @@ impl ViolationPolicy {
 /// The answer to one command.
 #[derive(Debug)]
 pub struct Answer {
-    /// The read's bytes, or the error value and why.
-    pub result: Result<Vec<u8>, (u32, String)>,
+    /// The read's bytes (pieces of the byte store, not copied), or the
+    /// error value and why.
+    pub result: Result<ReadBytes, (u32, String)>,
     /// New error violations, one line each.
     pub violations: Vec<String>,
     /// The policy asks the server to stop.
@@ -142,6 +143,10 @@ impl ServeDrive {
         &self.bytes
     }
 
+    pub fn bytes_mut(&mut self) -> &mut ByteStore {
+        &mut self.bytes
+    }
+
     /// The export's size in bytes.
     pub fn size_bytes(&self) -> u64 {
         self.session.host().oracle().logical_sectors() * self.sector_bytes
@@ -176,7 +181,7 @@ impl ServeDrive {
         }
     }
 
-    fn run(&mut self, cmd: Command) -> Result<Vec<u8>, RunError> {
+    fn run(&mut self, cmd: Command) -> Result<ReadBytes, RunError> {
         let answer = self.run_command(cmd);
         if self.history.as_ref().is_some_and(|h| h.pending().len() >= self.pending_ops_max) {
             self.flush_on_its_own();
@@ -184,7 +189,7 @@ impl ServeDrive {
         answer
     }
 
-    fn run_command(&mut self, cmd: Command) -> Result<Vec<u8>, RunError> {
+    fn run_command(&mut self, cmd: Command) -> Result<ReadBytes, RunError> {
         match cmd {
             Command::Read { offset_bytes, length_bytes } => self.read_bytes(offset_bytes, u64::from(length_bytes)),
             Command::Write { offset_bytes, data, fua } => {
@@ -234,7 +239,7 @@ impl ServeDrive {
         self.pending_ops_max = ops.max(1);
     }
 
-    fn flush_if(&mut self, flush: bool) -> Result<Vec<u8>, RunError> {
+    fn flush_if(&mut self, flush: bool) -> Result<ReadBytes, RunError> {
         if flush {
             let (drive, host) = self.session.parts_mut();
             let id = host.start_request();
@@ -250,7 +255,7 @@ impl ServeDrive {
             host.count_flush();
             drive.set_request(None);
         }
-        Ok(Vec::new())
+        Ok(ReadBytes::default())
     }
 
     /// The sectors wholly inside `offset .. offset+length`: `first .. end`.
@@ -258,32 +263,40 @@ impl ServeDrive {
         (offset.div_ceil(self.sector_bytes), (offset + length) / self.sector_bytes)
     }
 
-    /// Read bytes `offset .. offset+length`.
-    fn read_bytes(&mut self, offset: u64, length: u64) -> Result<Vec<u8>, RunError> {
+    /// Read bytes `offset .. offset+length`: pieces of the byte store.
+    fn read_bytes(&mut self, offset: u64, length: u64) -> Result<ReadBytes, RunError> {
         let first = offset / self.sector_bytes;
         let end = (offset + length).div_ceil(self.sector_bytes);
-        let mut out = vec![0; ((end - first) * self.sector_bytes) as usize];
-        self.read_sectors(first, &mut out)?;
+        let mut out = ReadBytes::default();
+        self.read_sectors(first, end - first, &mut out)?;
         let skip = (offset - first * self.sector_bytes) as usize;
         if skip > 0 || out.len() as u64 != length {
-            out.drain(..skip);
-            out.truncate(length as usize);
+            out = out.cut(skip, length as usize);
         }
         Ok(out)
     }
 
-    /// Read whole sectors from `lba` into `out`, a request per chunk.
-    fn read_sectors(&mut self, lba: u64, out: &mut [u8]) -> Result<(), RunError> {
-        let chunk_bytes = CHUNK_SECTORS as usize * self.sector_bytes as usize;
-        for (i, dst) in out.chunks_mut(chunk_bytes).enumerate() {
-            let at = lba + (i * CHUNK_SECTORS as usize) as u64;
-            let sectors = (dst.len() as u64 / self.sector_bytes) as u32;
-            self.read_chunk(at, sectors, dst)?;
+    /// Read whole sectors `lba .. lba+sectors` onto `out`, a request per chunk.
+    fn read_sectors(&mut self, lba: u64, sectors: u64, out: &mut ReadBytes) -> Result<(), RunError> {
+        let mut at = lba;
+        while at < lba + sectors {
+            let n = (lba + sectors - at).min(u64::from(CHUNK_SECTORS)) as u32;
+            self.read_chunk(at, n, out)?;
+            at += u64::from(n);
         }
         Ok(())
     }
 
-    fn read_chunk(&mut self, lba: u64, sectors: u32, dst: &mut [u8]) -> Result<(), RunError> {
+    /// Read whole sectors from `lba` into `dst` (copied: a partial write merges them).
+    fn read_sectors_into(&mut self, lba: u64, dst: &mut [u8]) -> Result<(), RunError> {
+        let mut read = ReadBytes::default();
+        self.read_sectors(lba, dst.len() as u64 / self.sector_bytes, &mut read)?;
+        read.copy_to(dst);
+        Ok(())
+    }
+
+    fn read_chunk(&mut self, lba: u64, sectors: u32, out: &mut ReadBytes) -> Result<(), RunError> {
+        let len_bytes = sectors as usize * self.sector_bytes as usize;
         let (drive, host) = self.session.parts_mut();
         let id = host.start_request();
         drive.set_request(Some(id));
@@ -295,12 +308,13 @@ impl ServeDrive {
                 drive
                     .inspect_buffer(buf, |runs, ck| {
                         oracle.check_read(ck, lba, runs);
-                        bytes.fill(runs, dst);
+                        bytes.read(runs, len_bytes, out);
                     })
                     .map_err(|e| RunError::Input(e.to_string()))
             }
             Err(e) => {
                 drive.ftl_error(&format!("read of {sectors} sectors at LBA {lba}"), e);
+                out.push(Piece::Zeros(len_bytes));
                 Ok(())
             }
         };
@@ -325,10 +339,10 @@ impl ServeDrive {
         let first = offset / sb;
         let end = (offset + data.len() as u64).div_ceil(sb);
         let mut merged = vec![0; ((end - first) * sb) as usize];
-        self.read_sectors(first, &mut merged[..sb as usize])?;
+        self.read_sectors_into(first, &mut merged[..sb as usize])?;
         if end - 1 > first {
             let tail = merged.len() - sb as usize;
-            self.read_sectors(end - 1, &mut merged[tail..])?;
+            self.read_sectors_into(end - 1, &mut merged[tail..])?;
         }
         let at = (offset - first * sb) as usize;
         merged[at..at + data.len()].copy_from_slice(&data);
@@ -474,19 +488,19 @@ mod tests {
         assert!(write(&mut d, (1 << 20) + 1001, &b).result.is_ok());
         let mut expected = a.clone();
         expected[1001..1001 + 777].copy_from_slice(&b);
-        assert_eq!(read(&mut d, 1 << 20, 64 << 10).result.unwrap(), expected);
-        assert_eq!(read(&mut d, (1 << 20) + 3, 5).result.unwrap(), &expected[3..8]);
-        assert_eq!(read(&mut d, 0, 4096).result.unwrap(), vec![0; 4096], "never written: zeros");
+        assert_eq!(read(&mut d, 1 << 20, 64 << 10).result.unwrap().to_vec(), expected);
+        assert_eq!(read(&mut d, (1 << 20) + 3, 5).result.unwrap().to_vec(), &expected[3..8]);
+        assert_eq!(read(&mut d, 0, 4096).result.unwrap().to_vec(), vec![0; 4096], "never written: zeros");
         let trim = Command::Trim { offset_bytes: (1 << 20) + 100, length_bytes: 8192, fua: true };
         assert!(d.execute(trim).result.is_ok());
-        let after = read(&mut d, 1 << 20, 16384).result.unwrap();
+        let after = read(&mut d, 1 << 20, 16384).result.unwrap().to_vec();
         assert_eq!(&after[..512], &expected[..512], "a partial sector is not trimmed");
         assert_eq!(&after[512..8192], &vec![0; 7680][..], "the whole sectors are");
         assert_eq!(&after[8192..], &expected[8192..16384]);
         let zeroes =
             Command::WriteZeroes { offset_bytes: (1 << 20) + 9000, length_bytes: 3000, fua: false, may_trim: false };
         assert!(d.execute(zeroes).result.is_ok());
-        assert_eq!(read(&mut d, (1 << 20) + 9000, 3000).result.unwrap(), vec![0; 3000]);
+        assert_eq!(read(&mut d, (1 << 20) + 9000, 3000).result.unwrap().to_vec(), vec![0; 3000]);
         assert_eq!(d.session().drive().flash().log().errors(), 0);
     }
 
@@ -502,13 +516,13 @@ mod tests {
             for (i, b) in blocks.iter().enumerate() {
                 let answer = read(&mut d, i as u64 * 4096, 4096);
                 match (&answer.result, policy) {
-                    (Ok(got), ViolationPolicy::Continue) if got != b => {
+                    (Ok(got), ViolationPolicy::Continue) if got.to_vec() != *b => {
                         wrong += 1;
                         assert!(!answer.violations.is_empty(), "wrong bytes without a violation at block {i}");
-                        let other = blocks.iter().position(|x| x == got);
+                        let other = blocks.iter().position(|x| *x == got.to_vec());
                         assert!(other.is_some(), "the wrong bytes are another block's real bytes");
                     }
-                    (Ok(got), _) => assert!(got == b && answer.violations.is_empty(), "block {i}"),
+                    (Ok(got), _) => assert!(got.to_vec() == *b && answer.violations.is_empty(), "block {i}"),
                     (Err((e, _)), ViolationPolicy::Eio) => {
                         wrong += 1;
                         assert_eq!(*e, errno::EIO);
@@ -534,7 +548,7 @@ mod tests {
         assert_eq!(s.live_bytes, 64 * 16384, "one version of each sector is live");
         assert!(s.stale_bytes <= 1 << 20, "the stale window is bounded");
         assert!(s.versions_forgotten > 0);
-        assert_eq!(read(&mut d, 0, 16384).result.unwrap(), pattern(16384, 700));
+        assert_eq!(read(&mut d, 0, 16384).result.unwrap().to_vec(), pattern(16384, 700));
     }
 
     #[test]

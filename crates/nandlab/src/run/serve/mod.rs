@@ -14,6 +14,8 @@
 //!   executes them in arrival order and gives each reply to the pacer;
 //! - [`executor`]: a command on the [`Session`] — host requests to the
 //!   FTL, the oracle checking every read, the bytes from [`bytes`];
+//! - [`send`]: replies queued and sent by `writev`, a read's data straight
+//!   from the byte store (no copy in the server);
 //! - with `timed`, [`timed`]: the reply held until the simulated drive
 //!   (the `perf` timing model) would complete the command, paced against
 //!   the real clock.
@@ -62,6 +64,7 @@ pub mod bytes;
 pub mod connection;
 pub mod drive_file;
 pub mod executor;
+pub mod send;
 pub mod stream;
 pub mod timed;
 

@@ -384,7 +384,7 @@ mod tests {
     use std::sync::mpsc::channel;
 
     fn reply(cookie: u64) -> Reply {
-        Reply { cookie, offset_bytes: 0, result: Ok(Vec::new()), budget_bytes: 0 }
+        Reply { cookie, offset_bytes: 0, result: Ok(Default::default()), budget_bytes: 0 }
     }
 
     #[test]
