@@ -267,9 +267,10 @@ fn print_report(report: &HuntReport, prefix: &str) {
     let c = &report.coverage;
     if !c.0.is_empty() {
         println!(
-            "coverage: {} FTL counters, {} (counter, power-of-two bucket) pairs above zero",
-            c.0.len(),
-            c.pairs_moved()
+            "coverage: {} FTL counters, {} (counter, power-of-two bucket) pairs above zero, {} edges (path counter with another)",
+            c.0.len() - c.edges(),
+            c.pairs_moved(),
+            c.edges()
         );
         println!("  moved        {}", c.describe_moved().join(", "));
         let never = c.never_moved();

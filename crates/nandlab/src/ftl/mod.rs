@@ -302,6 +302,13 @@ pub trait Ftl {
     /// Clean power-off: persist whatever a later mount needs.
     fn shutdown(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError>;
     fn stats(&self) -> FtlStats;
+    /// Path counters: how often each branch of the FTL's own algorithms
+    /// ran that its statistics do not tell apart (which kind of GC victim,
+    /// which kind of cache eviction). Not in any report: `hunt`'s coverage
+    /// guidance steers by them (see `run/hunt/coverage.rs`). Default: none.
+    fn paths(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
     /// A hint that a request for these sectors comes soon (the simulator
     /// looks ahead in the workload). An FTL may prefetch its map into the
     /// CPU cache; it must not change state or touch flash. Default: nothing.

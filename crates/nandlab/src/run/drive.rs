@@ -412,6 +412,12 @@ impl Drive {
         self.flash.nand_mut().journal_start();
     }
 
+    /// Stop journaling and forget the journal (a power cut that is not
+    /// rolled back: `hunt`'s cuts).
+    pub fn stop_journal(&mut self) {
+        self.flash.nand_mut().journal_stop();
+    }
+
     /// Forget the journal so far (the base run moved past it).
     pub fn clear_journal(&mut self) {
         self.flash.nand_mut().journal_discard_from(0);

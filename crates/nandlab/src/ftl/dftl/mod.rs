@@ -213,6 +213,11 @@ struct Counters {
     erase_count_pages: u64,
     mount_scanned_pages: u64,
     mount_corrections: u64,
+    /// Path counters (not in the statistics; see [`Ftl::paths`]): evictions
+    /// of a clean entry, a dirty one, a dirty one a trim unmapped.
+    evict_clean: u64,
+    evict_dirty: u64,
+    evict_dirty_trimmed: u64,
     mount_writebacks: u64,
     mount_torn_pages: u64,
     mount_undefined_blocks: u64,
@@ -543,6 +548,11 @@ impl TranslationMap {
         let Some(victim) = self.cmt.victim_except(self.pinned) else { return Ok(false) };
         let drops = self.mutant == Mutant::EvictsDirtyWithoutWriteBack
             || self.mutant == Mutant::EvictsTrimmedEntryWithoutWriteBack && self.cmt.ppn(victim) == UNMAPPED;
+        // Path counters (`hunt`'s guidance): which kind of entry goes.
+        let (dirty, trimmed) = (self.cmt.is_dirty(victim), self.cmt.ppn(victim) == UNMAPPED);
+        self.counters.evict_clean += u64::from(!dirty);
+        self.counters.evict_dirty += u64::from(dirty && !trimmed);
+        self.counters.evict_dirty_trimmed += u64::from(dirty && trimmed);
         if self.cmt.is_dirty(victim) && !drops {
             let tvpn = self.cmt.lpn(victim) / self.per_tpage;
             self.write_back(dp, flash, tvpn)?;
@@ -777,6 +787,17 @@ impl Ftl for DftlFtl {
         }
         prefetch(&m.gtd, (first / m.per_tpage) as usize);
         m.hinted = (first, last);
+    }
+
+    fn paths(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.map.counters;
+        let mut paths = self.dp.paths.list();
+        paths.extend([
+            ("cmt_evict_clean", c.evict_clean),
+            ("cmt_evict_dirty", c.evict_dirty),
+            ("cmt_evict_dirty_trimmed", c.evict_dirty_trimmed),
+        ]);
+        paths
     }
 
     fn stats(&self) -> FtlStats {

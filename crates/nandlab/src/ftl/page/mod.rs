@@ -500,6 +500,10 @@ impl Ftl for PageFtl {
         m.hinted = [(first, last), m.hinted[0]];
     }
 
+    fn paths(&self) -> Vec<(&'static str, u64)> {
+        self.dp.paths.list()
+    }
+
     fn stats(&self) -> FtlStats {
         let mut extra = BTreeMap::new();
         let (c, d) = (&self.map.counters, &self.dp.counters);

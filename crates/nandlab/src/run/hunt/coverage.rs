@@ -24,6 +24,11 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Coverage(pub BTreeMap<String, BTreeSet<u8>>);
 
+/// The name prefix of a path counter, and the separator of an edge's two
+/// counters (`path:gc_narrow_victim_one_valid&gc_runs`).
+pub const PATH: &str = "path:";
+pub const EDGE: char = '&';
+
 /// Figures of [`FtlStats::extra`] that are levels, not event counts.
 const LEVELS: [&str; 2] = ["free_blocks", "dram_bytes"];
 
@@ -35,6 +40,31 @@ pub fn bucket(count: u64) -> u8 {
 impl Coverage {
     pub fn new() -> Coverage {
         Coverage::default()
+    }
+
+    /// Add the pairs an FTL instance's statistics and path counters reach
+    /// ([`crate::ftl::Ftl::paths`]), and its *edges*: for each path counter
+    /// that moved, every other counter that moved in the same instance
+    /// (`path:A&B`, bucket 1). An edge is a combination, and a combination
+    /// is what the rare bugs need (a lone valid page *and* a narrow group;
+    /// an eviction of a trimmed entry *and* a mount after it).
+    pub fn add_instance(&mut self, stats: &FtlStats, paths: &[(&'static str, u64)]) {
+        let mut instance = Coverage::new();
+        instance.add(stats);
+        for &(name, count) in paths {
+            instance.reach(&format!("{PATH}{name}"), count);
+        }
+        let moved: Vec<&String> = instance.0.iter().filter(|(_, b)| b.iter().any(|&k| k > 0)).map(|(n, _)| n).collect();
+        let mut edges = Vec::new();
+        for a in moved.iter().filter(|n| n.starts_with(PATH)) {
+            for b in moved.iter().filter(|b| *b != a) {
+                edges.push(format!("{a}{EDGE}{}", b.strip_prefix(PATH).unwrap_or(b)));
+            }
+        }
+        self.merge(instance);
+        for e in edges {
+            self.0.entry(e).or_default().insert(1);
+        }
     }
 
     /// Add the pairs `stats` reaches.
@@ -78,19 +108,36 @@ impl Coverage {
 
     /// (counter, bucket) pairs reached with a count above zero.
     pub fn pairs_moved(&self) -> usize {
-        self.0.values().map(|b| b.iter().filter(|&&k| k > 0).count()).sum()
+        self.counters().map(|(_, b)| b.iter().filter(|&&k| k > 0).count()).sum()
+    }
+
+    /// Every counter that moved and every edge (guidance counts how many
+    /// runs reach each: its rarity). Whether, not how far: a high bucket
+    /// is rare because few runs are long, and rewarding it favours long
+    /// runs, not new paths.
+    pub fn reached_keys(&self) -> Vec<String> {
+        self.0.iter().filter(|(_, b)| b.iter().any(|&k| k > 0)).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Edges reached (see [`Coverage::add_instance`]).
+    pub fn edges(&self) -> usize {
+        self.0.keys().filter(|n| n.contains(EDGE)).count()
+    }
+
+    /// The counters, without the edges.
+    fn counters(&self) -> impl Iterator<Item = (&String, &BTreeSet<u8>)> {
+        self.0.iter().filter(|(n, _)| !n.contains(EDGE))
     }
 
     /// Counters that never moved (reported, but always zero).
     pub fn never_moved(&self) -> Vec<&str> {
-        self.0.iter().filter(|(_, b)| b.iter().all(|&k| k == 0)).map(|(n, _)| n.as_str()).collect()
+        self.counters().filter(|(_, b)| b.iter().all(|&k| k == 0)).map(|(n, _)| n.as_str()).collect()
     }
 
     /// `name: lowest..highest count reached` for every counter that moved,
     /// as counts: `gc_runs 0-2^9` (the highest bucket's lower bound).
     pub fn describe_moved(&self) -> Vec<String> {
-        self.0
-            .iter()
+        self.counters()
             .filter_map(|(name, b)| {
                 let top = *b.iter().next_back()?;
                 (top > 0).then(|| format!("{name} ({} buckets, up to {})", b.len(), 1u64 << (top - 1)))
@@ -128,5 +175,18 @@ mod tests {
         c.merge(later);
         assert_eq!(c.0["gc_runs"], BTreeSet::from([3, 7]));
         assert_eq!(c.describe_moved()[0], "gc_runs (2 buckets, up to 64)");
+    }
+
+    #[test]
+    fn edges_pair_a_path_counter_with_every_other_counter_that_moved_with_it() {
+        let stats = FtlStats { gc_runs: 5, ..Default::default() };
+        let mut c = Coverage::new();
+        c.add_instance(&stats, &[("gc_narrow_victim", 2), ("wl_move_narrow", 0)]);
+        assert_eq!(c.0["path:gc_narrow_victim"], BTreeSet::from([2]));
+        assert_eq!(c.0["path:wl_move_narrow"], BTreeSet::from([0]));
+        assert_eq!(c.edges(), 1);
+        assert!(c.0.contains_key("path:gc_narrow_victim&gc_runs"), "{c:?}");
+        assert_eq!(c.never_moved(), ["path:wl_move_narrow"]);
+        assert_eq!(c.reached_keys(), ["gc_runs", "path:gc_narrow_victim", "path:gc_narrow_victim&gc_runs"]);
     }
 }

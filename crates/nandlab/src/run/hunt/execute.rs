@@ -15,12 +15,16 @@ use super::swarm::{Event, Swarm};
 use super::workload::SwarmWorkload;
 use super::Target;
 use crate::config::Config;
+use crate::flash::PowerCut;
 use crate::flash::{FlashObserver, FlashOp};
 use crate::ftl::foreign::progress::{self, Call};
 use crate::ftl::FtlError;
+use crate::ftl::Guarantee;
+use crate::nand::payload::WriteId;
+use crate::oracle::crash_checker::{CrashHistory, PendingOp};
 use crate::run::{RunError, Session};
 use crate::violation::Rule;
-use crate::workload::HostOp;
+use crate::workload::{HostOp, HostRequest};
 use std::cell::{Cell, RefCell};
 
 /// What a run found.
@@ -60,6 +64,7 @@ impl Position {
     fn phase(self) -> String {
         match self.event {
             None => format!("request {}", self.index),
+            Some(Event::PowerCut { .. }) => format!("recovery from a power cut during request {}", self.index),
             Some(e) => format!("{} after request {}", e.name(), self.index),
         }
     }
@@ -177,10 +182,12 @@ fn run_inner(
     }
     let mut workload = SwarmWorkload::new(swarm);
     let mut events = swarm.events.iter().peekable();
+    let mut cuts = PowerCuts::new(&session, swarm);
     for index in 0..swarm.requests {
         let req = workload.next_request();
         at.set(Position { index, event: None, call: Some(call_of(req.op)) });
         in_call.set(0);
+        let before = cuts.before(&mut session);
         progress::enter(call_of(req.op), Some((index, req.lba, u64::from(req.sectors))));
         let submitted = session.submit(&req);
         progress::leave();
@@ -191,7 +198,25 @@ fn run_inner(
             sample(&session, covered);
             return Outcome::Found(f);
         }
+        if let Some(cut) = cuts.after(&mut session, &req, before) {
+            at.set(Position { index, event: Some(cut), call: None });
+            sample(&session, covered); // the cut ends this instance
+            in_call.set(0);
+            progress::enter(Call::Mount, None);
+            let recovered = cuts.cut_and_recover(&mut session, &req, before, cut);
+            progress::leave();
+            if let Err(e) = recovered {
+                return skipped(e);
+            }
+            if let Some(f) = finding(&session, at.get()) {
+                return Outcome::Found(f);
+            }
+        }
         while let Some((_, event)) = events.next_if(|(e_at, _)| *e_at == index) {
+            if let Event::PowerCut { .. } = event {
+                cuts.arm(*event);
+                continue;
+            }
             at.set(Position { index, event: Some(*event), call: None });
             if matches!(event, Event::CleanMount | Event::UncleanMount) {
                 sample(&session, covered); // a mount starts a fresh instance at zero
@@ -205,6 +230,9 @@ fn run_inner(
             }
             if let Some(f) = finding(&session, at.get()) {
                 return Outcome::Found(f);
+            }
+            if matches!(event, Event::CleanMount | Event::UncleanMount) {
+                cuts.all_durable();
             }
         }
     }
@@ -220,10 +248,129 @@ fn run_inner(
     finding(&session, at.get()).map_or(Outcome::Clean, Outcome::Found)
 }
 
+/// The power cuts of a run (feature `power-cuts`): what a cut may lose is
+/// kept as `crash` keeps it ([`CrashHistory`]: the durable floor and the
+/// writes and trims since), only in runs that draw a cut. An armed cut
+/// falls in the next request that issues flash operations: the request
+/// runs to its end with the NAND's undo journal on, then the drive is
+/// rolled back to the cut operation, which is torn if the cut falls
+/// `during` it ([`crate::run::drive::Drive::cut_power_for_test`], the
+/// machinery of `crash`), and the rollback is kept. A fresh instance
+/// mounts, every logical sector is read back and checked by the crash
+/// rules for the FTL's guarantee ([`CrashChecker`]), and the run goes on
+/// from what recovery showed. Not drawn with the media reliability model
+/// on (the undo journal does not roll the model back; `crash` refuses it
+/// too).
+struct PowerCuts {
+    /// `None`: the run has no cut (nothing is kept).
+    history: Option<CrashHistory>,
+    guarantee: Guarantee,
+    armed: Option<Event>,
+}
+
+/// The host's view of a request before it was submitted.
+#[derive(Copy, Clone)]
+struct Before {
+    ops: u64,
+    write: WriteId,
+    request: u64,
+}
+
+impl PowerCuts {
+    fn new(session: &Session, swarm: &Swarm) -> PowerCuts {
+        let has_cuts = swarm.events.iter().any(|(_, e)| matches!(e, Event::PowerCut { .. }));
+        let drive = session.drive();
+        let on = has_cuts && drive.has_ftl() && drive.flash().reliability().is_none();
+        let guarantee = if drive.has_ftl() { drive.ftl().info().guarantee } else { Guarantee::Baseline };
+        let history = on.then(|| CrashHistory::new(session.host().oracle().logical_sectors(), 1, guarantee));
+        PowerCuts { history, guarantee, armed: None }
+    }
+
+    fn arm(&mut self, cut: Event) {
+        if self.history.is_some() {
+            self.armed = Some(cut);
+        }
+    }
+
+    /// Everything acknowledged is on flash (after a mount cycle).
+    fn all_durable(&mut self) {
+        if let Some(h) = &mut self.history {
+            h.make_durable();
+        }
+    }
+
+    fn before(&mut self, session: &mut Session) -> Before {
+        if self.armed.is_some() {
+            session.drive_mut().start_journal();
+        }
+        Before {
+            ops: session.drive().flash().op_index(),
+            write: session.host().next_write_id(),
+            request: session.requests(),
+        }
+    }
+
+    /// After request `req`: the cut to make in it, if one is armed and
+    /// the request issued flash operations; else record it.
+    fn after(&mut self, session: &mut Session, req: &HostRequest, before: Before) -> Option<Event> {
+        let history = self.history.as_mut()?;
+        let ops = session.drive().flash().op_index() - before.ops;
+        if let Some(Event::PowerCut { nth, during }) = self.armed.filter(|_| ops > 0) {
+            self.armed = None;
+            let cut = PowerCut { op_index: before.ops + u64::from(nth) % ops, during };
+            return Some(Event::PowerCut { nth: (cut.op_index - before.ops) as u32, during: cut.during });
+        }
+        if self.armed.is_some() {
+            session.drive_mut().clear_journal();
+        }
+        let pending = PendingOp::of(req, before.request, before.write, before.write.saturating_sub(1));
+        history.record(pending, req.op == HostOp::Flush, session.host().last_durability());
+        None
+    }
+
+    /// Cut the power at `cut` (its `nth` counted from `before.ops`) in the
+    /// request just served, recover and check (findings go to the log).
+    fn cut_and_recover(
+        &mut self,
+        session: &mut Session,
+        req: &HostRequest,
+        before: Before,
+        cut: Event,
+    ) -> Result<(), RunError> {
+        let Event::PowerCut { nth, during } = cut else { return Ok(()) };
+        let Some(history) = self.history.as_mut() else { return Ok(()) };
+        let in_flight = PendingOp::of(req, before.request, before.write, before.write.saturating_sub(1));
+        let at = PowerCut { op_index: before.ops + u64::from(nth), during };
+        let (drive, host) = session.parts_mut();
+        drop(drive.cut_power_for_test(at)); // the run goes on from the cut: nothing to restore
+        drive.stop_journal();
+        drive.restore_power();
+        drive.set_request(None);
+        let when = format!("flash operation {}{}", at.op_index, if during { " (torn)" } else { "" });
+        if let Err(e) = drive.power_cycle(false) {
+            drive.record_violation(Rule::RecoveryFailed, format!("mount after a power cut at {when} failed: {e}"));
+            return Ok(());
+        }
+        let mut checker = history.checker(in_flight);
+        let total = host.oracle().logical_sectors();
+        if crate::run::crash::point::verify_disk(drive, &mut checker, total, 8192) {
+            checker.finish(&mut drive.checker());
+        }
+        if drive.flash().log().errors() > 0 {
+            return Ok(());
+        }
+        let recovered = checker.recovered_oracle();
+        *host = host.continued_with(recovered.clone());
+        *history = CrashHistory::restored(self.guarantee, recovered, &[]);
+        Ok(())
+    }
+}
+
 /// Add what the running FTL instance's counters reached to `covered`.
 fn sample(session: &Session, covered: &RefCell<Coverage>) {
     if session.drive().has_ftl() {
-        covered.borrow_mut().add(&session.drive().ftl().stats());
+        let ftl = session.drive().ftl();
+        covered.borrow_mut().add_instance(&ftl.stats(), &ftl.paths());
     }
 }
 
@@ -235,6 +382,7 @@ fn skipped(e: RunError) -> Outcome {
 fn apply_event(session: &mut Session, event: Event) -> Result<(), RunError> {
     match event {
         Event::Verify => {}
+        Event::PowerCut { .. } => return Ok(()), // armed, made in the next request (see `PowerCuts`)
         Event::Idle => {
             session.idle(u32::MAX);
             return Ok(());

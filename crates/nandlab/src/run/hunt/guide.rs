@@ -37,12 +37,15 @@ use super::swarm::{known_draw, Splice, Swarm, FEATURES, STREAMS};
 use crate::config::Config;
 use crate::seed::{derive_seed, rng_for};
 use rand::RngExt;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Runs per batch (see the module docs): small enough that a new corpus
 /// entry is used soon, large enough to keep the threads busy.
 pub const BATCH: u64 = 8;
+
+/// The energy of an entry whose rarest pair one run reached.
+const ENERGY_SCALE: u64 = 1 << 20;
 
 /// A run's configuration as guidance handles it: its seed and what it
 /// changes of that seed's draws.
@@ -165,6 +168,12 @@ pub struct GuideReport {
 /// The corpus during a campaign.
 pub struct Corpus {
     pub entries: Vec<Entry>,
+    /// Per entry, the (counter, bucket) pairs and edges its run reached
+    /// (keys of `hits`; empty for an entry loaded and not yet re-run).
+    reached: Vec<Vec<String>>,
+    /// Per (counter, bucket) pair or edge, the runs of the campaign that
+    /// reached it: its rarity.
+    hits: BTreeMap<String, u64>,
     loaded: Vec<Entry>,
     dir: Option<PathBuf>,
     pub report: GuideReport,
@@ -174,6 +183,8 @@ impl Corpus {
     pub fn new(guided: &Guided) -> Corpus {
         Corpus {
             entries: Vec::new(),
+            reached: Vec::new(),
+            hits: BTreeMap::new(),
             loaded: guided.loaded.clone(),
             dir: guided.dir.clone(),
             report: GuideReport { loaded: guided.loaded.len(), ..Default::default() },
@@ -191,7 +202,7 @@ impl Corpus {
             return (Genes::fresh(first_seed.wrapping_add(index)), Origin::Fresh);
         }
         self.report.mutated_runs += 1;
-        let parent = rng.random_range(0..self.entries.len());
+        let parent = self.choose_parent(&mut rng);
         let mut genes = self.entries[parent].genes.clone();
         let has: BTreeSet<String> = genes.draw(base, ftl).features().iter().cloned().collect();
         let options: Vec<String> = super::swarm::option_keys(ftl).iter().map(|k| format!("opt-{k}")).collect();
@@ -226,11 +237,42 @@ impl Corpus {
         (genes, Origin::Mutated(parent))
     }
 
-    /// Admit run `index` if it reached `new_pairs` > 0 pairs first.
-    pub fn admit(&mut self, index: u64, origin: Origin, genes: Genes, new_pairs: u64) {
+    /// The energy of corpus entry `e` (AFL's power schedule, by rarity as
+    /// FairFuzz (Lemieux and Sen, ASE 2018) and AFLFast (Böhme et al.,
+    /// CCS 2016) weigh it): inversely proportional to how many runs
+    /// reached the rarest pair or edge it reached. An entry that alone
+    /// reached a narrow group's lone page is mutated far more often than
+    /// one whose pairs every run reaches.
+    fn energy(&self, e: usize) -> u64 {
+        let rarest = self.reached[e].iter().map(|k| self.hits.get(k).copied().unwrap_or(1)).min().unwrap_or(1);
+        ENERGY_SCALE / rarest.max(1)
+    }
+
+    /// A parent for a mutation, drawn with probability proportional to
+    /// its energy.
+    fn choose_parent(&self, rng: &mut crate::seed::Rng) -> usize {
+        let energies: Vec<u64> = (0..self.entries.len()).map(|e| self.energy(e)).collect();
+        let mut pick = rng.random_range(0..energies.iter().sum::<u64>().max(1));
+        for (e, &w) in energies.iter().enumerate() {
+            if pick < w {
+                return e;
+            }
+            pick -= w;
+        }
+        self.entries.len() - 1
+    }
+
+    /// Count what run `index` reached (every run, for rarity), and admit it
+    /// if it reached `new_pairs` > 0 pairs first.
+    pub fn admit(&mut self, index: u64, origin: Origin, genes: Genes, new_pairs: u64, run: &Coverage) {
+        let keys = run.reached_keys();
+        for k in &keys {
+            *self.hits.entry(k.clone()).or_default() += 1;
+        }
         if new_pairs == 0 || origin == Origin::Loaded && self.entries.iter().any(|e| e.genes == genes) {
             return;
         }
+        self.reached.push(keys);
         let entry = Entry { genes, new_pairs };
         if let Some(dir) = &self.dir {
             let text = serde_json::to_string_pretty(&entry).expect("serializes") + "\n";
@@ -280,9 +322,9 @@ mod tests {
         let guided = Guided::default();
         let mut a = Corpus::new(&guided);
         assert_eq!(a.next(&c, "dftl", 1, 0), (Genes::fresh(1), Origin::Fresh));
-        a.admit(0, Origin::Fresh, Genes::fresh(1), 10);
+        a.admit(0, Origin::Fresh, Genes::fresh(1), 10, &Coverage::new());
         let mut b = Corpus::new(&guided);
-        b.admit(0, Origin::Fresh, Genes::fresh(1), 10);
+        b.admit(0, Origin::Fresh, Genes::fresh(1), 10, &Coverage::new());
         let mut mutated = 0;
         for i in 1..40 {
             let (ga, oa) = a.next(&c, "dftl", 1, i);
@@ -297,6 +339,35 @@ mod tests {
             }
         }
         assert!(mutated > 20, "three runs in four are mutations: {mutated}");
+    }
+
+    /// The power schedule: an entry that alone reached a pair is chosen as
+    /// a parent far more often than entries whose pairs every run reaches.
+    #[test]
+    fn a_parent_that_reached_a_rare_pair_gets_more_mutations() {
+        let c = Config::preset("tiny").unwrap();
+        let mut corpus = Corpus::new(&Guided::default());
+        let mut common = Coverage::new();
+        common.0.insert("gc_runs".into(), BTreeSet::from([3]));
+        let mut rare = common.clone();
+        rare.0.insert("path:gc_narrow_victim_one_valid".into(), BTreeSet::from([1]));
+        for seed in 1..=8 {
+            corpus.admit(seed, Origin::Fresh, Genes::fresh(seed), 1, &common);
+        }
+        corpus.admit(9, Origin::Fresh, Genes::fresh(9), 1, &rare);
+        let mut from_rare = 0;
+        let mut mutated = 0;
+        for i in 10..210 {
+            if let (g, Origin::Mutated(p)) = corpus.next(&c, "page", 1, i) {
+                mutated += 1;
+                if p == 8 {
+                    from_rare += 1;
+                    assert_eq!(g.seed, 9);
+                }
+            }
+        }
+        // Energies: 8 entries of 2^20/9, one of 2^20: the rare one about half.
+        assert!(from_rare * 3 > mutated, "{from_rare} of {mutated} mutations from the rare entry");
     }
 
     #[test]

@@ -319,8 +319,8 @@ fn guided_runs(
         for (i, genes, origin) in batch {
             let Some((swarm, (outcome, run_coverage, at))) = done.remove(&i) else { continue };
             let new_pairs = guide::novel_pairs(&covered, &run_coverage);
+            corpus.admit(i, origin, genes, new_pairs, &run_coverage);
             covered.merge(run_coverage);
-            corpus.admit(i, origin, genes, new_pairs);
             results.insert(i, (swarm, outcome, at));
         }
         first = last;

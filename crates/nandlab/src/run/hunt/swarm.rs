@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 
 /// The features a run may have; shrinking drops them by these names
 /// (`--without NAME,...`). FTL options are features `opt-KEY`.
-pub const FEATURES: [&str; 12] = [
+pub const FEATURES: [&str; 13] = [
     "sub-page",
     "sequential-runs",
     "trims",
@@ -40,6 +40,7 @@ pub const FEATURES: [&str; 12] = [
     "clean-mounts",
     "unclean-mounts",
     "idle",
+    "power-cuts",
 ];
 
 /// Draws that are not features but may be spliced from another seed
@@ -92,6 +93,12 @@ pub enum Event {
     UncleanMount,
     /// Background work until the FTL has none.
     Idle,
+    /// Cut the power in the middle of the next host request that issues
+    /// flash operations: at its operation `nth` modulo their count, before
+    /// it takes effect or `during` it (torn), as `crash` does; then mount
+    /// a fresh instance and check the recovered disk by the crash rules
+    /// (see [`super::execute`]).
+    PowerCut { nth: u32, during: bool },
 }
 
 impl Event {
@@ -101,6 +108,7 @@ impl Event {
             Event::CleanMount => "clean-mount",
             Event::UncleanMount => "unclean-mount",
             Event::Idle => "idle",
+            Event::PowerCut { .. } => "power-cut",
         }
     }
 }
@@ -154,8 +162,15 @@ pub struct Swarm {
 /// capacity it serves is compiled in, and the layer refuses a device that
 /// exports more. Nor trims: the Jasmine FTL API has none (the layer
 /// refuses them, an `ftl_error` of its own).
+///
+/// Power cuts in the middle of an operation are drawn only for the shipped
+/// FTLs: a library FTL or a Jasmine firmware states no crash guarantee of
+/// its own here (`crash` tests those on request), and the Jasmine
+/// firmwares format at every power-on (docs/jasmine.md).
 fn honours(ftl: &str, name: &str) -> bool {
-    !(ftl.starts_with("jasmine:") && matches!(name, "bad-blocks" | "spare" | "trims"))
+    let foreign = ftl.starts_with("jasmine:") || ftl.starts_with("lib:");
+    !(ftl.starts_with("jasmine:") && matches!(name, "bad-blocks" | "spare" | "trims")
+        || foreign && name == "power-cuts")
 }
 
 fn option_values(ftl: &str) -> Vec<(&'static str, Vec<toml::Value>)> {
@@ -294,6 +309,13 @@ impl Swarm {
                 for _ in 0..r.random_range(1..=most) {
                     events.push((r.random_range(0..drawn), event));
                 }
+            }
+        }
+        // Its own feature after the others: drawing it changes no other draw.
+        if let Some(mut r) = feature("power-cuts") {
+            for _ in 0..r.random_range(1..=3u32) {
+                let at = r.random_range(0..drawn);
+                events.push((at, Event::PowerCut { nth: r.random(), during: r.random() }));
             }
         }
         events.retain(|(at, _)| *at < requests);

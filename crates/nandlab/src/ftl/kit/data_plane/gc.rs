@@ -275,6 +275,7 @@ impl DataPlane {
         let result = loop {
             batch.clear();
             let result = self.gather_valid(flash, m, victim, cause, &mut batch);
+            self.note_victim_path(victim, cause);
             match result.and_then(|()| self.copy_batch(flash, m, unit, victim, cause, &mut batch)) {
                 // A copy failed: retire where it went, gather what is left
                 // and copy it elsewhere (see retire.rs).
@@ -288,6 +289,21 @@ impl DataPlane {
         };
         self.gc_batch = batch;
         result
+    }
+
+    /// Count which kind of victim this is ([`super::paths`]), from the
+    /// valid bits (not from what the gather found).
+    fn note_victim_path(&mut self, victim: u32, cause: Cause) {
+        let width = self.layout.width(victim);
+        let (mut valid, mut last_valid) = (0usize, false);
+        for i in 0..width {
+            let first = self.layout.member(victim, i) * self.ppb;
+            valid += (first..first + self.ppb).filter(|&p| self.is_valid(p)).count();
+            last_valid |= self.is_valid(first + self.ppb - 1);
+        }
+        let narrow = self.layout.planes_per_group > 1 && width < self.layout.planes_per_group;
+        let pages = (width * self.ppb) as usize;
+        self.paths.victim(cause == Cause::WearLeveling, valid, pages, last_valid, narrow);
     }
 
     fn gather_valid<M: Mapper>(

@@ -72,6 +72,7 @@ mod layout;
 mod lost;
 pub use lost::OOB_LOST;
 mod multi_plane;
+pub mod paths;
 mod placement;
 mod refresh;
 mod retire;
@@ -419,6 +420,8 @@ pub struct DataPlane {
     /// checkpoints and trim log), which the capacity check counts as live.
     reserved_pages: u64,
     pub counters: DataPlaneCounters,
+    /// Which branches of GC and wear leveling ran (`hunt`'s guidance).
+    pub paths: paths::DataPlanePaths,
     /// The next group refresh's round-robin scan checks.
     refresh_cursor: u32,
 }
@@ -538,6 +541,7 @@ impl DataPlane {
             capacity_check: true,
             reserved_pages: 0,
             counters: DataPlaneCounters::default(),
+            paths: paths::DataPlanePaths::default(),
             refresh_cursor: 0,
             ftl,
             table,
