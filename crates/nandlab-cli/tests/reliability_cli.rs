@@ -77,7 +77,7 @@ fn an_exact_failure_is_handled_and_reported_in_text_and_json() {
 
 #[test]
 fn modes_without_the_model_refuse_it_before_any_work() {
-    for mode in ["crash", "hunt"] {
+    for mode in ["hunt"] {
         let (code, out, err) = nandlab(&[mode, "--preset", "tiny", "--reliability", "preset:tlc"]);
         assert_eq!(code, 2, "{mode}: {out}{err}");
         assert!(err.contains(&format!("{mode} does not support the media reliability model yet")), "{mode}: {err}");

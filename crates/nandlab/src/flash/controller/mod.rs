@@ -123,6 +123,8 @@ struct PowerState {
     /// read — which journals nothing — would otherwise tear whatever the
     /// base run did at the same index.)
     tear_from: usize,
+    /// The reliability model's journal length then (the same for its entries).
+    model_tear_from: usize,
     /// Pages and blocks the last live cut damaged.
     torn: (u32, u32),
     /// The journal was started for a live cut (stopped when power returns).
@@ -139,6 +141,9 @@ pub struct CrashImage {
     /// Journal entries of the base run: `undone .. end` were rolled back.
     undone: usize,
     end: usize,
+    /// The same of the reliability model's journal (when the model is on).
+    model_undone: usize,
+    model_end: usize,
     /// Pages and blocks the cut damaged.
     pub torn_pages: u32,
     pub torn_blocks: u32,
@@ -173,6 +178,7 @@ impl FlashController {
                 effects: PowerCutEffects::default(),
                 tear_pending: false,
                 tear_from: 0,
+                model_tear_from: 0,
                 torn: (0, 0),
                 journal_started: false,
             },
@@ -325,6 +331,9 @@ impl FlashController {
             self.power_gate(op.op_index)?;
         }
         self.nand.journal_set_op(op.op_index);
+        if let Some(r) = self.reliability.as_deref_mut() {
+            r.journal_set_op(op.op_index);
+        }
         for o in &mut self.observers {
             o.before_op(&op)?;
         }
@@ -815,6 +824,9 @@ impl FlashController {
         if cut.during && !self.nand.journal_active() {
             // A torn operation is found from the entries it journals.
             self.nand.journal_start();
+            if let Some(r) = self.reliability.as_deref_mut() {
+                r.journal_start();
+            }
             self.power.journal_started = true;
         }
     }
@@ -835,6 +847,9 @@ impl FlashController {
         self.power.tear_pending = false;
         if std::mem::take(&mut self.power.journal_started) {
             self.nand.journal_stop();
+            if let Some(r) = self.reliability.as_deref_mut() {
+                r.journal_stop();
+            }
         }
     }
 
@@ -845,6 +860,7 @@ impl FlashController {
         if index == self.power.cut_at && self.power.during {
             self.power.tear_pending = true;
             self.power.tear_from = self.nand.journal_len();
+            self.power.model_tear_from = self.reliability.as_deref().map_or(0, |r| r.journal_len());
             return Ok(());
         }
         self.power.tear_pending = false;
@@ -860,6 +876,12 @@ impl FlashController {
         let entries = self.power.tear_from..self.nand.journal_len();
         let effects = self.power.effects;
         self.power.torn = self.nand.tear_operation(entries, &effects);
+        // The torn operation reported no status: what the model drew for
+        // it never happened (see `crate::nand::reliability::journal`).
+        let model_from = self.power.model_tear_from;
+        if let Some(r) = self.reliability.as_deref_mut().filter(|r| r.journal_active()) {
+            r.journal_rollback(model_from);
+        }
         self.lose_dram();
         Err(FlashError::PowerLoss)
     }
@@ -901,6 +923,17 @@ impl FlashController {
             self.nand.journal_set_op(cut.op_index);
             (torn_pages, torn_blocks) = self.nand.tear_operation(first..undone, &self.power.effects.clone());
         }
+        // The model rolls back to before the cut operation, torn or not
+        // (see `crate::nand::reliability::journal`).
+        let (model_undone, model_end) = match self.reliability.as_deref_mut() {
+            Some(r) => {
+                let model_end = r.journal_len();
+                let model_undone = r.journal_first_at_or_after(cut.op_index, model_end);
+                r.journal_undo(model_undone, model_end);
+                (model_undone, model_end)
+            }
+            None => (0, 0),
+        };
         let image = CrashImage {
             op_index: self.op_index,
             stats: self.stats.clone(),
@@ -908,6 +941,8 @@ impl FlashController {
             dram: (self.bufs.clone(), self.ftl_owned.clone(), self.ftl_buffer_bytes),
             undone,
             end,
+            model_undone,
+            model_end,
             torn_pages,
             torn_blocks,
         };
@@ -922,6 +957,10 @@ impl FlashController {
         self.restore_power();
         self.nand.journal_rollback(image.end);
         self.nand.journal_redo(image.undone, image.end);
+        if let Some(r) = self.reliability.as_deref_mut() {
+            r.journal_rollback(image.model_end);
+            r.journal_redo(image.model_undone, image.model_end);
+        }
         self.op_index = image.op_index;
         self.stats = image.stats;
         self.log = image.log;
