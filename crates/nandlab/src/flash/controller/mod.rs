@@ -197,7 +197,18 @@ impl FlashController {
         self.reliability.as_deref()
     }
     pub fn reliability_mut(&mut self) -> Option<&mut Reliability> {
-        self.reliability.as_deref_mut()
+        self.model_mut()
+    }
+    /// The reliability model, its journal's next entries tagged with the
+    /// flash operation in progress (between operations: the last one
+    /// begun). Tagged here, not in every operation's bookkeeping, so that
+    /// a run without the model pays nothing for it.
+    #[inline]
+    fn model_mut(&mut self) -> Option<&mut Reliability> {
+        let op = self.op_index.saturating_sub(1);
+        let r = self.reliability.as_deref_mut()?;
+        r.journal_set_op(op);
+        Some(r)
     }
     /// What the reliability model did, when it is on.
     pub fn reliability_stats(&self) -> Option<ReliabilityStats> {
@@ -241,7 +252,7 @@ impl FlashController {
     pub fn set_request(&mut self, request: Option<u64>) {
         self.request = request;
         self.sources.clear();
-        if let Some(r) = self.reliability.as_deref_mut() {
+        if let Some(r) = self.model_mut() {
             r.start_request(request.is_some());
         }
     }
@@ -331,9 +342,6 @@ impl FlashController {
             self.power_gate(op.op_index)?;
         }
         self.nand.journal_set_op(op.op_index);
-        if let Some(r) = self.reliability.as_deref_mut() {
-            r.journal_set_op(op.op_index);
-        }
         for o in &mut self.observers {
             o.before_op(&op)?;
         }
@@ -403,7 +411,7 @@ impl FlashController {
         let failed = result.is_ok() && can_fail(op.cause) && self.program_fails(page);
         if failed && op.cause == Cause::Host {
             // (A GC copy's data is still at its source: only host data is lost with the page.)
-            if let Some(r) = self.reliability.as_deref_mut() {
+            if let Some(r) = self.model_mut() {
                 r.record_failed_program(&programmed);
             }
         }
@@ -422,7 +430,7 @@ impl FlashController {
     /// goes to the FTL.
     #[cold]
     fn finish_decoded_read(&mut self, op: &mut FlashOp, result: Result<(), FlashError>) -> Result<(), FlashError> {
-        let d = self.reliability.as_deref_mut().expect("reliability on").take_op_decode();
+        let d = self.model_mut().expect("reliability on").take_op_decode();
         op.read_retries = d.retries;
         op.decode_ns = d.decode_ns;
         match result {
@@ -441,7 +449,7 @@ impl FlashController {
     fn program_fails(&mut self, page: PageAddr) -> bool {
         let block = self.nand.geometry().block_of(page);
         let pe = self.nand.erase_count(block);
-        let r = self.reliability.as_deref_mut().expect("reliability on");
+        let r = self.model_mut().expect("reliability on");
         r.program_fails(page, pe)
     }
 
@@ -481,7 +489,7 @@ impl FlashController {
         {
             self.refuse_grown_bad_block(op, block, "erase")?;
             let pe = self.nand.erase_count(block);
-            let r = self.reliability.as_deref_mut().expect("reliability on");
+            let r = self.model_mut().expect("reliability on");
             if r.erase_fails(block, pe, op.cause == Cause::Format) {
                 return Err(FlashError::EraseFailed);
             }
@@ -511,6 +519,7 @@ impl FlashController {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
         if let Some(r) = self.reliability.as_deref_mut() {
+            r.journal_set_op(op.op_index);
             let pe = self.nand.erase_count(self.nand.geometry().block_of(page));
             if !r.decode_read(page, pe, first, sectors, &self.runs) {
                 // The raw, undecodable data reaches the buffer.
