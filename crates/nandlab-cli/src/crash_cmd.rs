@@ -218,9 +218,6 @@ pub fn run(device: &DeviceArgs, workload_args: &WorkloadArgs, args: &CrashArgs) 
         Ok(started) => started,
         Err(e) => return input_error(e),
     };
-    if let Err(e) = crate::options::refuse_reliability(&config, "crash") {
-        return input_error(e);
-    }
     let spec = match workload_args.apply(config.workload.clone().unwrap_or_default()) {
         Ok(s) => s,
         Err(e) => return input_error(e),

@@ -1,8 +1,8 @@
 //! The media reliability options on the command line: `--reliability`,
 //! `--fail` and the `[reliability]` table are checked before any work
 //! (exit 2 naming the option or file, line and key); a run with them
-//! reports its media section (text and JSON); modes that do not support
-//! the model yet refuse it.
+//! reports its media section (text and JSON); `crash` takes it; modes
+//! that do not support the model yet refuse it.
 
 use std::process::Command;
 
@@ -77,11 +77,40 @@ fn an_exact_failure_is_handled_and_reported_in_text_and_json() {
 
 #[test]
 fn modes_without_the_model_refuse_it_before_any_work() {
-    for mode in ["crash", "hunt"] {
+    for mode in ["hunt"] {
         let (code, out, err) = nandlab(&[mode, "--preset", "tiny", "--reliability", "preset:tlc"]);
         assert_eq!(code, 2, "{mode}: {out}{err}");
         assert!(err.contains(&format!("{mode} does not support the media reliability model yet")), "{mode}: {err}");
     }
+}
+
+/// `crash` takes the model: bit errors alone pass on the example device;
+/// one exact program failure shows the retirement window every FTL has
+/// today (a cut after the failure, before the failed block's other pages
+/// were moved, loses them: see the README), found, shrunk and with a
+/// reproducer that takes the failure along.
+#[test]
+fn crash_takes_the_model_and_finds_the_retirement_window() {
+    let base = ["crash", "--config", "../../examples/reliability/tlc-failing.toml", "--ftl", "page", "--seed", "5"];
+    let quiet = ["--io_size", "4m", "--no-progress", "--threads", "1"];
+    let rber = "preset:tlc,program_fail_probability=0,erase_fail_probability=0";
+    let mut args = base.to_vec();
+    args.extend_from_slice(&quiet);
+    args.extend_from_slice(&["--reliability", rber]);
+    let mut rber_only = args.clone();
+    rber_only.extend_from_slice(&["--crash-points", "20"]);
+    let (code, out, err) = nandlab(&rber_only);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("20 tested, 20 passed, 0 failed"), "{out}");
+    // The program of block 0, page 12 is operation 608 with this seed: a
+    // cut during it passes (the failure never happened), a cut right
+    // after it falls in the retirement window.
+    args.extend_from_slice(&["--fail", "program@block=0,page=12", "--crash-at", "608:during", "--crash-at", "609"]);
+    let (code, out, err) = nandlab(&args);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("2 tested, 1 passed, 1 failed") && out.contains("lost_durable_write"), "{out}");
+    let reproduce = out.lines().skip_while(|l| !l.starts_with("Reproduce")).nth(1).unwrap_or_default();
+    assert!(reproduce.contains("--fail 'program@block=0,page=12'") && reproduce.contains("--crash-at"), "{out}");
 }
 
 #[test]

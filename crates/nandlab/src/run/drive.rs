@@ -74,6 +74,8 @@ impl BaseRun {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct DriveMark {
     journal_len: usize,
+    /// The reliability model's journal length (0 with the model off).
+    model_journal_len: usize,
     op_index: u64,
 }
 
@@ -410,6 +412,9 @@ impl Drive {
     /// Start journaling NAND changes, so they can be rolled back.
     pub fn start_journal(&mut self) {
         self.flash.nand_mut().journal_start();
+        if let Some(r) = self.flash.reliability_mut() {
+            r.journal_start();
+        }
     }
 
     /// Stop journaling and forget the journal (a power cut that is not
@@ -421,21 +426,33 @@ impl Drive {
     /// Forget the journal so far (the base run moved past it).
     pub fn clear_journal(&mut self) {
         self.flash.nand_mut().journal_discard_from(0);
+        if let Some(r) = self.flash.reliability_mut() {
+            r.journal_discard_from(0);
+        }
     }
 
     /// The current point, to roll back to.
     pub fn mark(&self) -> DriveMark {
-        DriveMark { journal_len: self.flash.nand().journal_len(), op_index: self.flash.op_index() }
+        DriveMark {
+            journal_len: self.flash.nand().journal_len(),
+            model_journal_len: self.flash.reliability().map_or(0, |r| r.journal_len()),
+            op_index: self.flash.op_index(),
+        }
     }
 
     /// Undo every NAND change since `mark` and rewind the operation index to it.
     pub fn roll_back_to(&mut self, mark: DriveMark) {
         self.flash.nand_mut().journal_rollback(mark.journal_len);
+        if let Some(r) = self.flash.reliability_mut() {
+            r.journal_rollback(mark.model_journal_len);
+        }
         self.flash.reset_op_index(mark.op_index);
     }
 
     /// The flash operations that changed the NAND since `mark`, in order
-    /// (programs, copybacks, erases; not reads).
+    /// (programs, copybacks, erases; not reads), and, with the reliability
+    /// model on, those that grew a bad block (a failed erase changes no
+    /// page, but a cut before it and one after it leave different drives).
     pub fn state_changes_since(&self, mark: DriveMark) -> Vec<u64> {
         let nand = self.flash.nand();
         let mut ops: Vec<u64> = Vec::new();
@@ -444,6 +461,11 @@ impl Drive {
             if ops.last() != Some(&op) {
                 ops.push(op);
             }
+        }
+        if let Some(r) = self.flash.reliability() {
+            ops.extend(r.journal_bad_block_ops_since(mark.model_journal_len));
+            ops.sort_unstable();
+            ops.dedup();
         }
         ops
     }

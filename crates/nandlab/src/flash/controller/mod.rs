@@ -123,6 +123,8 @@ struct PowerState {
     /// read — which journals nothing — would otherwise tear whatever the
     /// base run did at the same index.)
     tear_from: usize,
+    /// The reliability model's journal length then (the same for its entries).
+    model_tear_from: usize,
     /// Pages and blocks the last live cut damaged.
     torn: (u32, u32),
     /// The journal was started for a live cut (stopped when power returns).
@@ -139,6 +141,9 @@ pub struct CrashImage {
     /// Journal entries of the base run: `undone .. end` were rolled back.
     undone: usize,
     end: usize,
+    /// The same of the reliability model's journal (when the model is on).
+    model_undone: usize,
+    model_end: usize,
     /// Pages and blocks the cut damaged.
     pub torn_pages: u32,
     pub torn_blocks: u32,
@@ -173,6 +178,7 @@ impl FlashController {
                 effects: PowerCutEffects::default(),
                 tear_pending: false,
                 tear_from: 0,
+                model_tear_from: 0,
                 torn: (0, 0),
                 journal_started: false,
             },
@@ -191,7 +197,18 @@ impl FlashController {
         self.reliability.as_deref()
     }
     pub fn reliability_mut(&mut self) -> Option<&mut Reliability> {
-        self.reliability.as_deref_mut()
+        self.model_mut()
+    }
+    /// The reliability model, its journal's next entries tagged with the
+    /// flash operation in progress (between operations: the last one
+    /// begun). Tagged here, not in every operation's bookkeeping, so that
+    /// a run without the model pays nothing for it.
+    #[inline]
+    fn model_mut(&mut self) -> Option<&mut Reliability> {
+        let op = self.op_index.saturating_sub(1);
+        let r = self.reliability.as_deref_mut()?;
+        r.journal_set_op(op);
+        Some(r)
     }
     /// What the reliability model did, when it is on.
     pub fn reliability_stats(&self) -> Option<ReliabilityStats> {
@@ -235,7 +252,7 @@ impl FlashController {
     pub fn set_request(&mut self, request: Option<u64>) {
         self.request = request;
         self.sources.clear();
-        if let Some(r) = self.reliability.as_deref_mut() {
+        if let Some(r) = self.model_mut() {
             r.start_request(request.is_some());
         }
     }
@@ -394,7 +411,7 @@ impl FlashController {
         let failed = result.is_ok() && can_fail(op.cause) && self.program_fails(page);
         if failed && op.cause == Cause::Host {
             // (A GC copy's data is still at its source: only host data is lost with the page.)
-            if let Some(r) = self.reliability.as_deref_mut() {
+            if let Some(r) = self.model_mut() {
                 r.record_failed_program(&programmed);
             }
         }
@@ -413,7 +430,7 @@ impl FlashController {
     /// goes to the FTL.
     #[cold]
     fn finish_decoded_read(&mut self, op: &mut FlashOp, result: Result<(), FlashError>) -> Result<(), FlashError> {
-        let d = self.reliability.as_deref_mut().expect("reliability on").take_op_decode();
+        let d = self.model_mut().expect("reliability on").take_op_decode();
         op.read_retries = d.retries;
         op.decode_ns = d.decode_ns;
         match result {
@@ -432,7 +449,7 @@ impl FlashController {
     fn program_fails(&mut self, page: PageAddr) -> bool {
         let block = self.nand.geometry().block_of(page);
         let pe = self.nand.erase_count(block);
-        let r = self.reliability.as_deref_mut().expect("reliability on");
+        let r = self.model_mut().expect("reliability on");
         r.program_fails(page, pe)
     }
 
@@ -472,7 +489,7 @@ impl FlashController {
         {
             self.refuse_grown_bad_block(op, block, "erase")?;
             let pe = self.nand.erase_count(block);
-            let r = self.reliability.as_deref_mut().expect("reliability on");
+            let r = self.model_mut().expect("reliability on");
             if r.erase_fails(block, pe, op.cause == Cause::Format) {
                 return Err(FlashError::EraseFailed);
             }
@@ -502,6 +519,7 @@ impl FlashController {
             self.nand.read_oob(&mut ck, page, oob)?;
         }
         if let Some(r) = self.reliability.as_deref_mut() {
+            r.journal_set_op(op.op_index);
             let pe = self.nand.erase_count(self.nand.geometry().block_of(page));
             if !r.decode_read(page, pe, first, sectors, &self.runs) {
                 // The raw, undecodable data reaches the buffer.
@@ -815,6 +833,9 @@ impl FlashController {
         if cut.during && !self.nand.journal_active() {
             // A torn operation is found from the entries it journals.
             self.nand.journal_start();
+            if let Some(r) = self.reliability.as_deref_mut() {
+                r.journal_start();
+            }
             self.power.journal_started = true;
         }
     }
@@ -835,6 +856,9 @@ impl FlashController {
         self.power.tear_pending = false;
         if std::mem::take(&mut self.power.journal_started) {
             self.nand.journal_stop();
+            if let Some(r) = self.reliability.as_deref_mut() {
+                r.journal_stop();
+            }
         }
     }
 
@@ -845,6 +869,7 @@ impl FlashController {
         if index == self.power.cut_at && self.power.during {
             self.power.tear_pending = true;
             self.power.tear_from = self.nand.journal_len();
+            self.power.model_tear_from = self.reliability.as_deref().map_or(0, |r| r.journal_len());
             return Ok(());
         }
         self.power.tear_pending = false;
@@ -860,6 +885,12 @@ impl FlashController {
         let entries = self.power.tear_from..self.nand.journal_len();
         let effects = self.power.effects;
         self.power.torn = self.nand.tear_operation(entries, &effects);
+        // The torn operation reported no status: what the model drew for
+        // it never happened (see `crate::nand::reliability::journal`).
+        let model_from = self.power.model_tear_from;
+        if let Some(r) = self.reliability.as_deref_mut().filter(|r| r.journal_active()) {
+            r.journal_rollback(model_from);
+        }
         self.lose_dram();
         Err(FlashError::PowerLoss)
     }
@@ -901,6 +932,17 @@ impl FlashController {
             self.nand.journal_set_op(cut.op_index);
             (torn_pages, torn_blocks) = self.nand.tear_operation(first..undone, &self.power.effects.clone());
         }
+        // The model rolls back to before the cut operation, torn or not
+        // (see `crate::nand::reliability::journal`).
+        let (model_undone, model_end) = match self.reliability.as_deref_mut() {
+            Some(r) => {
+                let model_end = r.journal_len();
+                let model_undone = r.journal_first_at_or_after(cut.op_index, model_end);
+                r.journal_undo(model_undone, model_end);
+                (model_undone, model_end)
+            }
+            None => (0, 0),
+        };
         let image = CrashImage {
             op_index: self.op_index,
             stats: self.stats.clone(),
@@ -908,6 +950,8 @@ impl FlashController {
             dram: (self.bufs.clone(), self.ftl_owned.clone(), self.ftl_buffer_bytes),
             undone,
             end,
+            model_undone,
+            model_end,
             torn_pages,
             torn_blocks,
         };
@@ -922,6 +966,10 @@ impl FlashController {
         self.restore_power();
         self.nand.journal_rollback(image.end);
         self.nand.journal_redo(image.undone, image.end);
+        if let Some(r) = self.reliability.as_deref_mut() {
+            r.journal_rollback(image.model_end);
+            r.journal_redo(image.model_undone, image.model_end);
+        }
         self.op_index = image.op_index;
         self.stats = image.stats;
         self.log = image.log;

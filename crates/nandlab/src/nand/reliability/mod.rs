@@ -47,6 +47,7 @@
 
 pub mod ecc;
 pub mod failures;
+pub(crate) mod journal;
 pub mod presets;
 pub mod rber;
 
@@ -318,6 +319,8 @@ pub struct Reliability {
     /// The decodes of the flash operation in progress (the worst page of
     /// a multi-plane read): what its timing charges.
     op_decode: OpDecode,
+    /// The undo journal of all of it (crash tests; see [`journal`]).
+    journal: journal::ModelJournal,
 }
 
 /// What the decodes of one flash read cost: the retries after the first
@@ -354,6 +357,7 @@ impl Reliability {
             failed_program: HashSet::new(),
             uncorrectable_in_request: false,
             op_decode: OpDecode::default(),
+            journal: journal::ModelJournal::default(),
             settings,
         }
     }
@@ -365,6 +369,7 @@ impl Reliability {
     /// A host request (`host`) or background work starts: the clock
     /// advances for a host request.
     pub fn start_request(&mut self, host: bool) {
+        self.journal_run_state();
         if host {
             self.now_s += self.settings.seconds_per_request;
         }
@@ -376,6 +381,7 @@ impl Reliability {
     }
 
     pub fn count_host_read_error(&mut self) {
+        self.journal_run_state();
         self.stats.host_read_errors += 1;
     }
 
@@ -414,6 +420,7 @@ impl Reliability {
 
     /// The decodes of the operation just done (and forget them).
     pub fn take_op_decode(&mut self) -> OpDecode {
+        self.journal_run_state();
         std::mem::take(&mut self.op_decode)
     }
 
@@ -428,8 +435,10 @@ impl Reliability {
         }
     }
 
+    /// (The caller journaled the block and the run state.)
     fn mark_grown_bad(&mut self, block: usize) {
         if !self.grown_bad[block] {
+            self.journal_grew_bad();
             self.grown_bad[block] = true;
             self.stats.grown_bad_blocks += 1;
         }
@@ -452,6 +461,8 @@ impl Reliability {
     pub fn decode_read(&mut self, page: PageAddr, pe_cycles: u32, first: u32, count: u32, runs: &[Run]) -> bool {
         let block = (page.0 / u64::from(self.pages_per_block)) as usize;
         let in_block = (page.0 % u64::from(self.pages_per_block)) as usize;
+        self.journal_run_state();
+        self.journal_block(block);
         self.reads_since_erase[block] = self.reads_since_erase[block].saturating_add(1);
         let programmed = self.programmed_at_s[block];
         let retention_s = if programmed.is_nan() { 0.0 } else { self.now_s - programmed };
@@ -479,7 +490,7 @@ impl Reliability {
         if d.uncorrectable {
             s.uncorrectable_reads += 1;
             self.uncorrectable_in_request = true;
-            record_versions(&mut self.lost, runs);
+            self.record_versions(false, runs);
         }
         !d.uncorrectable
     }
@@ -488,6 +499,8 @@ impl Reliability {
     /// it failed.
     pub fn program_fails(&mut self, page: PageAddr, pe_cycles: u32) -> bool {
         let block = page.0 / u64::from(self.pages_per_block);
+        self.journal_run_state();
+        self.journal_block(block as usize);
         if self.programmed_at_s[block as usize].is_nan() {
             self.programmed_at_s[block as usize] = self.now_s;
         }
@@ -507,13 +520,15 @@ impl Reliability {
 
     /// A failed program of host data: `runs` are lost with it.
     pub fn record_failed_program(&mut self, runs: &[Run]) {
-        record_versions(&mut self.failed_program, runs);
+        self.record_versions(true, runs);
     }
 
     /// Before an erase of `block` with `pe_cycles` erases (not at format):
     /// whether it fails. A successful erase resets the block's history.
     pub fn erase_fails(&mut self, block: BlockAddr, pe_cycles: u32, format: bool) -> bool {
         let b = block.0 as usize;
+        self.journal_run_state();
+        self.journal_block(b);
         let f = &self.settings.failures;
         let endurance = self.settings.rber.endurance_pe;
         let worn = !format && f.worn_out(pe_cycles, endurance);
@@ -537,12 +552,40 @@ impl Reliability {
     }
 }
 
-/// Record the (LBA, write id) of every data sector of `runs`.
-fn record_versions(set: &mut HashSet<(u32, u32)>, runs: &[Run]) {
-    for r in runs.iter().filter(|r| r.kind == RunKind::Data) {
-        for k in 0..r.len {
-            set.insert((r.lba.wrapping_add(k), r.write));
+impl Reliability {
+    /// Record the (LBA, write id) of every data sector of `runs` in the
+    /// media losses or (`failed_program`) the failed programs' losses.
+    fn record_versions(&mut self, failed_program: bool, runs: &[Run]) {
+        for r in runs.iter().filter(|r| r.kind == RunKind::Data) {
+            for k in 0..r.len {
+                let version = (r.lba.wrapping_add(k), r.write);
+                self.journal_loss(failed_program, version);
+                self.loss_set_mut(failed_program).insert(version);
+            }
         }
+    }
+
+    fn loss_set(&self, failed_program: bool) -> &HashSet<(u32, u32)> {
+        if failed_program {
+            &self.failed_program
+        } else {
+            &self.lost
+        }
+    }
+
+    fn loss_set_mut(&mut self, failed_program: bool) -> &mut HashSet<(u32, u32)> {
+        if failed_program {
+            &mut self.failed_program
+        } else {
+            &mut self.lost
+        }
+    }
+
+    /// Whether some version of `lba` was lost to the media (an
+    /// uncorrectable read of it): what a read error after a power cut may
+    /// legitimately show, whichever version recovery chose.
+    pub fn lba_lost_to_media(&self, lba: u32) -> bool {
+        self.lost.iter().any(|&(l, _)| l == lba)
     }
 }
 

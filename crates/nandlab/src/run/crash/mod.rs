@@ -362,6 +362,9 @@ fn new_session(plan: &Plan) -> Result<Session, RunError> {
 }
 
 #[cfg(test)]
+mod model_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::ftl::Durability;

@@ -3,8 +3,9 @@
 //! of [`super`]).
 
 use super::{new_session, new_workload, next_request, NestedCut, Plan, PointResult, Stage, SyntheticWorkload};
+use crate::flash::FlashError;
 use crate::flash::PowerCut;
-use crate::ftl::IoRequest;
+use crate::ftl::{FtlError, IoRequest};
 use crate::oracle::crash_checker::{CrashChecker, CrashHistory, PendingOp};
 use crate::run::drive::Drive;
 use crate::run::host_side::HostSide;
@@ -261,6 +262,12 @@ pub(crate) fn verify_disk(drive: &mut Drive, checker: &mut CrashChecker, total: 
             Ok(()) => {
                 let _ = drive.inspect_buffer(buf, |runs, ck| checker.check_read(ck, lba, runs));
             }
+            Err(e) if is_media_error(drive, &e) => {
+                drive.free_host_buffer(buf);
+                if !verify_sectors(drive, checker, lba, n) {
+                    return false;
+                }
+            }
             Err(e) => {
                 drive.free_host_buffer(buf);
                 drive.record_violation(
@@ -272,6 +279,52 @@ pub(crate) fn verify_disk(drive: &mut Drive, checker: &mut CrashChecker, total: 
         }
         drive.free_host_buffer(buf);
         lba += u64::from(n);
+    }
+    true
+}
+
+/// A read failed with a media error, the reliability model on.
+fn is_media_error(drive: &Drive, e: &FtlError) -> bool {
+    matches!(e, FtlError::Flash(FlashError::Uncorrectable)) && drive.flash().reliability().is_some()
+}
+
+/// A chunk failed with a media error: read its sectors one at a time. A
+/// sector whose read fails so is accepted when the model recorded some
+/// version of it lost to the media (recovery may legitimately map the
+/// sector to any version the guarantee allows, and a lost one reads as an
+/// error); otherwise it is `read_error_on_good_data`. False if a read
+/// failed that way or otherwise (recorded).
+fn verify_sectors(drive: &mut Drive, checker: &mut CrashChecker, first: u64, n: u32) -> bool {
+    for lba in first..first + u64::from(n) {
+        let buf = drive.alloc_host_read(1);
+        let io = IoRequest { id: u64::MAX, lba, sectors: 1, buf };
+        let read = drive.read(&io);
+        match read {
+            Ok(()) => {
+                let _ = drive.inspect_buffer(buf, |runs, ck| checker.check_read(ck, lba, runs));
+            }
+            Err(e) if is_media_error(drive, &e) => {
+                let lost = drive.flash().reliability().is_some_and(|r| r.lba_lost_to_media(lba as u32));
+                if !lost {
+                    drive.free_host_buffer(buf);
+                    drive.record_violation(
+                        Rule::ReadErrorOnGoodData,
+                        format!(
+                            "read of LBA {lba} after recovery failed with a media error, but no version of it was \
+                             lost to the media"
+                        ),
+                    );
+                    return false;
+                }
+                drive.count_host_read_error();
+            }
+            Err(e) => {
+                drive.free_host_buffer(buf);
+                drive.record_violation(Rule::FtlError, format!("read of LBA {lba} after recovery failed: {e}"));
+                return false;
+            }
+        }
+        drive.free_host_buffer(buf);
     }
     true
 }

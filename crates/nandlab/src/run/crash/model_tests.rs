@@ -1,0 +1,140 @@
+//! `crash` with the media reliability model: the model's state rolls back
+//! with the NAND to every cut (proven by the broken variant without its
+//! journal), campaigns are reproducible, and every shipped FTL survives
+//! cuts with the model's bit errors, retries and uncorrectable reads on.
+
+use super::*;
+use crate::nand::reliability::journal::JOURNAL_OFF_FOR_TEST;
+use crate::util::size::SizeSpec;
+use crate::workload::synthetic::RwMode;
+
+/// The example failing TLC device with the model `spec` and exact failures `fails`.
+fn device(ftl: &str, spec: &str, fails: &[&str]) -> Config {
+    let text = include_str!("../../../../../examples/reliability/tlc-failing.toml");
+    let mut c = Config::parse(text, "examples/reliability/tlc-failing.toml").expect("example device");
+    c.ftl_name = ftl.into();
+    c.ftl_options.clear();
+    c.reliability = None;
+    let fails: Vec<String> = fails.iter().map(|f| f.to_string()).collect();
+    c.set_reliability(Some(spec), &fails).expect("reliability spec");
+    c
+}
+
+fn random_writes(mib: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        rw: RwMode::RandWrite,
+        bs: SizeSpec::Bytes(4096),
+        io_size: Some(SizeSpec::Bytes(mib << 20)),
+        ..SyntheticSpec::default()
+    }
+}
+
+/// The index of the first flash operation of the request during which the
+/// model's first program failure happens (the base run, replayed alone).
+fn first_op_of_failing_request(config: &Config, spec: &SyntheticSpec, seed: u64) -> u64 {
+    let mut session = Session::new(config, seed, 8, 20).expect("session");
+    let mut workload = new_workload(config, spec, seed).expect("workload");
+    while let Some(req) = next_request(&mut workload).expect("request") {
+        let before = session.drive().flash().op_index();
+        session.submit(&req).expect("submit");
+        let stats = session.drive().flash().reliability_stats().expect("model on");
+        if stats.program_failures > 0 {
+            return before;
+        }
+    }
+    panic!("the exact failure never happened");
+}
+
+fn one_cut(seed: u64, cut: PowerCut) -> CrashOptions {
+    CrashOptions {
+        seed,
+        points: PointSelection::At(vec![cut]),
+        nested: false,
+        post_requests: 8,
+        threads: 1,
+        shrink: false,
+        ..CrashOptions::default()
+    }
+}
+
+/// A program fails at block 0, page 12 (pages 0..12 hold acknowledged
+/// data). A cut at the first operation of that request falls before the
+/// failure: the block must not be bad on the recovered drive. Without the
+/// model's journal it is (the state of the end of the request), the mount
+/// skips the block, and its acknowledged data is lost: the broken variant
+/// is caught; with the journal the same point passes.
+#[test]
+fn the_models_state_rolls_back_to_the_cut_and_without_its_journal_a_false_loss_appears() {
+    let config =
+        device("page", "preset:tlc,program_fail_probability=0,erase_fail_probability=0", &["program@block=0,page=12"]);
+    let spec = random_writes(4);
+    let seed = 5;
+    let at = first_op_of_failing_request(&config, &spec, seed);
+    let opts = one_cut(seed, PowerCut { op_index: at, during: false });
+    let good = run(&config, &spec, &opts).expect("campaign");
+    assert_eq!((good.points_tested, good.failed), (1, 0), "{:?}", good.points);
+
+    JOURNAL_OFF_FOR_TEST.with(|off| off.set(true));
+    let broken = run(&config, &spec, &opts);
+    JOURNAL_OFF_FOR_TEST.with(|off| off.set(false));
+    let broken = broken.expect("campaign");
+    assert_eq!(broken.failed, 1, "the model left as at the end of the request must be caught");
+    let rule = broken.points[0].first.as_ref().map(|v| v.rule);
+    assert_eq!(rule, Some(crate::violation::Rule::LostDurableWrite), "{:?}", broken.points[0]);
+}
+
+/// Same configuration, workload and seed: the same report (the model's
+/// draws at every cut included), whatever the thread count.
+#[test]
+fn a_campaign_with_the_model_and_failures_is_reproducible() {
+    let config = device("dftl", "preset:tlc,program_fail_probability=2e-3,erase_fail_probability=2e-2", &[]);
+    let spec = random_writes(4);
+    let opts = |threads| CrashOptions {
+        seed: 9,
+        points: PointSelection::Random { count: 24, span: None },
+        threads,
+        shrink: false,
+        post_requests: 8,
+        ..CrashOptions::default()
+    };
+    // Everything but the measured times, rates and memory, and the thread count.
+    let strip = |r: CrashReport| {
+        let mut v = serde_json::to_value(&r).expect("json");
+        let o = v.as_object_mut().expect("object");
+        o.retain(|k, _| {
+            !(k.contains("seconds") || k.starts_with("points_per") || k == "peak_rss_bytes" || k == "threads")
+        });
+        v.to_string()
+    };
+    let a = strip(run(&config, &spec, &opts(1)).expect("campaign"));
+    let b = strip(run(&config, &spec, &opts(1)).expect("campaign"));
+    let c = strip(run(&config, &spec, &opts(2)).expect("campaign"));
+    assert!(a.contains("\"failed\":"), "{a}");
+    assert!(a == b, "same seed, different reports:\n{a}\n{b}");
+    assert!(a == c, "one thread and two differ:\n{a}\n{c}");
+}
+
+/// Every shipped FTL recovers from cuts with the model's bit errors,
+/// retries and uncorrectable reads on (a day of retention per request,
+/// no program or erase failures: see the design note for those).
+#[test]
+fn every_ftl_survives_cuts_with_the_models_bit_errors_on() {
+    let spec = random_writes(8);
+    for ftl in ["page", "dftl", "optr", "block", "hybrid"] {
+        let config = device(
+            ftl,
+            "preset:tlc,program_fail_probability=0,erase_fail_probability=0,seconds_per_request=86400",
+            &[],
+        );
+        let opts = CrashOptions {
+            seed: 2,
+            points: PointSelection::Random { count: 16, span: None },
+            threads: 1,
+            post_requests: 8,
+            ..CrashOptions::default()
+        };
+        let r = run(&config, &spec, &opts).expect("campaign");
+        assert_eq!(r.points_tested, 16, "{ftl}");
+        assert_eq!(r.failed, 0, "{ftl}: {:?}", r.points.iter().find(|p| !p.passed));
+    }
+}
