@@ -96,6 +96,25 @@ pub struct Figures {
     pub rss_bytes: u64,
 }
 
+impl Figures {
+    /// Simulated IOPS, all flows.
+    pub fn iops(&self) -> f64 {
+        self.flows.iter().map(|f| f.1).sum()
+    }
+
+    /// Mean device response time of all requests, µs: the flows' means
+    /// weighted by their IOPS (every flow runs for the same simulated
+    /// time, so IOPS weigh as request counts do).
+    pub fn mean_response_us(&self) -> f64 {
+        let weight = self.iops();
+        if weight > 0.0 {
+            self.flows.iter().map(|f| f.1 * f.2).sum::<f64>() / weight
+        } else {
+            0.0
+        }
+    }
+}
+
 /// A located MQSim executable.
 #[derive(Clone, Debug)]
 pub struct Mqsim {
@@ -482,6 +501,17 @@ mod tests {
         assert!(parse_results(&missing).unwrap_err().contains("no IOPS"));
         let nan = ok.replace("<IOPS>5.5</IOPS>", "<IOPS>fast</IOPS>");
         assert!(parse_results(&nan).unwrap_err().contains("IOPS `fast` is not a number"));
+    }
+
+    #[test]
+    fn all_flows_iops_and_mean_response_weigh_each_flow_by_its_iops() {
+        let f = Figures {
+            flows: vec![("F0".into(), 30_000.0, 400.0), ("F1".into(), 10_000.0, 800.0)],
+            ..Figures::default()
+        };
+        assert_eq!(f.iops(), 40_000.0);
+        assert_eq!(f.mean_response_us(), 500.0);
+        assert_eq!(Figures::default().mean_response_us(), 0.0);
     }
 
     #[test]

@@ -345,21 +345,48 @@ fn untimed_floor(
     ok
 }
 
-/// The GC-heavy device: mqsim-default with 128 blocks per plane and 64
-/// pages per block, and MQSim's GC victim choice for that many blocks.
-pub fn gc_heavy_device() -> ConfigFile {
-    let mut device = preset_device("mqsim-default");
-    device.geometry.blocks_per_plane = 128;
+/// The presets `bench perf` runs nandlab on (`--preset`): mqsim-default
+/// for the speed comparison, mqsim-compat (mqsim-default as MQSim models
+/// it: see the preset) for fidelity. MQSim is given mqsim-default's device
+/// either way ([`MQSIM_DEVICE`]).
+pub const PRESET_CHOICES: &[&str] = &["mqsim-default", "mqsim-compat"];
+
+/// The device MQSim runs: its shipped one, whatever nandlab's preset.
+const MQSIM_DEVICE: &str = "mqsim-default";
+
+/// The GC-heavy device: `preset` with 128 blocks per die's plane (256 on
+/// mqsim-compat's merged dies: the same capacity) and 64 pages per block,
+/// and MQSim's GC victim choice for 128 blocks.
+pub fn gc_heavy_device(preset: &str) -> ConfigFile {
+    let mut device = preset_device(preset);
+    let dies_merged = preset_device(MQSIM_DEVICE).geometry.dies_per_chip / device.geometry.dies_per_chip;
+    device.geometry.blocks_per_plane = 128 * dies_merged;
     device.geometry.pages_per_block = 64;
     // MQSim's RGA set size is log2(blocks per plane): 7 for 128 blocks.
     device.ftl.insert("gc_policy".into(), toml::Value::String("d-choices:7".into()));
-    device.name = Some("mqsim-default-gc (128 blocks x 64 pages)".into());
+    device.name = Some(format!("{preset}-gc (128 blocks x 64 pages)"));
     device
 }
 
 /// [`gc_heavy_device`] as a configuration file, for `nandlab perf --config`.
-fn gc_config_text() -> String {
-    toml::to_string(&gc_heavy_device()).expect("configurations serialise")
+fn gc_config_text(preset: &str) -> String {
+    toml::to_string(&gc_heavy_device(preset)).expect("configurations serialise")
+}
+
+/// nandlab's figure against MQSim's, in percent of MQSim's (+: nandlab's
+/// is higher).
+fn difference_percent(nandlab: f64, mqsim: f64) -> f64 {
+    100.0 * (nandlab - mqsim) / mqsim.max(1e-9)
+}
+
+/// The fidelity line of a scenario: nandlab's simulated IOPS and mean
+/// response time (all flows) beside MQSim's, and the differences.
+fn fidelity_line(nandlab_iops: f64, nandlab_mean_us: f64, mqsim_iops: f64, mqsim_mean_us: f64) -> String {
+    format!(
+        "fidelity (simulated, all flows, medians): IOPS nandlab {nandlab_iops:.0} vs MQSim {mqsim_iops:.0} ({:+.1} %); mean response nandlab {nandlab_mean_us:.1} µs vs MQSim {mqsim_mean_us:.1} µs ({:+.1} %)",
+        difference_percent(nandlab_iops, mqsim_iops),
+        difference_percent(nandlab_mean_us, mqsim_mean_us)
+    )
 }
 
 /// Run `bench perf` on `scenarios` (none: all), `runs` times each, with
@@ -368,6 +395,7 @@ fn gc_config_text() -> String {
 /// printing as it goes and filling `table` (the `--html` page).
 pub fn run(
     exe: &Path,
+    preset: &str,
     scenarios: &[String],
     runs: usize,
     extra: &[String],
@@ -383,13 +411,21 @@ pub fn run(
             "incl. setup",
             "host MB/CPU-s",
             "IOPS simulated",
+            "mean response, µs",
             "WAF",
             "peak RSS, MiB",
             "MQSim requests/CPU-s (same run)",
             "nandlab/MQSim",
+            "MQSim IOPS",
+            "IOPS difference, %",
+            "MQSim mean response, µs",
+            "mean response difference, %",
         ],
         "simulated requests per CPU-second (timed phase)",
     );
+    if !PRESET_CHOICES.contains(&preset) {
+        return Err(format!("--preset {preset}: not a bench perf device (one of {})", PRESET_CHOICES.join(", ")));
+    }
     for s in scenarios {
         if !SCENARIOS.iter().any(|c| c.name == s) {
             let known: Vec<&str> = SCENARIOS.iter().map(|c| c.name).collect();
@@ -398,12 +434,12 @@ pub fn run(
     }
     let dir = std::env::temp_dir().join(format!("nandlab-bench-perf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let gc_config = dir.join("mqsim-default-gc.toml");
-    std::fs::write(&gc_config, gc_config_text()).map_err(|e| format!("{}: {e}", gc_config.display()))?;
+    let gc_config = dir.join(format!("{preset}-gc.toml"));
+    std::fs::write(&gc_config, gc_config_text(preset)).map_err(|e| format!("{}: {e}", gc_config.display()))?;
     let runs = runs.max(1);
-    println!("nandlab bench perf — {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
+    println!("nandlab bench perf — nandlab on {preset}, {runs} run(s) per scenario, one process per run (single-threaded), oracle on");
     table.setup = format!(
-        "{runs} run(s) per scenario, one process per run (single-threaded), oracle on; extra arguments: {}",
+        "nandlab on {preset}, {runs} run(s) per scenario, one process per run (single-threaded), oracle on; extra arguments: {}",
         if extra.is_empty() { "none".to_string() } else { extra.join(" ") }
     );
     table.notes.push(match mqsim {
@@ -419,11 +455,12 @@ pub fn run(
     let mut failed = false;
     for sc in SCENARIOS.iter().filter(|s| scenarios.is_empty() || scenarios.iter().any(|n| n == s.name)) {
         println!("\n{}: {}", sc.name, sc.description);
-        let device_file = if sc.gc_geometry { gc_heavy_device() } else { preset_device("mqsim-default") };
+        // MQSim's device: its shipped one (the GC-heavy variant of it).
+        let device_file = if sc.gc_geometry { gc_heavy_device(MQSIM_DEVICE) } else { preset_device(MQSIM_DEVICE) };
         let device: Vec<&std::ffi::OsStr> = if sc.gc_geometry {
             vec!["--config".as_ref(), gc_config.as_os_str()]
         } else {
-            vec!["--preset".as_ref(), "mqsim-default".as_ref()]
+            vec!["--preset".as_ref(), preset.as_ref()]
         };
         let args = perf_args(&sc.flows);
         println!(
@@ -503,6 +540,7 @@ pub fn run(
             last.flows.iter().map(|(w, iops, mean)| format!("{w}: {iops:.0} IOPS, {mean:.0} µs")).collect();
         println!("  nandlab simulated (seed 12345): {}", flows.join("; "));
         let mut mqsim_per_cpu_s = None;
+        let mut mqsim_simulated = None;
         if mq_full.is_empty() {
             if let Some(m) = sc.recorded.simulated {
                 println!("  MQSim simulated (published):    {m}");
@@ -532,14 +570,27 @@ pub fn run(
                 med(|f| f.req_per_cpu_s_all) / m.whole_per_cpu_s(),
                 med(|f| f.rss_mib) / (m.rss_bytes / f64::from(1u32 << 20)).max(1e-9)
             );
+            let mq_med = |g: fn(&mqsim::Figures) -> f64| median(mq_full.iter().map(g).collect());
+            let (mq_iops, mq_mean_us) = (mq_med(mqsim::Figures::iops), mq_med(mqsim::Figures::mean_response_us));
+            println!("  {}", fidelity_line(med(|f| f.iops), med(|f| f.mean_us), mq_iops, mq_mean_us));
             if let Some(c) = sc.caveat {
                 println!("  caveat: {c}");
             }
             mqsim_per_cpu_s = Some(m.simulation_per_cpu_s());
+            mqsim_simulated = Some((mq_iops, mq_mean_us));
         }
         let (mq_cell, ratio_cell) = match mqsim_per_cpu_s {
             Some(m) => (fixed(m, 0), format!("{}x", fixed(med(|f| f.req_per_cpu_s) / m, 1))),
             None => ("—".to_string(), "—".to_string()),
+        };
+        let fidelity_cells = match mqsim_simulated {
+            Some((iops, mean_us)) => vec![
+                fixed(iops, 0),
+                fixed(difference_percent(med(|f| f.iops), iops), 1),
+                fixed(mean_us, 1),
+                fixed(difference_percent(med(|f| f.mean_us), mean_us), 1),
+            ],
+            None => vec!["—".to_string(); 4],
         };
         table.row(
             vec![
@@ -549,11 +600,15 @@ pub fn run(
                 fixed(med(|f| f.req_per_cpu_s_all), 0),
                 fixed(med(|f| f.mb_per_cpu_s), 1),
                 fixed(med(|f| f.iops), 0),
+                fixed(med(|f| f.mean_us), 1),
                 fixed(med(|f| f.waf), 3),
                 fixed(med(|f| f.rss_mib), 0),
                 mq_cell,
                 ratio_cell,
-            ],
+            ]
+            .into_iter()
+            .chain(fidelity_cells)
+            .collect(),
             Some((sc.name.to_string(), "median".to_string(), med(|f| f.req_per_cpu_s))),
         );
         // Extra arguments are perf options: with them the stress twin
@@ -635,8 +690,26 @@ mod tests {
     }
 
     #[test]
+    fn the_fidelity_line_prints_both_figures_and_the_difference_in_percent_of_mqsims() {
+        assert_eq!(difference_percent(110.0, 100.0), 10.0);
+        assert_eq!(difference_percent(90.0, 100.0), -10.0);
+        let line = fidelity_line(36_300.0, 440.0, 37_143.0, 484.0);
+        assert!(line.contains("IOPS nandlab 36300 vs MQSim 37143 (-2.3 %)"), "{line}");
+        assert!(line.contains("mean response nandlab 440.0 µs vs MQSim 484.0 µs (-9.1 %)"), "{line}");
+    }
+
+    #[test]
+    fn the_compat_gc_heavy_device_keeps_the_compat_ftl_and_scheduler() {
+        let c = Config::parse(&gc_config_text("mqsim-compat"), "gc.toml").unwrap();
+        assert_eq!(c.geometry.raw_bytes(), 8 << 30);
+        assert_eq!(c.geometry.config().blocks_per_plane, 256, "one die per chip: both dies' blocks");
+        assert_eq!(c.ftl_name, "dftl");
+        assert!(format!("{:?}", c.timing).contains("Mqsim"), "{:?}", c.timing);
+    }
+
+    #[test]
     fn the_gc_heavy_device_is_8_gib_raw() {
-        let c = Config::parse(&gc_config_text(), "gc.toml").unwrap();
+        let c = Config::parse(&gc_config_text("mqsim-default"), "gc.toml").unwrap();
         assert_eq!(c.geometry.raw_bytes(), 8 << 30);
         assert!(c.timing.is_some());
     }
@@ -644,7 +717,7 @@ mod tests {
     #[test]
     fn the_gc_heavy_device_is_mqsim_default_but_for_its_blocks_and_gc_policy() {
         let base = Config::preset("mqsim-default").unwrap();
-        let gc = Config::parse(&gc_config_text(), "gc.toml").unwrap();
+        let gc = Config::parse(&gc_config_text("mqsim-default"), "gc.toml").unwrap();
         let debug =
             |c: &Config| format!("{:?} {:?} {:?} {:?} {}", c.timing, c.host, c.workload, c.rules, c.dram_budget_bytes);
         assert_eq!(debug(&gc), debug(&base));

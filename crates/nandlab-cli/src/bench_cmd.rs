@@ -166,6 +166,10 @@ pub struct BenchPerfArgs {
     /// side, and print both speeds and their ratio.
     #[arg(long, value_name = "PATH")]
     pub mqsim: Option<PathBuf>,
+    /// nandlab's device: mqsim-default (the speed comparison) or
+    /// mqsim-compat (MQSim's mapping cache and scheduler, for fidelity).
+    #[arg(long, default_value = "mqsim-default")]
+    pub preset: String,
     /// Write the medians as one self-contained HTML page (table and a
     /// bar chart of throughput per configuration) to FILE.
     #[arg(long, value_name = "FILE.html")]
@@ -230,7 +234,9 @@ pub fn run(cmd: BenchCommand) -> ExitCode {
         }),
         BenchCommand::Trace(args) => trace_options(&args).and_then(|o| trace::run(&o, &mut table)),
         BenchCommand::Perf(a) => a.mqsim.as_deref().map(mqsim::Mqsim::locate).transpose().and_then(|m| {
-            nandlab().and_then(|nandlab| perf::run(&nandlab, &a.scenarios, a.runs, &a.extra, m.as_ref(), &mut table))
+            nandlab().and_then(|nandlab| {
+                perf::run(&nandlab, &a.preset, &a.scenarios, a.runs, &a.extra, m.as_ref(), &mut table)
+            })
         }),
         BenchCommand::Crash { points, runs, ftls, preset, html: _, extra } => {
             nandlab().and_then(|nandlab| crash::run(&nandlab, points, runs.max(1), ftls, &preset, &extra, &mut table))

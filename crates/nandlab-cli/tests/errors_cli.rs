@@ -92,6 +92,14 @@ fn a_bad_timing_override_names_the_option_and_what_is_accepted() {
 }
 
 #[test]
+fn bench_perf_refuses_a_preset_it_does_not_run_before_running_anything() {
+    let (code, out, err) = nandlab(&["bench", "perf", "--runs", "1", "--preset", "tiny"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--preset tiny: not a bench perf device (one of mqsim-default, mqsim-compat)"), "{err}");
+    assert!(!out.contains("mqsim-s1:"), "nothing ran: {out}");
+}
+
+#[test]
 fn bench_perf_refuses_an_mqsim_that_is_not_an_executable_before_running_anything() {
     let (code, out, err) = nandlab(&["bench", "perf", "--runs", "1", "--mqsim", "/nonexistent/MQSim"]);
     assert_eq!(code, 2, "{out}{err}");

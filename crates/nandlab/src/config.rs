@@ -58,6 +58,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("femu-bbssd", include_str!("../../../presets/femu-bbssd.toml")),
     ("vst-jasmine", include_str!("../../../presets/vst-jasmine.toml")),
     ("mqsim-default", include_str!("../../../presets/mqsim-default.toml")),
+    ("mqsim-compat", include_str!("../../../presets/mqsim-compat.toml")),
     ("softssd", include_str!("../../../presets/softssd.toml")),
     ("ssdexplorer-enterprise", include_str!("../../../presets/ssdexplorer-enterprise.toml")),
 ];
@@ -514,6 +515,42 @@ mod tests {
                 assert!(c.source.contains("SOURCES.md"), "{name}: {}", c.source);
             }
         }
+    }
+
+    /// mqsim-compat is mqsim-default but for what its header says it
+    /// changes: one die per chip holding both dies' blocks, dftl with
+    /// MQSim's 2 MiB cached mapping table and the `mqsim` scheduler; the
+    /// GC settings it mirrors are MQSim's.
+    #[test]
+    fn mqsim_compat_is_mqsim_default_with_mqsims_mapping_cache_and_scheduler() {
+        let base = Config::preset("mqsim-default").unwrap();
+        let compat = Config::preset("mqsim-compat").unwrap();
+        // One busy unit per MQSim chip: its two dies' blocks on one die.
+        let mut merged = base.geometry.config().clone();
+        (merged.dies_per_chip, merged.blocks_per_plane) = (1, 2 * merged.blocks_per_plane);
+        assert_eq!(compat.geometry.config(), &merged);
+        assert_eq!(compat.geometry.raw_bytes(), base.geometry.raw_bytes());
+        assert_eq!(compat.logical_sectors, base.logical_sectors);
+        assert_eq!(format!("{:?}", compat.host), format!("{:?}", base.host));
+        assert_eq!(format!("{:?}", compat.workload), format!("{:?}", base.workload));
+        let (t, b) = (compat.timing.clone().unwrap(), base.timing.clone().unwrap());
+        assert_eq!(b.scheduler, None, "mqsim-default stays on the reservation model");
+        assert_eq!(t.scheduler, Some(crate::timing::scheduler::SchedulerKind::Mqsim));
+        let mut t_without_scheduler = t.clone();
+        t_without_scheduler.scheduler = None;
+        t_without_scheduler.config.scheduler = None;
+        assert_eq!(t_without_scheduler, b, "same latencies, channel, suspension and write cache");
+        assert_eq!(compat.ftl_name, "dftl");
+        let opt = |k: &str| compat.ftl_options.get(k).map(|v| v.to_string());
+        assert_eq!(opt("cmt_bytes").as_deref(), Some("\"2MiB\""), "MQSim's CMT_Capacity 2097152");
+        for k in ["gc_policy", "gc_foreground_free_percent", "copyback"] {
+            assert_eq!(compat.ftl_options.get(k), base.ftl_options.get(k), "{k}");
+        }
+        assert_eq!(opt("gc_policy").as_deref(), Some("\"d-choices:11\""), "RGA, set size log2(2048)");
+        assert_eq!(opt("gc_foreground_free_percent").as_deref(), Some("5"), "GC_Exec_Threshold 0.05");
+        assert_eq!(opt("copyback").as_deref(), Some("false"), "Use_Copyback_for_GC false");
+        // dftl accepts the options (the preset builds an FTL).
+        crate::ftl::dftl::DftlOptions::parse("dftl", &compat.ftl_options).unwrap();
     }
 
     #[test]

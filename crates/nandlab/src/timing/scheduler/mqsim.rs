@@ -20,8 +20,10 @@
 //! | 5    | GC erases              | user writes (and mapping writes) |
 //!
 //! Differences, each for a reason:
-//! - Queues are per die, not per chip (nandlab's timing resources are dies;
-//!   with one die per chip, as in MQSim's shipped configuration, the same).
+//! - Queues are per die, not per chip (nandlab's timing resources are dies).
+//!   MQSim starts a command on a chip only when the whole chip is idle, so
+//!   its shipped device (2 dies per chip) has one busy unit per chip; the
+//!   `mqsim-compat` preset models that as one die per chip (see it).
 //! - Urgency: nandlab's FTLs do not expose a free-block threshold; a die is
 //!   urgent while it holds GC work of a host request (the FTL collected
 //!   because it had to: MQSim's non-preemptive case). Background GC in idle
