@@ -539,7 +539,7 @@ impl BlockFtl {
             // is known to hold zeros. Off, nothing fails to decode: no
             // extra operation, the same reports as before.
             let mut kind = OOB_COPY;
-            if flash.predicted_rber(BlockAddr(src / self.ppb)).is_some() {
+            if flash.predicted_rber(BlockAddr(u64::from(src / self.ppb))).is_some() {
                 let mut src_kind = [0u8; 1];
                 flash.read_oob(cause, self.page_addr(src), &mut src_kind)?;
                 if src_kind[0] == OOB_PAD {
