@@ -130,3 +130,18 @@ fn lost_page_marks_survive_a_power_cycle() {
         }
     }
 }
+
+#[test]
+fn block_reads_never_written_sectors_as_zeros_after_a_copyback_moved_their_pad() {
+    // Merges by copyback (the default) move pads raw; a later read +
+    // program copy of such a page can fail. The page held zeros for
+    // offsets never written, so a host read of it must return zeros, not a
+    // media error (`read_error_on_good_data`).
+    // (No trims: a lost page of trim zeros still reads as a media error,
+    // see the design note's "Left".) Before the fix a copyback made the
+    // pad a copy, and this run stopped at `read_error_on_good_data`.
+    let config = high_rber("block", "copyback = true");
+    let r = run(&config, Mutant::None, &SyntheticSpec { trim_percent: 0.0, ..random(30, 0.5) }, false);
+    assert_clean(&r);
+    assert!(r.reliability.as_ref().expect("section").uncorrectable_reads > 0, "{:?}", r.reliability);
+}

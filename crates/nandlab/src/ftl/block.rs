@@ -93,7 +93,9 @@
 //! restores it from the OOB of the block that holds the offset's current
 //! version (its recovery copies carry it on too). A pad whose read fails
 //! is padded again (and a host read of it returns its zeros): it held no
-//! data. A page of trim zeros is host data to this FTL, so its loss reads
+//! data. A pad keeps its kind through copies: a read + program copy gets
+//! it with the read, a copyback (with the media model on) by one OOB read
+//! of the source. A page of trim zeros is host data to this FTL, so its loss reads
 //! as a media error on trimmed sectors (which the oracle does not accept:
 //! the model records only written versions as lost).
 //!
@@ -531,7 +533,20 @@ impl BlockFtl {
             return self.program_zeros(flash, cause, dst, &encode_oob(OOB_LOST, lbn, seq));
         }
         if self.opts.copyback && self.plane_of(src / self.ppb) == self.plane_of(dst / self.ppb) {
-            let oob = encode_oob(OOB_COPY, lbn, seq);
+            // A pad stays a pad (see *Pads* in the module docs): with the
+            // media model on (the flash predicts an RBER), one OOB read
+            // finds the source's kind, so a later failed read of the copy
+            // is known to hold zeros. Off, nothing fails to decode: no
+            // extra operation, the same reports as before.
+            let mut kind = OOB_COPY;
+            if flash.predicted_rber(BlockAddr(u64::from(src / self.ppb))).is_some() {
+                let mut src_kind = [0u8; 1];
+                flash.read_oob(cause, self.page_addr(src), &mut src_kind)?;
+                if src_kind[0] == OOB_PAD {
+                    kind = OOB_PAD;
+                }
+            }
+            let oob = encode_oob(kind, lbn, seq);
             return self.copy_page(flash, cause, src, dst, &oob); // raw: no decode, nothing lost
         }
         let buf = self.copy_buf.expect("buffers allocated at power-on");

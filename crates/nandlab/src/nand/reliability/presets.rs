@@ -17,8 +17,21 @@
 //!   (S. Bates, "Latency in LDPC-based Next-Generation SSD Controllers",
 //!   PMC-Sierra, 2014); BCH 4 µs per attempt (this project's choice, the
 //!   LDPC decoder's typical time in the same source);
-//! - failures: program and erase failures are rare on a fresh chip
-//!   (p0 about 1e-6 per operation); tests raise them to retire many blocks.
+//! - read disturb (SLC): about one bit error per 1e6 repetitive reads of
+//!   a 512 B page (M-Systems, "Implementing MLC NAND Flash", read
+//!   disturb section): 1 / (4096 bits × 1e6 reads) = 2.4e-10 per bit and
+//!   read; the model counts reads of the block, the source reads of one
+//!   page (the same when the reads hit one page);
+//! - failures: at most 2 % of a part's blocks bad, factory and grown
+//!   together, over its rated endurance (Samsung's reliability FAQ for its
+//!   SLC parts; the same budget is assumed for the others). With the
+//!   growth `1 + 9(PE/E)²` a block expects `4·E·(pages + 1)·p0` failures
+//!   over its rated life, so p0 is set to retire about 0.3 % of the blocks
+//!   by `E` (64 pages a block for SLC, 256 for the others), leaving the
+//!   rest of the budget to factory bad blocks: SLC 1e-10, MLC and TLC
+//!   1e-9, QLC 3e-9 per operation (the arithmetic is in
+//!   `docs/design-notes/reliability.md`). Tests that want many
+//!   retirements set their own rates.
 
 use super::ecc::{EccKind, EccModel};
 use super::failures::FailureModel;
@@ -31,12 +44,12 @@ pub const PRESETS: [&str; 4] = ["slc", "mlc", "tlc", "qlc"];
 /// The settings of preset `name`, if there is one.
 pub fn preset(name: &str) -> Option<ReliabilitySettings> {
     // (floor, wear coefficient, endurance, retention coefficient, disturb per read,
-    //  page-type multipliers, ECC, hard t, soft t, retries)
-    let (floor, wear, endurance, retention, disturb, types, kind, t, soft, retries) = match name {
-        "slc" => (1e-9, 1e-15, 100_000, 1e-8, 1e-13, [1.0, 1.0, 1.0, 1.0], EccKind::Bch, 8, 0, 2),
-        "mlc" => (1e-6, 1.1e-10, 3_000, 3e-5, 3e-10, [0.7, 1.0, 1.3, 1.3], EccKind::Bch, 40, 0, 4),
-        "tlc" => (1e-5, 3.3e-10, 3_000, 1e-4, 1e-9, [0.6, 1.0, 1.4, 1.4], EccKind::Ldpc, 60, 120, 5),
-        "qlc" => (3e-5, 5e-9, 1_000, 3e-4, 3e-9, [0.5, 0.9, 1.2, 1.6], EccKind::Ldpc, 80, 160, 7),
+    //  page-type multipliers, ECC, hard t, soft t, retries, failure p0 per operation)
+    let (floor, wear, endurance, retention, disturb, types, kind, t, soft, retries, fail_p0) = match name {
+        "slc" => (1e-9, 1e-15, 100_000, 1e-8, 2.4e-10, [1.0, 1.0, 1.0, 1.0], EccKind::Bch, 8, 0, 2, 1e-10),
+        "mlc" => (1e-6, 1.1e-10, 3_000, 3e-5, 3e-10, [0.7, 1.0, 1.3, 1.3], EccKind::Bch, 40, 0, 4, 1e-9),
+        "tlc" => (1e-5, 3.3e-10, 3_000, 1e-4, 1e-9, [0.6, 1.0, 1.4, 1.4], EccKind::Ldpc, 60, 120, 5, 1e-9),
+        "qlc" => (3e-5, 5e-9, 1_000, 3e-4, 3e-9, [0.5, 0.9, 1.2, 1.6], EccKind::Ldpc, 80, 160, 7, 3e-9),
         _ => return None,
     };
     Some(ReliabilitySettings {
@@ -64,7 +77,11 @@ pub fn preset(name: &str) -> Option<ReliabilitySettings> {
             ldpc_iteration_us: 1.0,
             ldpc_max_iterations: 20,
         },
-        failures: FailureModel { program_fail_probability: 1e-6, erase_fail_probability: 1e-6, worn_out_factor: 1.5 },
+        failures: FailureModel {
+            program_fail_probability: fail_p0,
+            erase_fail_probability: fail_p0,
+            worn_out_factor: 1.5,
+        },
         seconds_per_request: 1.0,
         fail_at: Vec::new(),
     })
