@@ -271,11 +271,11 @@ impl DataPlane {
         if Some(self.group_stream[victim as usize]) == self.meta_stream {
             self.counters.gc_meta_victims += 1;
         }
+        self.note_victim_path(victim, cause);
         let mut batch = std::mem::take(&mut self.gc_batch);
         let result = loop {
             batch.clear();
             let result = self.gather_valid(flash, m, victim, cause, &mut batch);
-            self.note_victim_path(victim, cause);
             match result.and_then(|()| self.copy_batch(flash, m, unit, victim, cause, &mut batch)) {
                 // A copy failed: retire where it went, gather what is left
                 // and copy it elsewhere (see retire.rs).
@@ -292,14 +292,18 @@ impl DataPlane {
     }
 
     /// Count which kind of victim this is ([`super::paths`]), from the
-    /// valid bits (not from what the gather found).
+    /// valid bits as GC finds the victim (once per victim: a retry after a
+    /// failed copy is the same victim), a word of bits at a time.
     fn note_victim_path(&mut self, victim: u32, cause: Cause) {
         let width = self.layout.width(victim);
         let (mut valid, mut last_valid) = (0usize, false);
         for i in 0..width {
             let first = self.layout.member(victim, i) * self.ppb;
-            valid += (first..first + self.ppb).filter(|&p| self.is_valid(p)).count();
-            last_valid |= self.is_valid(first + self.ppb - 1);
+            let end = first + self.ppb;
+            valid += (first / 64..end.div_ceil(64))
+                .map(|w| (self.valid_bits[w as usize] & word_mask(w, first, end)).count_ones() as usize)
+                .sum::<usize>();
+            last_valid |= self.is_valid(end - 1);
         }
         let narrow = self.layout.planes_per_group > 1 && width < self.layout.planes_per_group;
         let pages = (width * self.ppb) as usize;
