@@ -485,7 +485,7 @@ void *nandlab_ftl_create(const nandlab_env *env, const nandlab_option *options, 
     if (check_geometry(env, msg, msg_len) || reserve_board_memory(msg, msg_len)) return NULL;
     install_fault_handlers();
     struct jasmine_instance *inst = calloc(1, sizeof *inst);
-    if (inst) inst->state.page_kind = calloc(NL_PAGES, 1);
+    if (inst) inst->state.page_kind = calloc(KIND_BYTES(NL_PAGES), 1);
     if (!inst || !inst->state.page_kind) {
         free(inst);
         snprintf(msg, msg_len, "jasmine layer: out of memory");
@@ -520,7 +520,7 @@ static void power_on(struct jasmine_instance *inst) {
     hold_board(inst, 1);
     inst->powered = 1;
     memset(L->tags, TAG_ZERO, sizeof L->tags); /* fresh DRAM reads as zeros */
-    memset(L->page_kind, KIND_UNKNOWN, NL_PAGES);
+    memset(L->page_kind, KIND_UNKNOWN, KIND_BYTES(NL_PAGES));
     memset(L->freg, 0, sizeof L->freg);
     memset(L->mreg, 0, sizeof L->mreg);
     memset(L->bsreg, 0, sizeof L->bsreg);

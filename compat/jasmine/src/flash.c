@@ -193,13 +193,13 @@ static uint64_t nl_page(uint32_t rbank, uint32_t row) {
 }
 
 static uint8_t page_kind(uint64_t page) {
-    uint8_t kind = L->page_kind[page];
+    uint8_t kind = kind_get(L->page_kind, page);
     if (kind == KIND_UNKNOWN) {
         uint8_t oob = 0xFF;
         jasmine_check_flash(L->flash->read_oob(L->flash->ctx, NANDLAB_CAUSE_METADATA, page, &oob, 1),
                             "reading a page's OOB");
         kind = oob == KIND_HOST || oob == KIND_META ? oob : KIND_ERASED;
-        L->page_kind[page] = kind;
+        kind_set(L->page_kind, page, kind);
     }
     return kind;
 }
@@ -305,10 +305,10 @@ static void overlay_host_sectors(uint32_t sector, uint32_t col, uint32_t n, int 
 static void programmed(uint32_t rbank, uint64_t page, int32_t code, uint8_t kind, const char *what) {
     if (code != NANDLAB_OK) {
         flash_failed(code, rbank, what);
-        L->page_kind[page] = KIND_UNKNOWN;
+        kind_set(L->page_kind, page, KIND_UNKNOWN);
         return;
     }
-    L->page_kind[page] = kind;
+    kind_set(L->page_kind, page, kind);
 }
 
 /* Stage a host page in L->staging: sectors col .. col+n from DRAM sector
@@ -381,7 +381,8 @@ static void do_erase(uint32_t rbank, uint32_t row) {
     uint64_t first = nl_page(rbank, row - row % PAGES_PER_VBLK);
     uint64_t block = first / PAGES_PER_VBLK;
     int32_t code = L->flash->erase(L->flash->ctx, NANDLAB_CAUSE_GC, block);
-    memset(&L->page_kind[first], code == NANDLAB_OK ? KIND_ERASED : KIND_UNKNOWN, PAGES_PER_VBLK);
+    for (uint64_t p = first; p < first + PAGES_PER_VBLK; p++)
+        kind_set(L->page_kind, p, code == NANDLAB_OK ? KIND_ERASED : KIND_UNKNOWN);
     if (code != NANDLAB_OK) flash_failed(code, rbank, "block erase");
 }
 
@@ -390,11 +391,11 @@ static void do_copyback(uint32_t rbank, uint32_t src_row, uint32_t dst_row) {
     uint8_t kind = page_kind(src);
     int32_t code = L->flash->copyback(L->flash->ctx, NANDLAB_CAUSE_GC, src, dst, NULL, 0);
     if (code != NANDLAB_OK) {
-        L->page_kind[dst] = KIND_UNKNOWN;
+        kind_set(L->page_kind, dst, KIND_UNKNOWN);
         flash_failed(code, rbank, "copyback");
         return;
     }
-    L->page_kind[dst] = kind;
+    kind_set(L->page_kind, dst, kind);
 }
 
 /* FC_MODIFY_COPYBACK: the page at src_row, with sectors col .. col+n
@@ -523,7 +524,7 @@ void jasmine_write_scan_lists(void) {
             jasmine_check_flash(L->flash->program_meta(L->flash->ctx, NANDLAB_CAUSE_FORMAT, page, page_bytes,
                                                        sizeof page_bytes, &oob, 1),
                                 "writing block 0 as the installer does");
-            L->page_kind[page] = KIND_META;
+            kind_set(L->page_kind, page, KIND_META);
         }
     }
 }

@@ -44,6 +44,19 @@
 #define KIND_ERASED 0xFF
 #define KIND_HOST 1
 #define KIND_META 2
+/* page_kind packs four pages a byte, two bits each (the kind's low two
+ * bits: UNKNOWN 0, HOST 1, META 2, ERASED 3), so that the lookup every
+ * flash command makes (a random page on host reads) lands in 1 MiB for
+ * vst-jasmine's 4 Mi pages instead of 4 MiB, and mostly in cache. */
+#define KIND_BYTES(PAGES) (((PAGES) + 3) / 4)
+static inline uint8_t kind_get(const uint8_t *kinds, uint64_t page) {
+    uint8_t code = (uint8_t)((kinds[page >> 2] >> ((page & 3) * 2)) & 3);
+    return code == 3 ? KIND_ERASED : code;
+}
+static inline void kind_set(uint8_t *kinds, uint64_t page, uint8_t kind) {
+    unsigned shift = (unsigned)(page & 3) * 2;
+    kinds[page >> 2] = (uint8_t)((kinds[page >> 2] & ~(3u << shift)) | ((kind & 3u) << shift));
+}
 
 /* The register files (byte offsets from each base). */
 #define FREG_BYTES 0x800
@@ -73,7 +86,7 @@ struct jasmine_layer {
     uint64_t staging, erased;
     uint32_t shadow_sectors;
     uint8_t tags[DRAM_SECTORS];
-    uint8_t *page_kind; /* NL_PAGES entries */
+    uint8_t *page_kind; /* NL_PAGES entries of two bits (kind_get, kind_set) */
 
     /* Registers. */
     uint32_t freg[FREG_BYTES / 4];

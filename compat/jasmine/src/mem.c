@@ -261,18 +261,80 @@ static void check_unit(UINT32 unit, const char *what) {
 }
 
 /* Index of the smallest (MU_CMD_SEARCH_MIN_*) or largest item, the first
- * one on a tie. */
+ * one on a tie. Greedy GC calls it for its victim on every collection,
+ * over a bank's whole valid-count table (UINT16 items), so it is a hot
+ * path: two passes, the extreme's value, then its first index, each over
+ * typed items; for UINT16 with SSE2 eight items at a time (SSE2 has only a
+ * signed 16-bit min/max, so the items are biased by 0x8000, which turns
+ * unsigned order into signed order). */
+#define LESS(a, b) ((a) < (b))
+#define GREATER(a, b) ((a) > (b))
+#define DEFINE_SEARCH(name, T, better)                                                                \
+    static UINT32 name(const unsigned char *p, UINT32 size) {                                          \
+        T best, v;                                                                                     \
+        memcpy(&best, p, sizeof(T));                                                                   \
+        for (UINT32 i = 1; i < size; i++) {                                                            \
+            memcpy(&v, p + i * sizeof(T), sizeof(T));                                                  \
+            best = better(v, best) ? v : best;                                                         \
+        }                                                                                              \
+        for (UINT32 i = 0;; i++) {                                                                     \
+            memcpy(&v, p + i * sizeof(T), sizeof(T));                                                  \
+            if (v == best) return i;                                                                   \
+        }                                                                                              \
+    }
+DEFINE_SEARCH(search_min_8, UINT8, LESS)
+DEFINE_SEARCH(search_max_8, UINT8, GREATER)
+DEFINE_SEARCH(search_min_32, UINT32, LESS)
+DEFINE_SEARCH(search_max_32, UINT32, GREATER)
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline __m128i extreme_16(__m128i a, __m128i b, int max) {
+    return max ? _mm_max_epi16(a, b) : _mm_min_epi16(a, b);
+}
+static UINT32 search_16(const unsigned char *p, UINT32 size, int max) {
+    const __m128i bias = _mm_set1_epi16((short)0x8000);
+    UINT16 first, v;
+    memcpy(&first, p, 2);
+    __m128i m = _mm_set1_epi16((short)(first ^ 0x8000));
+    UINT32 i = 0;
+    for (; size - i >= 8; i += 8)
+        m = extreme_16(m, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(p + 2 * i)), bias), max);
+    m = extreme_16(m, _mm_srli_si128(m, 8), max);
+    m = extreme_16(m, _mm_srli_si128(m, 4), max);
+    m = extreme_16(m, _mm_srli_si128(m, 2), max);
+    UINT16 best = (UINT16)(_mm_cvtsi128_si32(m) ^ 0x8000);
+    for (; i < size; i++) {
+        memcpy(&v, p + 2 * i, 2);
+        best = (max ? v > best : v < best) ? v : best;
+    }
+    const __m128i want = _mm_set1_epi16((short)best);
+    for (i = 0; size - i >= 8; i += 8) {
+        int hits = _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(p + 2 * i)), want));
+        if (hits) return i + (UINT32)__builtin_ctz((unsigned)hits) / 2;
+    }
+    for (;; i++) {
+        memcpy(&v, p + 2 * i, 2);
+        if (v == best) return i;
+    }
+}
+#else
+DEFINE_SEARCH(search_min_16, UINT16, LESS)
+DEFINE_SEARCH(search_max_16, UINT16, GREATER)
+static UINT32 search_16(const unsigned char *p, UINT32 size, int max) {
+    return max ? search_max_16(p, size) : search_min_16(p, size);
+}
+#endif
+
 UINT32 _mem_search_min_max(const void *const addr, UINT32 const unit, UINT32 const size, UINT32 const cmd) {
     jasmine_progress();
     check_unit(unit, "mem_search_min_max");
     check_range((unsigned long)addr, (unsigned long)unit * size, "mem_search_min_max");
+    if (size == 0) return 0;
     int max = cmd == MU_CMD_SEARCH_MAX_DRAM || cmd == MU_CMD_SEARCH_MAX_SRAM;
-    UINT32 best = 0;
-    for (UINT32 i = 1; i < size; i++) {
-        UINT32 v = item(addr, unit, i), b = item(addr, unit, best);
-        if (max ? v > b : v < b) best = i;
-    }
-    return best;
+    const unsigned char *p = addr;
+    if (unit == 1) return max ? search_max_8(p, size) : search_min_8(p, size);
+    if (unit == 2) return search_16(p, size, max);
+    return max ? search_max_32(p, size) : search_min_32(p, size);
 }
 
 /* Index of the first item equal to val, or `size` if there is none. */

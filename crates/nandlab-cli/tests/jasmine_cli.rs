@@ -10,7 +10,9 @@
 //! board's flash interrupt reaches `ftl_isr` (a failing erase, which
 //! `ftl_minimal` retires; without the interrupt set-up it is caught), and
 //! `FC_MODIFY_COPYBACK` keeps host data's identity (`ftl_copyback`; the
-//! wrong data address is caught). Builds go to a temporary cache (`XDG_CACHE_HOME`); the
+//! wrong data address is caught). `mem_search_min_max` (greedy's victim
+//! search, specialised in the layer) agrees with an item-by-item search
+//! (`search_check`; a reference broken on ties is caught). Builds go to a temporary cache (`XDG_CACHE_HOME`); the
 //! system C compiler (`cc`) is required, as for the C FTL tests.
 
 use std::path::{Path, PathBuf};
@@ -279,4 +281,25 @@ fn a_directory_without_ftl_c_is_refused() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(err.contains("no ftl.c"), "{err}");
+}
+
+#[test]
+fn mem_search_min_max_agrees_with_an_item_by_item_search() {
+    let o = stress("search_check", &["--write_size", "1m", "--isolate"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("PASS"), "{out}");
+    assert!(!err.contains("outside the emulated board memory"), "{err}");
+}
+
+#[test]
+fn a_search_reference_that_takes_the_last_of_a_tie_is_caught_by_the_check() {
+    let o = stress("search_check_broken", &["--write_size", "1m", "--isolate"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("the firmware accessed address 0x0000000000000008 outside the emulated board memory")
+            && err.contains("in ftl_open"),
+        "{err}"
+    );
 }

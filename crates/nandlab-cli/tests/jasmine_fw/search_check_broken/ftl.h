@@ -1,0 +1,1 @@
+#include "../../../../../examples/jasmine/ftl_minimal/ftl.h"
