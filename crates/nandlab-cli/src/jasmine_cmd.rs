@@ -20,7 +20,8 @@
 //! The cache (`--ftl jasmine:DIR`) lives in `$XDG_CACHE_HOME/nandlab/
 //! jasmine/` (default `~/.cache/nandlab/jasmine/`), one `HASH.so` per
 //! SHA-256 of the layer's sources, the firmware directory's `.c` and `.h`
-//! files, the compiler's name and every flag.
+//! files, each firmware source as preprocessed (so files it includes from
+//! outside the directory count too), the compiler's name and every flag.
 
 use crate::exit::input_error;
 use clap::{Args, Subcommand};
@@ -175,13 +176,7 @@ fn compiler() -> String {
 pub fn build(dir: &Path, config: &Config, output: &Path) -> Result<(), String> {
     let defines = defines(dir, config)?;
     let (sources, _) = firmware_files(dir)?;
-    let layer = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    for (path, text) in LAYER {
-        let p = layer.path().join(path);
-        std::fs::create_dir_all(p.parent().expect("layer paths have a directory"))
-            .and_then(|()| std::fs::write(&p, text))
-            .map_err(|e| format!("cannot write the Jasmine layer to {}: {e}", p.display()))?;
-    }
+    let layer = write_layer()?;
     let cc = compiler();
     let mut command = Command::new(&cc);
     command
@@ -201,6 +196,54 @@ pub fn build(dir: &Path, config: &Config, output: &Path) -> Result<(), String> {
         return Ok(());
     }
     Err(explain_failure(dir, &cc, &String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The layer's sources written to a fresh temporary directory.
+fn write_layer() -> Result<tempfile::TempDir, String> {
+    let layer = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    for (path, text) in LAYER {
+        let p = layer.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("layer paths have a directory"))
+            .and_then(|()| std::fs::write(&p, text))
+            .map_err(|e| format!("cannot write the Jasmine layer to {}: {e}", p.display()))?;
+    }
+    Ok(layer)
+}
+
+/// Every source of the build (the layer's and the firmware's) as the compiler sees it (`cc -E -P`, with the
+/// layer's headers and the device's defines), so the cache key covers
+/// each file a source includes wherever it lives (`#include
+/// "../common/x.c"`, a header in a sibling tree, a system header) and the
+/// compiler's own predefined macros. The temporary layer directory's name,
+/// which `__FILE__` may expand to, is replaced by a fixed token. `None`
+/// when the compiler cannot preprocess a source: the build then runs and
+/// reports the error.
+fn preprocessed_sources(dir: &Path, sources: &[PathBuf], defines: &[String]) -> Result<Option<Vec<u8>>, String> {
+    let layer = write_layer()?;
+    let layer_name = layer.path().to_string_lossy().into_owned();
+    let cc = compiler();
+    let mut all = Vec::new();
+    // The layer's own sources include the firmware's ftl.h too.
+    let layer_sources = LAYER.iter().filter(|(p, _)| p.ends_with(".c")).map(|(p, _)| layer.path().join(p));
+    for source in layer_sources.chain(sources.iter().cloned()) {
+        let out = Command::new(&cc)
+            .args(CFLAGS)
+            .args(defines)
+            .arg("-I")
+            .arg(layer.path().join("include"))
+            .arg("-I")
+            .arg(dir)
+            .args(["-E", "-P"])
+            .arg(&source)
+            .output()
+            .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        all.extend_from_slice(String::from_utf8_lossy(&out.stdout).replace(&layer_name, "<layer>").as_bytes());
+        all.push(0);
+    }
+    Ok(Some(all))
 }
 
 /// What a failed build says: the board functions the layer lacks, or the
@@ -247,8 +290,15 @@ fn cache_dir() -> Result<PathBuf, String> {
 /// it (by the SHA-256 of everything that goes into the build).
 pub fn cached_build(dir: &Path, config: &Config) -> Result<PathBuf, String> {
     let defines = defines(dir, config)?;
-    let (_, files) = firmware_files(dir)?;
+    let (sources, files) = firmware_files(dir)?;
+    let Some(preprocessed) = preprocessed_sources(dir, &sources, &defines)? else {
+        // Not even the preprocessor accepts it: build to report why.
+        let scratch = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        build(dir, config, &scratch.path().join("ftl.so"))?;
+        return Err(format!("{}: the C preprocessor fails on the firmware but the build does not", dir.display()));
+    };
     let mut hash = Sha256::new();
+    hash.update(&preprocessed);
     for (path, text) in LAYER {
         hash.update(path.as_bytes());
         hash.update([0]);

@@ -12,7 +12,9 @@
 //! `FC_MODIFY_COPYBACK` keeps host data's identity (`ftl_copyback`; the
 //! wrong data address is caught). `mem_search_min_max` (greedy's victim
 //! search, specialised in the layer) agrees with an item-by-item search
-//! (`search_check`; a reference broken on ties is caught). Builds go to a temporary cache (`XDG_CACHE_HOME`); the
+//! (`search_check`; a reference broken on ties is caught). A change to a
+//! file a firmware includes from outside its directory rebuilds it. Builds
+//! go to a temporary cache (`XDG_CACHE_HOME`); the
 //! system C compiler (`cc`) is required, as for the C FTL tests.
 
 use std::path::{Path, PathBuf};
@@ -302,4 +304,51 @@ fn a_search_reference_that_takes_the_last_of_a_tie_is_caught_by_the_check() {
             && err.contains("in ftl_open"),
         "{err}"
     );
+}
+
+/// The build cache's key covers files a firmware includes from outside its
+/// directory: `search_check_broken/ftl.c` includes `../search_check/ftl.c`;
+/// after that file changes (its broken reference removed), the same
+/// directory must be rebuilt, not served from the cache.
+#[test]
+fn a_change_to_a_file_included_from_outside_the_firmware_directory_rebuilds_it() {
+    let tree = tempfile::tempdir().unwrap();
+    for name in ["search_check", "search_check_broken"] {
+        std::fs::create_dir(tree.path().join(name)).unwrap();
+        // The copies include the repository's examples by absolute path.
+        let examples = format!("{}/", repo().join("examples").display());
+        for file in ["ftl.c", "ftl.h"] {
+            let text = std::fs::read_to_string(Path::new(&firmware(name)).join(file)).unwrap();
+            std::fs::write(tree.path().join(name).join(file), text.replace("../../../../../examples/", &examples))
+                .unwrap();
+        }
+    }
+    let broken = tree.path().join("search_check_broken");
+    let run = || {
+        let ftl = format!("jasmine:{}", broken.display());
+        nandlab(&[
+            "stress",
+            "--config",
+            &device(),
+            "--ftl",
+            &ftl,
+            "--no-progress",
+            "--seed",
+            "5",
+            "--write_size",
+            "1m",
+            "--isolate",
+        ])
+    };
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let outside = tree.path().join("search_check/ftl.c");
+    let source = std::fs::read_to_string(&outside).unwrap();
+    assert!(source.contains("#ifdef SEARCH_CHECK_BROKEN\n"), "the test firmware changed shape");
+    std::fs::write(&outside, source.replace("#ifdef SEARCH_CHECK_BROKEN\n", "#ifdef SEARCH_CHECK_BROKEN_NEVER\n"))
+        .unwrap();
+    let o = run();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "a stale cached build ran:\n{out}\n{err}");
+    assert!(out.contains("PASS"), "{out}");
 }
