@@ -15,6 +15,7 @@
 //! already received are still answered if the client is there to read
 //! them.
 
+use super::allocator;
 use super::bytes::ReadBytes;
 use super::send::Outgoing;
 use super::stream::Stream;
@@ -151,6 +152,9 @@ fn execute_requests(
                 Reply { cookie: req.cookie, offset_bytes: 0, result: Err((error, why)), budget_bytes: 0 }
             }
             Ok(Incoming::Command(cookie, cmd)) => {
+                if let Command::Write { data, .. } = &cmd {
+                    allocator::prefault_heap_past(data.as_ptr() as usize + data.capacity());
+                }
                 let executed = match std::panic::catch_unwind(AssertUnwindSafe(|| lock().execute(id, cookie, cmd))) {
                     Ok(executed) => executed,
                     Err(payload) => {
