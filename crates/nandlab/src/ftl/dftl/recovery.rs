@@ -63,7 +63,8 @@ impl DftlFtl {
         }
         m.counters.mount_undefined_blocks = found.undefined.len() as u64;
         dp.finish_mount(&found.written_pages, |_| false);
-        m.persist_fixes(dp, flash)
+        m.persist_fixes(dp, flash)?;
+        dp.finish_retirements_at_mount(flash, m)
     }
 }
 

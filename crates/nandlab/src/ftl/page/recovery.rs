@@ -348,6 +348,7 @@ impl PageFtl {
             dp.table.erase_count[group as usize] += 1;
         }
         self.rebuild_blocks(&written_pages);
+        self.dp.finish_retirements_at_mount(flash, &mut self.map)?;
         if self.map.mutant == Mutant::RecoveryNotCrashSafe {
             self.compact_open_blocks_unsafely(flash, &written_pages)?;
         }
