@@ -148,6 +148,28 @@ impl DataPlane {
         Ok(())
     }
 
+    /// Mount: finish an interrupted erase of `block` (its pages read as
+    /// nothing) before the block is reused. An erase that fails leaves it
+    /// a grown bad block, as does one that failed before the power cycle
+    /// (not erased again: the NAND refuses it);
+    /// [`DataPlane::finish_retirements_at_mount`] then drops it from its
+    /// group.
+    pub fn erase_undefined_block(&mut self, flash: &mut dyn Flash, block: u32) -> Result<(), FtlError> {
+        let addr = BlockAddr(u64::from(block));
+        if flash.is_grown_bad(addr) {
+            return Ok(());
+        }
+        match flash.erase(Cause::Recovery, addr) {
+            Ok(()) => {
+                let group = self.group_of_block(block);
+                self.table.erase_count[group as usize] += 1;
+                Ok(())
+            }
+            Err(FlashError::EraseFailed) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether a block of `group` failed since the data plane last looked
     /// at the flash's bad-block marks.
     fn has_failed_member(&self, flash: &dyn Flash, group: u32) -> bool {
