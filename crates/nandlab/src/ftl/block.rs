@@ -215,6 +215,8 @@ struct ScannedBlock {
     torn: bool,
     /// A surviving page holds host data (not only copies and pads).
     host_data: bool,
+    /// A grown bad block: a source of copies only, never mapped or erased.
+    grown_bad: bool,
 }
 
 /// What the mount scan found in a block.
@@ -245,6 +247,10 @@ pub struct BlockFtl {
     zero_buf: Option<BufId>,
     /// Logical pages lost to the media (see *Lost pages* in the module docs).
     lost: LostPages,
+    /// Per logical block with data in a grown bad block (empty without
+    /// media failures): the offsets that block may hold, which a
+    /// whole-block trim covers with pads (see *Grown bad blocks*).
+    grown_bad_cover: BTreeMap<u32, u32>,
     /// A deliberate bug (checker tests; see [`Mutant`]).
     mutant: Mutant,
     counters: Counters,
@@ -296,6 +302,7 @@ impl BlockFtl {
             copy_buf: None,
             zero_buf: None,
             lost: LostPages::default(),
+            grown_bad_cover: BTreeMap::new(),
             mutant,
             counters: Counters::default(),
             geometry: g,
@@ -308,6 +315,7 @@ impl BlockFtl {
         self.replacing = None;
         self.free.clear();
         self.lost.clear();
+        self.grown_bad_cover.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -436,6 +444,7 @@ impl BlockFtl {
             return Ok(()); // BUG (deliberate): programs the failed block again
         }
         let failed = self.map[lbn as usize];
+        self.note_grown_bad(lbn, failed.written);
         'fresh: loop {
             let plane = Some(self.plane_of(failed.block));
             let block = self.free.pop(plane).ok_or_else(|| {
@@ -593,8 +602,19 @@ impl BlockFtl {
         Ok(())
     }
 
+    /// A grown bad block holds up to `written` pages of `lbn` (and the
+    /// failed one): a whole-block trim must cover them.
+    fn note_grown_bad(&mut self, lbn: u32, written: u32) {
+        let cover = (written + 1).min(self.lbn_pages(lbn));
+        let c = self.grown_bad_cover.entry(lbn).or_insert(0);
+        *c = (*c).max(cover);
+    }
+
     /// Trim a whole logical block: erase what holds it.
     fn trim_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        if let Some(&cover) = self.grown_bad_cover.get(&lbn) {
+            return self.trim_block_over_grown_bad(flash, lbn, cover);
+        }
         if let Some(r) = self.replacing.filter(|r| r.lbn == lbn) {
             self.replacing = None;
             self.erase_to_free(flash, r.old.block, Cause::Gc)?;
@@ -612,6 +632,34 @@ impl BlockFtl {
         Ok(())
     }
 
+    /// Trim a whole logical block some of whose pages a grown bad block
+    /// still holds (never erased, and read by a mount): first program pads
+    /// over them into a fresh block, which outranks it, then erase what
+    /// held the logical block. A cut before the pads are complete finds
+    /// the newer blocks still there (the trim did not happen).
+    fn trim_block_over_grown_bad(&mut self, flash: &mut dyn Flash, lbn: u32, cover: u32) -> Result<(), FtlError> {
+        let pads = self.open_block(flash, None)?; // (may finish the replacement in progress)
+        let r = self.replacing.filter(|r| r.lbn == lbn);
+        if r.is_some() {
+            self.replacing = None;
+        }
+        let m = std::mem::replace(&mut self.map[lbn as usize], pads);
+        self.fill_to(flash, lbn, cover)?;
+        if let Some(r) = r {
+            self.erase_to_free(flash, r.old.block, Cause::Gc)?;
+        }
+        if m.block != NONE {
+            self.erase_to_free(flash, m.block, Cause::Gc)?;
+            self.counters.trim_block_erases += 1;
+        }
+        if !self.lost.is_empty() {
+            for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
+                self.lost.found_again(lpn);
+            }
+        }
+        Ok(())
+    }
+
     // ----- mount -----
 
     /// Rebuild the map from the blocks on flash (see the module docs).
@@ -623,7 +671,18 @@ impl BlockFtl {
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let mut good = 0;
         for block in 0..self.geometry.blocks() {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) && self.mutant != Mutant::MountForgetsBadBlocks {
+            let addr = BlockAddr(u64::from(block));
+            if flash.is_factory_bad(addr) && self.mutant != Mutant::MountForgetsBadBlocks {
+                // (else BUG (deliberate): skipped with the factory bad blocks)
+                if flash.is_grown_bad(addr) && self.mutant != Mutant::MountSkipsGrownBadBlocks {
+                    if let Scan::Found(b) = self.scan_block(flash, block, &mut oobs, &mut lost_at)? {
+                        self.seq = self.seq.max(b.seq + 1);
+                        self.note_grown_bad(b.lbn, b.valid);
+                        if b.valid > 0 && !(b.torn && !b.host_data) {
+                            found.push(ScannedBlock { grown_bad: true, ..b });
+                        }
+                    }
+                }
                 continue;
             }
             good += 1;
@@ -684,7 +743,7 @@ impl BlockFtl {
             lost_at.extend(lost.map(|(off, _)| (block, off as u32)));
         }
         let host_data = oobs[..valid as usize].iter().any(|o| o[0] == OOB_DATA);
-        Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data }))
+        Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data, grown_bad: false }))
     }
 
     /// Map logical block `chain[0].lbn` from its blocks (oldest first): the
@@ -700,7 +759,7 @@ impl BlockFtl {
         let newest = chain[chain.len() - 1];
         let lbn = newest.lbn;
         let cover = chain.iter().map(|b| b.valid).max().unwrap_or(0);
-        let target = if newest.torn {
+        let target = if newest.torn || newest.grown_bad {
             self.counters.mount_rewrites += 1;
             self.open_block(flash, Some(self.plane_of(newest.block)))?
         } else {
@@ -722,7 +781,7 @@ impl BlockFtl {
             self.counters.mount_copies += 1;
             self.map[lbn as usize].written = off + 1;
         }
-        for b in chain.iter().filter(|b| b.block != target.block) {
+        for b in chain.iter().filter(|b| b.block != target.block && !b.grown_bad) {
             self.erase_to_free(flash, b.block, Cause::Recovery)?;
             self.counters.mount_erases += 1;
         }

@@ -241,8 +241,8 @@ pub enum Mutant {
     /// lost-page marks persisted on flash, so after a power cycle a lost
     /// page reads as an older copy or zeros instead of the read error.
     MountForgetsLostPages,
-    /// `page`, `dftl`, `hybrid`: the mount skips grown bad blocks as it
-    /// skips factory bad ones, so the readable pages of a block whose retirement a cut
+    /// `page`, `dftl`, `hybrid`, `block`: the mount skips grown bad blocks
+    /// as it skips factory bad ones, so the readable pages of a block whose retirement a cut
     /// interrupted (acknowledged data not yet moved off) are lost
     /// (`lost_durable_write`; the behaviour before the retirement window
     /// was closed).
@@ -312,7 +312,7 @@ impl Mutant {
             KeepsFailedProgram => &["page", "dftl", "block", "hybrid", "optr"],
             ReusesFailedBlock | IgnoresUncorrectableRead | KeepsFailedMetaProgram => &["page", "dftl", "optr"],
             SpuriousReadError | KeepsFailedCopy => &["page", "dftl"],
-            MountSkipsGrownBadBlocks => &["page", "dftl", "hybrid"],
+            MountSkipsGrownBadBlocks => &["page", "dftl", "hybrid", "block"],
             ForgetsLostPage | MountForgetsLostPages => &["page", "dftl", "block", "hybrid"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],

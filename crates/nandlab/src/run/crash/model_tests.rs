@@ -206,3 +206,31 @@ fn skips_grown_bad_blocks(ftl: &str) -> super::SharedFactory {
     let name = ftl.to_string();
     std::sync::Arc::new(move |env| build_mutated(&name, env, &Default::default(), Mutant::MountSkipsGrownBadBlocks))
 }
+
+/// `block` at raised failure rates: a cut while a failed block's pages
+/// are being copied to its replacement (the shrunk finding of a 100-point
+/// campaign, seed 2). The mount reads the grown bad block as a source;
+/// the mount that skips it loses the pages not yet copied.
+#[test]
+fn block_finishes_a_cut_replacement_from_the_grown_bad_block() {
+    use crate::report::crash::NestedCut;
+    let config = device("block", "preset:tlc,program_fail_probability=2e-3,erase_fail_probability=2e-2", &[]);
+    let spec = random_writes(8);
+    let opts = CrashOptions {
+        seed: 2,
+        points: PointSelection::At(vec![PowerCut { op_index: 3993, during: false }]),
+        nested: true,
+        nested_at: Some(NestedCut { nth: 0, during: false }),
+        max_requests: Some(136),
+        post_requests: 64,
+        threads: 1,
+        shrink: false,
+        ..CrashOptions::default()
+    };
+    let good = run(&config, &spec, &opts).expect("campaign");
+    assert_eq!((good.points_tested, good.failed), (1, 0), "{:?}", good.points);
+    let broken = super::run_with_factory(&config, skips_grown_bad_blocks("block"), &spec, &opts).expect("campaign");
+    assert_eq!(broken.failed, 1, "the mount that skips grown bad blocks must be caught");
+    let rule = broken.points[0].first.as_ref().map(|v| v.rule);
+    assert_eq!(rule, Some(crate::violation::Rule::LostDurableWrite), "{:?}", broken.points[0]);
+}
