@@ -369,12 +369,30 @@ impl BlockFtl {
     }
 
     /// Erase `block` into the free pool; a block whose erase fails is
-    /// retired instead (a grown bad block: the mount scan skips it).
-    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
+    /// retired instead (a grown bad block: it keeps its pages, which a
+    /// mount reads). Returns whether it was retired.
+    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<bool, FtlError> {
         if free_blocks::erase_for_reuse(flash, block, cause)? {
             self.free.push(block);
+            Ok(false)
         } else {
             self.counters.retired_blocks += 1;
+            Ok(true)
+        }
+    }
+
+    /// [`Self::erase_to_free`] for a block that held `written` pages of
+    /// `lbn`: if its erase fails, a whole-block trim must cover them.
+    fn erase_lbn_block(
+        &mut self,
+        flash: &mut dyn Flash,
+        lbn: u32,
+        block: u32,
+        written: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
+        if self.erase_to_free(flash, block, cause)? {
+            self.note_grown_bad(lbn, written);
         }
         Ok(())
     }
@@ -488,7 +506,7 @@ impl BlockFtl {
         };
         self.fill_to(flash, r.lbn, end)?;
         self.replacing = None;
-        self.erase_to_free(flash, r.old.block, Cause::Gc)
+        self.erase_lbn_block(flash, r.lbn, r.old.block, r.old.written, Cause::Gc)
     }
 
     /// Program `lbn`'s block up to (not including) offset `off`: pages of
@@ -617,7 +635,7 @@ impl BlockFtl {
         }
         if let Some(r) = self.replacing.filter(|r| r.lbn == lbn) {
             self.replacing = None;
-            self.erase_to_free(flash, r.old.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, r.old.block, r.old.written, Cause::Gc)?;
         }
         if !self.lost.is_empty() {
             for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
@@ -626,10 +644,14 @@ impl BlockFtl {
         }
         let m = std::mem::replace(&mut self.map[lbn as usize], UNMAPPED);
         if m.block != NONE {
-            self.erase_to_free(flash, m.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, m.block, m.written, Cause::Gc)?;
             self.counters.trim_block_erases += 1;
         }
-        Ok(())
+        // An erase failed: its block keeps the trimmed pages.
+        match self.grown_bad_cover.get(&lbn) {
+            Some(&cover) => self.trim_block_over_grown_bad(flash, lbn, cover),
+            None => Ok(()),
+        }
     }
 
     /// Trim a whole logical block some of whose pages a grown bad block
@@ -646,12 +668,14 @@ impl BlockFtl {
         let m = std::mem::replace(&mut self.map[lbn as usize], pads);
         self.fill_to(flash, lbn, cover)?;
         if let Some(r) = r {
-            self.erase_to_free(flash, r.old.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, r.old.block, r.old.written, Cause::Gc)?;
         }
         if m.block != NONE {
-            self.erase_to_free(flash, m.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, m.block, m.written, Cause::Gc)?;
             self.counters.trim_block_erases += 1;
         }
+        // (An erase that failed left more to cover.)
+        self.fill_to(flash, lbn, self.grown_bad_cover[&lbn])?;
         if !self.lost.is_empty() {
             for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
                 self.lost.found_again(lpn);
@@ -782,7 +806,7 @@ impl BlockFtl {
             self.map[lbn as usize].written = off + 1;
         }
         for b in chain.iter().filter(|b| b.block != target.block && !b.grown_bad) {
-            self.erase_to_free(flash, b.block, Cause::Recovery)?;
+            self.erase_lbn_block(flash, lbn, b.block, b.valid, Cause::Recovery)?;
             self.counters.mount_erases += 1;
         }
         Ok(())
