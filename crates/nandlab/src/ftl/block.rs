@@ -99,6 +99,23 @@
 //! as a media error on trimmed sectors (which the oracle does not accept:
 //! the model records only written versions as lost).
 //!
+//! # Grown bad blocks (media reliability)
+//!
+//! A block whose program fails is replaced (its pages copied to a fresh
+//! block with a newer sequence number); one whose erase fails is retired
+//! with its pages. Neither is programmed or erased again, but the NAND
+//! still reads both, and a cut during a replacement leaves pages only
+//! there. So the mount scans grown bad blocks too (the flash tells them
+//! from factory bad ones) and uses them in step 3 as *sources* only: a
+//! logical block whose newest block is a grown bad one is rewritten into
+//! a fresh block, and a grown bad block is never mapped or erased. A
+//! stale grown bad block never wins while a newer block covers its
+//! offsets; the one case where none does is a whole-block trim, which
+//! erases. So the FTL keeps, per logical block with pages in a grown bad
+//! block (noted at the failure and by the mount scan), how many offsets
+//! those may hold, and a whole-block trim of it first programs pads over
+//! them into a fresh block (which outranks the bad one), then erases.
+//!
 //! Deliberately broken variants ([`Mutant`]s) exist for the checkers' tests.
 
 use super::mutants::Mutant;
@@ -451,9 +468,9 @@ impl BlockFtl {
     /// (on its plane when possible: copyback), which takes its place with
     /// a newer sequence number, and retire it; the caller programs the
     /// failed page again. A failure while copying retires the fresh block
-    /// too and starts over. The failed block is never erased (a mount's
-    /// bad-block scan skips it), so until the copy is done its pages are
-    /// still where the map says. With no free block left the FTL stops
+    /// too and starts over. The failed block is never erased (a mount
+    /// reads it as a source: see *Grown bad blocks*), so until the copy is
+    /// done its pages are still where the map says. With no free block left the FTL stops
     /// with `no free space`, never with wrong data.
     #[cold]
     fn replace_failed_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
