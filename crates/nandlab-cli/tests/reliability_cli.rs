@@ -90,7 +90,7 @@ fn modes_without_the_model_refuse_it_before_any_work() {
 /// were moved, loses them: see the README), found, shrunk and with a
 /// reproducer that takes the failure along.
 #[test]
-fn crash_takes_the_model_and_finds_the_retirement_window() {
+fn crash_takes_the_model_and_survives_the_retirement_window() {
     let base = ["crash", "--config", "../../examples/reliability/tlc-failing.toml", "--ftl", "page", "--seed", "5"];
     let quiet = ["--io_size", "4m", "--no-progress", "--threads", "1"];
     let rber = "preset:tlc,program_fail_probability=0,erase_fail_probability=0";
@@ -103,14 +103,13 @@ fn crash_takes_the_model_and_finds_the_retirement_window() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("20 tested, 20 passed, 0 failed"), "{out}");
     // The program of block 0, page 12 is operation 608 with this seed: a
-    // cut during it passes (the failure never happened), a cut right
-    // after it falls in the retirement window.
+    // cut during it passes (the failure never happened); a cut right
+    // after it falls in the retirement window, which the mount closes by
+    // scanning the grown bad block (it lost data before: issue 21).
     args.extend_from_slice(&["--fail", "program@block=0,page=12", "--crash-at", "608:during", "--crash-at", "609"]);
     let (code, out, err) = nandlab(&args);
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("2 tested, 1 passed, 1 failed") && out.contains("lost_durable_write"), "{out}");
-    let reproduce = out.lines().skip_while(|l| !l.starts_with("Reproduce")).nth(1).unwrap_or_default();
-    assert!(reproduce.contains("--fail 'program@block=0,page=12'") && reproduce.contains("--crash-at"), "{out}");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("2 tested, 2 passed, 0 failed") && out.contains("PASS"), "{out}");
 }
 
 #[test]

@@ -186,6 +186,14 @@ pub trait Flash {
     fn die_busy_until_ns(&self, die: u32) -> Option<u64>;
     /// The factory bad-block mark of a block (read from its spare area at format).
     fn is_factory_bad(&self, block: BlockAddr) -> bool;
+    /// Whether `block`'s bad mark is one a retiring firmware wrote after a
+    /// program or erase failed (a grown bad block) rather than the
+    /// factory's: the NAND refuses to program or erase it but still reads
+    /// it, so a mount scans its pages for data not yet moved off. False
+    /// without the media reliability model (see [`crate::nand::reliability`]).
+    fn is_grown_bad(&self, _block: BlockAddr) -> bool {
+        false
+    }
     /// The media's predicted raw bit error rate for the next read of
     /// `block` (its most error-prone page type), beside the RBER at which
     /// the first decode attempt's ECC runs out: what a firmware computes

@@ -99,6 +99,23 @@
 //! as a media error on trimmed sectors (which the oracle does not accept:
 //! the model records only written versions as lost).
 //!
+//! # Grown bad blocks (media reliability)
+//!
+//! A block whose program fails is replaced (its pages copied to a fresh
+//! block with a newer sequence number); one whose erase fails is retired
+//! with its pages. Neither is programmed or erased again, but the NAND
+//! still reads both, and a cut during a replacement leaves pages only
+//! there. So the mount scans grown bad blocks too (the flash tells them
+//! from factory bad ones) and uses them in step 3 as *sources* only: a
+//! logical block whose newest block is a grown bad one is rewritten into
+//! a fresh block, and a grown bad block is never mapped or erased. A
+//! stale grown bad block never wins while a newer block covers its
+//! offsets; the one case where none does is a whole-block trim, which
+//! erases. So the FTL keeps, per logical block with pages in a grown bad
+//! block (noted at the failure and by the mount scan), how many offsets
+//! those may hold, and a whole-block trim of it first programs pads over
+//! them into a fresh block (which outranks the bad one), then erases.
+//!
 //! Deliberately broken variants ([`Mutant`]s) exist for the checkers' tests.
 
 use super::mutants::Mutant;
@@ -215,6 +232,8 @@ struct ScannedBlock {
     torn: bool,
     /// A surviving page holds host data (not only copies and pads).
     host_data: bool,
+    /// A grown bad block: a source of copies only, never mapped or erased.
+    grown_bad: bool,
 }
 
 /// What the mount scan found in a block.
@@ -245,6 +264,10 @@ pub struct BlockFtl {
     zero_buf: Option<BufId>,
     /// Logical pages lost to the media (see *Lost pages* in the module docs).
     lost: LostPages,
+    /// Per logical block with data in a grown bad block (empty without
+    /// media failures): the offsets that block may hold, which a
+    /// whole-block trim covers with pads (see *Grown bad blocks*).
+    grown_bad_cover: BTreeMap<u32, u32>,
     /// A deliberate bug (checker tests; see [`Mutant`]).
     mutant: Mutant,
     counters: Counters,
@@ -296,6 +319,7 @@ impl BlockFtl {
             copy_buf: None,
             zero_buf: None,
             lost: LostPages::default(),
+            grown_bad_cover: BTreeMap::new(),
             mutant,
             counters: Counters::default(),
             geometry: g,
@@ -308,6 +332,7 @@ impl BlockFtl {
         self.replacing = None;
         self.free.clear();
         self.lost.clear();
+        self.grown_bad_cover.clear();
         self.seq = 1;
         if self.tmp_buf.is_none() {
             self.tmp_buf = Some(flash.buf_alloc(self.spp)?);
@@ -361,12 +386,30 @@ impl BlockFtl {
     }
 
     /// Erase `block` into the free pool; a block whose erase fails is
-    /// retired instead (a grown bad block: the mount scan skips it).
-    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<(), FtlError> {
+    /// retired instead (a grown bad block: it keeps its pages, which a
+    /// mount reads). Returns whether it was retired.
+    fn erase_to_free(&mut self, flash: &mut dyn Flash, block: u32, cause: Cause) -> Result<bool, FtlError> {
         if free_blocks::erase_for_reuse(flash, block, cause)? {
             self.free.push(block);
+            Ok(false)
         } else {
             self.counters.retired_blocks += 1;
+            Ok(true)
+        }
+    }
+
+    /// [`Self::erase_to_free`] for a block that held `written` pages of
+    /// `lbn`: if its erase fails, a whole-block trim must cover them.
+    fn erase_lbn_block(
+        &mut self,
+        flash: &mut dyn Flash,
+        lbn: u32,
+        block: u32,
+        written: u32,
+        cause: Cause,
+    ) -> Result<(), FtlError> {
+        if self.erase_to_free(flash, block, cause)? {
+            self.note_grown_bad(lbn, written);
         }
         Ok(())
     }
@@ -425,9 +468,9 @@ impl BlockFtl {
     /// (on its plane when possible: copyback), which takes its place with
     /// a newer sequence number, and retire it; the caller programs the
     /// failed page again. A failure while copying retires the fresh block
-    /// too and starts over. The failed block is never erased (a mount's
-    /// bad-block scan skips it), so until the copy is done its pages are
-    /// still where the map says. With no free block left the FTL stops
+    /// too and starts over. The failed block is never erased (a mount
+    /// reads it as a source: see *Grown bad blocks*), so until the copy is
+    /// done its pages are still where the map says. With no free block left the FTL stops
     /// with `no free space`, never with wrong data.
     #[cold]
     fn replace_failed_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
@@ -436,6 +479,7 @@ impl BlockFtl {
             return Ok(()); // BUG (deliberate): programs the failed block again
         }
         let failed = self.map[lbn as usize];
+        self.note_grown_bad(lbn, failed.written);
         'fresh: loop {
             let plane = Some(self.plane_of(failed.block));
             let block = self.free.pop(plane).ok_or_else(|| {
@@ -479,7 +523,7 @@ impl BlockFtl {
         };
         self.fill_to(flash, r.lbn, end)?;
         self.replacing = None;
-        self.erase_to_free(flash, r.old.block, Cause::Gc)
+        self.erase_lbn_block(flash, r.lbn, r.old.block, r.old.written, Cause::Gc)
     }
 
     /// Program `lbn`'s block up to (not including) offset `off`: pages of
@@ -593,11 +637,22 @@ impl BlockFtl {
         Ok(())
     }
 
+    /// A grown bad block holds up to `written` pages of `lbn` (and the
+    /// failed one): a whole-block trim must cover them.
+    fn note_grown_bad(&mut self, lbn: u32, written: u32) {
+        let cover = (written + 1).min(self.lbn_pages(lbn));
+        let c = self.grown_bad_cover.entry(lbn).or_insert(0);
+        *c = (*c).max(cover);
+    }
+
     /// Trim a whole logical block: erase what holds it.
     fn trim_block(&mut self, flash: &mut dyn Flash, lbn: u32) -> Result<(), FtlError> {
+        if let Some(&cover) = self.grown_bad_cover.get(&lbn) {
+            return self.trim_block_over_grown_bad(flash, lbn, cover);
+        }
         if let Some(r) = self.replacing.filter(|r| r.lbn == lbn) {
             self.replacing = None;
-            self.erase_to_free(flash, r.old.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, r.old.block, r.old.written, Cause::Gc)?;
         }
         if !self.lost.is_empty() {
             for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
@@ -606,8 +661,42 @@ impl BlockFtl {
         }
         let m = std::mem::replace(&mut self.map[lbn as usize], UNMAPPED);
         if m.block != NONE {
-            self.erase_to_free(flash, m.block, Cause::Gc)?;
+            self.erase_lbn_block(flash, lbn, m.block, m.written, Cause::Gc)?;
             self.counters.trim_block_erases += 1;
+        }
+        // An erase failed: its block keeps the trimmed pages.
+        match self.grown_bad_cover.get(&lbn) {
+            Some(&cover) => self.trim_block_over_grown_bad(flash, lbn, cover),
+            None => Ok(()),
+        }
+    }
+
+    /// Trim a whole logical block some of whose pages a grown bad block
+    /// still holds (never erased, and read by a mount): first program pads
+    /// over them into a fresh block, which outranks it, then erase what
+    /// held the logical block. A cut before the pads are complete finds
+    /// the newer blocks still there (the trim did not happen).
+    fn trim_block_over_grown_bad(&mut self, flash: &mut dyn Flash, lbn: u32, cover: u32) -> Result<(), FtlError> {
+        let pads = self.open_block(flash, None)?; // (may finish the replacement in progress)
+        let r = self.replacing.filter(|r| r.lbn == lbn);
+        if r.is_some() {
+            self.replacing = None;
+        }
+        let m = std::mem::replace(&mut self.map[lbn as usize], pads);
+        self.fill_to(flash, lbn, cover)?;
+        if let Some(r) = r {
+            self.erase_lbn_block(flash, lbn, r.old.block, r.old.written, Cause::Gc)?;
+        }
+        if m.block != NONE {
+            self.erase_lbn_block(flash, lbn, m.block, m.written, Cause::Gc)?;
+            self.counters.trim_block_erases += 1;
+        }
+        // (An erase that failed left more to cover.)
+        self.fill_to(flash, lbn, self.grown_bad_cover[&lbn])?;
+        if !self.lost.is_empty() {
+            for lpn in lbn * self.ppb..lbn * self.ppb + self.lbn_pages(lbn) {
+                self.lost.found_again(lpn);
+            }
         }
         Ok(())
     }
@@ -623,7 +712,18 @@ impl BlockFtl {
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let mut good = 0;
         for block in 0..self.geometry.blocks() {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) && self.mutant != Mutant::MountForgetsBadBlocks {
+            let addr = BlockAddr(u64::from(block));
+            if flash.is_factory_bad(addr) && self.mutant != Mutant::MountForgetsBadBlocks {
+                // (else BUG (deliberate): skipped with the factory bad blocks)
+                if flash.is_grown_bad(addr) && self.mutant != Mutant::MountSkipsGrownBadBlocks {
+                    if let Scan::Found(b) = self.scan_block(flash, block, &mut oobs, &mut lost_at)? {
+                        self.seq = self.seq.max(b.seq + 1);
+                        self.note_grown_bad(b.lbn, b.valid);
+                        if b.valid > 0 && !(b.torn && !b.host_data) {
+                            found.push(ScannedBlock { grown_bad: true, ..b });
+                        }
+                    }
+                }
                 continue;
             }
             good += 1;
@@ -684,7 +784,7 @@ impl BlockFtl {
             lost_at.extend(lost.map(|(off, _)| (block, off as u32)));
         }
         let host_data = oobs[..valid as usize].iter().any(|o| o[0] == OOB_DATA);
-        Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data }))
+        Ok(Scan::Found(ScannedBlock { lbn, block, seq, valid, torn, host_data, grown_bad: false }))
     }
 
     /// Map logical block `chain[0].lbn` from its blocks (oldest first): the
@@ -700,7 +800,7 @@ impl BlockFtl {
         let newest = chain[chain.len() - 1];
         let lbn = newest.lbn;
         let cover = chain.iter().map(|b| b.valid).max().unwrap_or(0);
-        let target = if newest.torn {
+        let target = if newest.torn || newest.grown_bad {
             self.counters.mount_rewrites += 1;
             self.open_block(flash, Some(self.plane_of(newest.block)))?
         } else {
@@ -722,8 +822,8 @@ impl BlockFtl {
             self.counters.mount_copies += 1;
             self.map[lbn as usize].written = off + 1;
         }
-        for b in chain.iter().filter(|b| b.block != target.block) {
-            self.erase_to_free(flash, b.block, Cause::Recovery)?;
+        for b in chain.iter().filter(|b| b.block != target.block && !b.grown_bad) {
+            self.erase_lbn_block(flash, lbn, b.block, b.valid, Cause::Recovery)?;
             self.counters.mount_erases += 1;
         }
         Ok(())

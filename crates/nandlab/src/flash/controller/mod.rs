@@ -553,6 +553,9 @@ impl Flash for FlashController {
         // (see `crate::nand::reliability`).
         self.nand.is_bad(block) || self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block))
     }
+    fn is_grown_bad(&self, block: BlockAddr) -> bool {
+        !self.nand.is_bad(block) && self.reliability.as_deref().is_some_and(|r| r.is_grown_bad(block))
+    }
     fn predicted_rber(&self, block: BlockAddr) -> Option<super::PredictedRber> {
         let r = self.reliability.as_deref()?;
         (block.0 < u64::from(self.nand.geometry().blocks()))

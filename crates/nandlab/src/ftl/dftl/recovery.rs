@@ -10,7 +10,6 @@ use crate::ftl::kit::data_plane::{
 };
 use crate::ftl::mutants::Mutant;
 use crate::ftl::FtlError;
-use crate::nand::BlockAddr;
 use crate::util::prefetch::large_vec;
 use std::cmp::Reverse;
 
@@ -56,14 +55,12 @@ impl DftlFtl {
         m.load_erase_counts(dp, flash, &found.meta)?;
         m.rebuild_map(dp, flash, &found)?;
         for &block in &found.undefined {
-            // An interrupted erase: finish it before the block is reused.
-            flash.erase(Cause::Recovery, BlockAddr(u64::from(block)))?;
-            let group = dp.group_of_block(block);
-            dp.table.erase_count[group as usize] += 1;
+            dp.erase_undefined_block(flash, block)?;
         }
         m.counters.mount_undefined_blocks = found.undefined.len() as u64;
         dp.finish_mount(&found.written_pages, |_| false);
-        m.persist_fixes(dp, flash)
+        m.persist_fixes(dp, flash)?;
+        dp.finish_retirements_at_mount(flash, m)
     }
 }
 

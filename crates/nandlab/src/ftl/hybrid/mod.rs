@@ -238,6 +238,8 @@ struct Counters {
     mount_finished_merges: u64,
     /// Logical blocks recovery merged into a fresh block (a torn sequential log).
     mount_rewrites: u64,
+    /// Logical blocks a mount merged off grown bad blocks (see `recovery.rs`).
+    mount_grown_bad_merges: u64,
     /// Blocks recovery erased (undefined, interrupted merges, superseded).
     mount_erases: u64,
 }
@@ -984,6 +986,9 @@ impl Ftl for HybridFtl {
             extra.insert(k.to_string(), serde_json::json!(v));
         }
         free_blocks::insert_retired_blocks(&mut extra, c.retired_blocks);
+        if c.mount_grown_bad_merges > 0 {
+            extra.insert("mount_grown_bad_merges".into(), serde_json::json!(c.mount_grown_bad_merges));
+        }
         self.lost.insert_metric(&mut extra, self.spp);
         let runs = c.switch_merges + c.partial_merges + c.full_merges;
         FtlStats {

@@ -145,9 +145,15 @@ impl HybridFtl {
         let mut dropped = Vec::new();
         let mut oobs = Vec::with_capacity(self.ppb as usize);
         let (mut good, mut max_seq) = (0, 0);
+        let mut grown_bad = Vec::new();
         for block in 0..blocks as u32 {
-            if flash.is_factory_bad(BlockAddr(u64::from(block))) && self.mutant != Mutant::MountForgetsBadBlocks {
+            let addr = BlockAddr(u64::from(block));
+            if flash.is_factory_bad(addr) && self.mutant != Mutant::MountForgetsBadBlocks {
                 self.role[block as usize] = Role::Bad;
+                // (else BUG (deliberate): skipped with the factory bad blocks)
+                if flash.is_grown_bad(addr) && self.mutant != Mutant::MountSkipsGrownBadBlocks {
+                    grown_bad.push(block);
+                }
                 continue;
             }
             good += 1;
@@ -161,6 +167,14 @@ impl HybridFtl {
                     self.record_versions(block, &oobs[..b.valid as usize], versions);
                     scanned[block as usize] = Some(b);
                 }
+            }
+        }
+        // Last: a page a replacement copied with its OOB has the same
+        // sequence number in both blocks, and the good block's copy wins.
+        for &block in &grown_bad {
+            if let BlockScan::Found(b) = self.scan_block(flash, block, &mut oobs, &mut max_seq)? {
+                let versions = (&mut best_seq[..], &mut best_ppn[..], &mut best_lost);
+                self.record_versions(block, &oobs[..b.valid as usize], versions);
             }
         }
         self.seq = max_seq + 1;
@@ -200,7 +214,30 @@ impl HybridFtl {
             self.counters.mount_rewrites += 1;
             self.erase_recovered(flash, &r.blocks)?;
         }
+        self.move_off_grown_bad_blocks(flash)?;
         self.merge_down_random_logs(flash)
+    }
+
+    /// Finish the retirement of grown bad blocks (the retirement window,
+    /// see `docs/design-notes/reliability.md`): a cut during a failed
+    /// block's replacement leaves current versions only in the failed
+    /// block, which the scan read (the NAND still reads it; it is never
+    /// programmed or erased again). Each logical block with such a version
+    /// is merged into a fresh data block, as a torn one is rewritten.
+    fn move_off_grown_bad_blocks(&mut self, flash: &mut dyn Flash) -> Result<(), FtlError> {
+        let mut lbns: Vec<u32> = (0..self.lpns)
+            .filter(|&lpn| {
+                let ppn = self.location(lpn);
+                ppn != NONE && self.role[(ppn / self.ppb) as usize] == Role::Bad
+            })
+            .map(|lpn| lpn / self.ppb)
+            .collect();
+        lbns.dedup();
+        for lbn in lbns {
+            self.full_merge(flash, lbn, Cause::Recovery)?;
+            self.counters.mount_grown_bad_merges += 1;
+        }
+        Ok(())
     }
 
     /// Erase `blocks` (holding nothing current) and free them.

@@ -241,6 +241,12 @@ pub enum Mutant {
     /// lost-page marks persisted on flash, so after a power cycle a lost
     /// page reads as an older copy or zeros instead of the read error.
     MountForgetsLostPages,
+    /// `page`, `dftl`, `hybrid`, `block`: the mount skips grown bad blocks
+    /// as it skips factory bad ones, so the readable pages of a block whose retirement a cut
+    /// interrupted (acknowledged data not yet moved off) are lost
+    /// (`lost_durable_write`; the behaviour before the retirement window
+    /// was closed).
+    MountSkipsGrownBadBlocks,
 
     // ----- buggy (see `buggy.rs`; named on the command line in kebab-case) -----
     /// `buggy`: starts every fresh block at page 1 (VST's "pages skipped at
@@ -306,6 +312,7 @@ impl Mutant {
             KeepsFailedProgram => &["page", "dftl", "block", "hybrid", "optr"],
             ReusesFailedBlock | IgnoresUncorrectableRead | KeepsFailedMetaProgram => &["page", "dftl", "optr"],
             SpuriousReadError | KeepsFailedCopy => &["page", "dftl"],
+            MountSkipsGrownBadBlocks => &["page", "dftl", "hybrid", "block"],
             ForgetsLostPage | MountForgetsLostPages => &["page", "dftl", "block", "hybrid"],
             WriteBackDropsMountFixes | FirstWriteBackNotRecorded => &["dftl"],
             MergeAdoptsSupersededPage | FullMergeStopsBeforeLastPage => &["hybrid"],
@@ -373,6 +380,7 @@ pub const SHIPPED_MUTANTS: &[(&str, Mutant)] = &[
     ("keeps-failed-meta-program", Mutant::KeepsFailedMetaProgram),
     ("forgets-lost-page", Mutant::ForgetsLostPage),
     ("mount-forgets-lost-pages", Mutant::MountForgetsLostPages),
+    ("mount-skips-grown-bad-blocks", Mutant::MountSkipsGrownBadBlocks),
 ];
 
 /// The realistic mutants of issue 19 (the ones `nandlab hunt` is measured

@@ -342,12 +342,10 @@ impl PageFtl {
             }
         }
         for &b in &undefined {
-            // An interrupted erase: finish it before the block is reused.
-            flash.erase(Cause::Recovery, crate::nand::BlockAddr(u64::from(b)))?;
-            let group = dp.group_of_block(b);
-            dp.table.erase_count[group as usize] += 1;
+            dp.erase_undefined_block(flash, b)?;
         }
         self.rebuild_blocks(&written_pages);
+        self.dp.finish_retirements_at_mount(flash, &mut self.map)?;
         if self.map.mutant == Mutant::RecoveryNotCrashSafe {
             self.compact_open_blocks_unsafely(flash, &written_pages)?;
         }

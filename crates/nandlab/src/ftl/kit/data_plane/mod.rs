@@ -286,6 +286,9 @@ pub struct DataPlaneCounters {
     /// Blocks retired after a program or erase failure (media
     /// reliability; see `retire.rs`).
     pub retired_blocks: u64,
+    /// Groups with a grown bad block whose retirement a mount finished
+    /// (scanned, its data moved off, the block dropped; see `retire.rs`).
+    pub mount_grown_bad_groups: u64,
     pub gc_background_runs: u64,
     /// Victims that held the FTL's metadata pages (`dftl`: translation blocks).
     pub gc_meta_victims: u64,
@@ -823,11 +826,16 @@ impl DataPlane {
         u64::from(self.meta_stream.unwrap_or(self.wl_stream)) + 1
     }
 
-    /// Mount, before the FTL scans: learn the factory bad blocks.
+    /// Mount, before the FTL scans: learn the factory bad blocks. A grown
+    /// bad block stays a member of its group for the scan: its readable
+    /// pages may hold data a cut kept from moving off (see `retire.rs`).
     pub fn begin_mount(&mut self, flash: &dyn Flash) {
         let forgets = self.mutant == Mutant::MountForgetsBadBlocks;
+        let skips_grown = self.mutant == Mutant::MountSkipsGrownBadBlocks;
         for block in 0..self.geometry.blocks() {
-            self.bad[block as usize] = !forgets && flash.is_factory_bad(BlockAddr(u64::from(block)));
+            let addr = BlockAddr(u64::from(block));
+            let scanned = flash.is_grown_bad(addr) && !skips_grown; // BUG (deliberate) when skipped
+            self.bad[block as usize] = !forgets && !scanned && flash.is_factory_bad(addr);
         }
         self.layout.set_members(&self.bad);
         self.count_missing_blocks();

@@ -77,6 +77,20 @@ impl DataPlane {
         if self.mutant == Mutant::KeepsFailedProgram {
             return Ok(()); // BUG (deliberate): the caller keeps the failed page mapped
         }
+        self.move_out_and_drop_bad(flash, m, unit, group, true)
+    }
+
+    /// Move the valid pages of `group` (marked [`GroupState::Bad`] while
+    /// they move) to other groups, then drop its failed blocks (counted as
+    /// retired when `count`).
+    fn move_out_and_drop_bad<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        unit: usize,
+        group: u32,
+        count: bool,
+    ) -> Result<(), FtlError> {
         let was_in_gc = std::mem::replace(&mut self.in_gc, true);
         let moved = self.move_valid_pages(flash, m, unit, group, Cause::Gc);
         self.in_gc = was_in_gc;
@@ -84,7 +98,35 @@ impl DataPlane {
         // As before an erase: the FTL may have to persist something first
         // (page: trims whose newest copy the group holds).
         m.before_erase(self, flash, group)?;
-        self.drop_bad_members(flash, group, Cause::Gc)
+        self.drop_bad_members(flash, group, Cause::Gc, count)
+    }
+
+    /// Mount, after [`DataPlane::finish_mount`]: finish the retirement of
+    /// every group with a grown bad block (see the module docs, "The
+    /// retirement window"). The scan read the block's pages like any
+    /// member's, so what it still holds is mapped; move it off now and take
+    /// the block out of its group. The FTL's own metadata groups
+    /// (`Reserved`) are left as they are: the FTL releases them with
+    /// [`DataPlane::release_group`], which drops the failed block.
+    pub fn finish_retirements_at_mount<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<(), FtlError> {
+        for group in 0..self.layout.groups() {
+            let state = self.state[group as usize];
+            if matches!(state, GroupState::Bad | GroupState::Reserved) || !self.has_failed_member(flash, group) {
+                continue;
+            }
+            let unit = self.unit_of(group);
+            if state == GroupState::Free {
+                let at = self.units[unit].free.iter().position(|&g| g == group).expect("a free group is listed");
+                self.remove_free(unit, at);
+            } else {
+                self.policy.remove(group, &self.table);
+            }
+            self.state[group as usize] = GroupState::Bad;
+            self.counters.mount_grown_bad_groups += 1;
+            // Retired (and counted) before the power cycle, or now.
+            self.move_out_and_drop_bad(flash, m, unit, group, false)?;
+        }
+        Ok(())
     }
 
     /// After a program failed with [`FlashError::ProgramFailed`]: retire
@@ -106,6 +148,28 @@ impl DataPlane {
         Ok(())
     }
 
+    /// Mount: finish an interrupted erase of `block` (its pages read as
+    /// nothing) before the block is reused. An erase that fails leaves it
+    /// a grown bad block, as does one that failed before the power cycle
+    /// (not erased again: the NAND refuses it);
+    /// [`DataPlane::finish_retirements_at_mount`] then drops it from its
+    /// group.
+    pub fn erase_undefined_block(&mut self, flash: &mut dyn Flash, block: u32) -> Result<(), FtlError> {
+        let addr = BlockAddr(u64::from(block));
+        if flash.is_grown_bad(addr) {
+            return Ok(());
+        }
+        match flash.erase(Cause::Recovery, addr) {
+            Ok(()) => {
+                let group = self.group_of_block(block);
+                self.table.erase_count[group as usize] += 1;
+                Ok(())
+            }
+            Err(FlashError::EraseFailed) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether a block of `group` failed since the data plane last looked
     /// at the flash's bad-block marks.
     fn has_failed_member(&self, flash: &dyn Flash, group: u32) -> bool {
@@ -119,7 +183,7 @@ impl DataPlane {
     /// otherwise, which would erase a grown bad block).
     pub fn release_group(&mut self, flash: &mut dyn Flash, group: u32, cause: Cause) -> Result<(), FtlError> {
         if self.has_failed_member(flash, group) && self.mutant != Mutant::KeepsFailedMetaProgram {
-            return self.drop_bad_members(flash, group, cause);
+            return self.drop_bad_members(flash, group, cause, true);
         }
         self.erase_to_free(flash, group, cause)
     }
@@ -146,20 +210,26 @@ impl DataPlane {
         group: u32,
         cause: Cause,
     ) -> Result<(), FtlError> {
-        self.drop_bad_members(flash, group, cause)
+        self.drop_bad_members(flash, group, cause, true)
     }
 
     /// Take the blocks of the emptied `group` the flash marks bad out of
     /// it (as a mount does with factory bad blocks); erase what is left
     /// and free the narrower group, or retire the group when nothing is.
-    fn drop_bad_members(&mut self, flash: &mut dyn Flash, group: u32, cause: Cause) -> Result<(), FtlError> {
+    fn drop_bad_members(
+        &mut self,
+        flash: &mut dyn Flash,
+        group: u32,
+        cause: Cause,
+        count: bool,
+    ) -> Result<(), FtlError> {
         let mut members = [0u32; super::MAX_PLANES_PER_GROUP];
         let n = self.layout.members(group).len();
         members[..n].copy_from_slice(self.layout.members(group));
         for &b in &members[..n] {
             if !self.bad[b as usize] && flash.is_factory_bad(BlockAddr(u64::from(b))) {
                 self.bad[b as usize] = true;
-                self.counters.retired_blocks += 1;
+                self.counters.retired_blocks += u64::from(count);
             }
         }
         self.layout.set_members(&self.bad);
@@ -195,6 +265,9 @@ impl DataPlane {
     /// (absent otherwise, so reports without media failures are unchanged).
     pub fn retirement_stats(&self, extra: &mut std::collections::BTreeMap<String, serde_json::Value>) {
         crate::ftl::kit::free_blocks::insert_retired_blocks(extra, self.counters.retired_blocks);
+        if self.counters.mount_grown_bad_groups > 0 {
+            extra.insert("mount_grown_bad_groups".into(), self.counters.mount_grown_bad_groups.into());
+        }
         self.lost.insert_metric(extra, self.spp);
     }
 }
