@@ -106,8 +106,25 @@ pub struct EventTiming {
     window: usize,
     windowed_submitted: usize,
     waiting: VecDeque<(EpochId, Vec<Staged>)>,
+    /// Per die, the occupancy of the open epoch's staged transactions and
+    /// of the waiting epochs' (kept as they change: see
+    /// [`EventTiming::die_busy_until_ns`]).
+    staged_ns: Vec<u64>,
+    waiting_ns: Vec<u64>,
     done: Vec<TxDone>,
     finished: Vec<EpochEnd>,
+}
+
+/// Add (`add`) or take away each of `staged`'s occupancies to its die's entry of `per_die`.
+fn account(per_die: &mut Vec<u64>, staged: &[Staged], add: bool) {
+    for s in staged {
+        let die = s.tx.die as usize;
+        if per_die.len() <= die {
+            per_die.resize(die + 1, 0);
+        }
+        let ns = s.tx.occupancy_ns();
+        per_die[die] = if add { per_die[die] + ns } else { per_die[die] - ns };
+    }
 }
 
 impl EventTiming {
@@ -123,6 +140,8 @@ impl EventTiming {
             window: window.max(1),
             windowed_submitted: 0,
             waiting: VecDeque::new(),
+            staged_ns: Vec::new(),
+            waiting_ns: Vec::new(),
             done: Vec::new(),
             finished: Vec::new(),
         }
@@ -137,6 +156,7 @@ impl EventTiming {
         let id = self.next_epoch;
         self.next_epoch += 1;
         let mut staged = std::mem::take(&mut self.open.staged);
+        account(&mut self.staged_ns, &staged, false);
         staged.clear();
         let mut buffers = std::mem::take(&mut self.open.buffers);
         buffers.clear();
@@ -167,6 +187,7 @@ impl EventTiming {
             }
         }
         o.staged.push(Staged { tx, after, gc, decode_ns });
+        account(&mut self.staged_ns, &o.staged[index as usize..], true);
         if tx.is_read() {
             if let Some(b) = buffer {
                 o.buffers.push((b, index));
@@ -187,8 +208,10 @@ impl EventTiming {
         let id = o.id;
         let flight = InFlight { ready_ns: o.ready_ns, windowed: o.windowed, ..Default::default() };
         self.epochs.insert(id, flight);
+        account(&mut self.staged_ns, &o.staged, false);
         if o.windowed && self.windowed_submitted >= self.window {
             let staged = std::mem::take(&mut o.staged);
+            account(&mut self.waiting_ns, &staged, true);
             self.waiting.push_back((id, staged));
         } else {
             if o.windowed {
@@ -234,11 +257,10 @@ impl EventTiming {
     /// the open epoch's ready time, the open epoch's staged transactions and
     /// the evictions waiting for the window, back to back. The FTL asks it
     /// right after foreground GC, whose transactions are still staged.
+    /// O(1): the sums are kept as transactions are staged, queued and started.
     pub fn die_busy_until_ns(&self, die: u32) -> u64 {
-        let on_die = |s: &&Staged| s.tx.die == die;
-        let staged_ns: u64 = self.open.staged.iter().filter(on_die).map(|s| s.tx.occupancy_ns()).sum();
-        let waiting_ns: u64 =
-            self.waiting.iter().flat_map(|(_, staged)| staged.iter().filter(on_die)).map(|s| s.tx.occupancy_ns()).sum();
+        let staged_ns = self.staged_ns.get(die as usize).copied().unwrap_or(0);
+        let waiting_ns = self.waiting_ns.get(die as usize).copied().unwrap_or(0);
         self.core.die_busy_until_ns(die).max(self.open.ready_ns) + staged_ns + waiting_ns
     }
 
@@ -328,6 +350,7 @@ impl EventTiming {
                 if e.windowed {
                     self.windowed_submitted -= 1;
                     if let Some((id, staged)) = self.waiting.pop_front() {
+                        account(&mut self.waiting_ns, &staged, false);
                         self.windowed_submitted += 1;
                         self.submit(id, &staged);
                     }
@@ -365,5 +388,70 @@ impl EventTiming {
             self.finished.extend(buf.iter().filter(|e| e.id != id));
         }
         end.unwrap_or(self.core.now_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::scheduler::SchedulerKind;
+    use crate::timing::transaction::{TxClass, TxKind};
+
+    fn program(die: u32, page: u64) -> Transaction {
+        Transaction {
+            kind: TxKind::Program,
+            class: TxClass::User,
+            die,
+            channel: 0,
+            planes_mask: 1,
+            page,
+            block: page / 4,
+            channel_in_ns: 1_000,
+            cell_ns: 100_000,
+            channel_out_ns: 0,
+            ready_ns: 0,
+            after: None,
+            tag: 0,
+        }
+    }
+
+    /// The estimate the running sums must equal: the core's, then the open
+    /// epoch's staged and the window-waiting transactions of the die summed.
+    fn summed(t: &EventTiming, die: u32) -> u64 {
+        let on_die = |s: &&Staged| s.tx.die == die;
+        let staged_ns: u64 = t.open.staged.iter().filter(on_die).map(|s| s.tx.occupancy_ns()).sum();
+        let waiting_ns: u64 =
+            t.waiting.iter().flat_map(|(_, staged)| staged.iter().filter(on_die)).map(|s| s.tx.occupancy_ns()).sum();
+        t.core.die_busy_until_ns(die).max(t.open.ready_ns) + staged_ns + waiting_ns
+    }
+
+    #[test]
+    fn the_running_backlog_sums_equal_the_summed_queues_through_staging_windows_and_completions() {
+        let core = FlashCore::new(1, 2, SchedulerKind::Fifo, None, None);
+        let mut t = EventTiming::new(core, 1);
+        let check = |t: &EventTiming| {
+            for die in 0..2 {
+                assert_eq!(t.die_busy_until_ns(die), summed(t, die), "die {die}");
+            }
+        };
+        let mut busy = 0;
+        for epoch in 0..6u64 {
+            t.begin(t.now_ns(), true);
+            for k in 0..3 {
+                t.stage(program((epoch + k) as u32 % 2, epoch * 8 + k), None, false, false, 0);
+                check(&t);
+            }
+            t.end();
+            check(&t);
+            busy = busy.max(t.die_busy_until_ns(0));
+        }
+        assert!(t.windowed_outstanding() > 1, "epochs wait for the window");
+        assert!(busy > 3 * 101_000, "the backlog counts waiting epochs");
+        while let Some(next) = t.next_event_ns() {
+            t.run_until(next);
+            check(&t);
+        }
+        assert!(t.is_idle());
+        assert_eq!(t.die_busy_until_ns(0), t.now_ns(), "nothing left: free now");
     }
 }
