@@ -393,8 +393,9 @@ impl PageMap {
     }
 
     /// Free groups holding `pages` checkpoint pages, taken round-robin over
-    /// the units, keeping one free group per unit beyond them so GC can
-    /// still run.
+    /// the units, each unit keeping its GC reserve (it collects first, see
+    /// [`DataPlane::take_spare_group`]); only when no unit can spare one is
+    /// a group taken from the reserve of the unit with the most free groups.
     fn checkpoint_groups_for(
         &mut self,
         dp: &mut DataPlane,
@@ -408,9 +409,21 @@ impl PageMap {
             // Groups with a bad block hold less: ask again for what is missing.
             let needed = (pages - capacity).div_ceil(full);
             dp.make_free_groups(flash, self, needed + dp.units(), "the checkpoint")?;
-            let mut taken = 0;
+            let (mut taken, mut refused) = (0, 0);
             while taken < needed {
-                if let Some(g) = dp.take_free_group(unit) {
+                let group = match dp.take_spare_group(flash, self, unit)? {
+                    Some(g) => Some(g),
+                    None if refused > 2 * dp.units() => {
+                        return Err(FtlError::NoSpace("cannot free a block for the checkpoint".into()));
+                    }
+                    None if refused >= dp.units() => {
+                        let most = (0..dp.units()).max_by_key(|&u| dp.unit_free_groups(u)).unwrap_or(unit);
+                        dp.take_free_group(most)
+                    }
+                    None => None,
+                };
+                refused = if group.is_some() { 0 } else { refused + 1 };
+                if let Some(g) = group {
                     capacity += dp.group_capacity(g) as usize;
                     groups.push(g);
                     taken += 1;

@@ -118,12 +118,14 @@ impl PageMap {
     fn trim_log_page(&mut self, dp: &mut DataPlane, flash: &mut dyn Flash) -> Result<u32, FtlError> {
         let full = self.trim_log.last().is_none_or(|&g| self.trim_log_next >= dp.group_capacity(g));
         if full {
+            // The unit with the most free groups, keeping its GC reserve
+            // (see `DataPlane::take_spare_group`), or, if collecting cannot
+            // get it there, from the reserve.
             let unit = (0..dp.units()).max_by_key(|&u| dp.unit_free_groups(u)).unwrap_or(0);
-            if dp.unit_free_groups(unit) as u32 <= dp.fg_threshold() {
-                dp.foreground_gc(flash, self, unit)?;
-            }
-            let group =
-                dp.take_free_group(unit).ok_or_else(|| FtlError::NoSpace("no free block for the trim log".into()))?;
+            let spare = dp.take_spare_group(flash, self, unit)?;
+            let group = spare
+                .or_else(|| dp.take_free_group(unit))
+                .ok_or_else(|| FtlError::NoSpace("no free block for the trim log".into()))?;
             self.trim_log.push(group);
             self.trim_log_next = 0;
         }

@@ -213,3 +213,29 @@ fn a_guided_campaign_is_the_same_with_one_thread_or_two_and_its_findings_repeat(
     let clean = campaign(&c, &Target::shipped("dftl", Mutant::None).unwrap(), &guided);
     assert!(clean.groups.is_empty(), "{:?}", clean.groups);
 }
+
+/// Hunt's two `ftl_out_of_space` findings on the unmodified page-mapped
+/// FTLs, as shrunk (power cuts and mounts, then a unit whose GC victim had
+/// nowhere to go): a group taken without collecting first (page's
+/// checkpoint at the clean shutdown; a dftl translation page written inside
+/// another unit's GC cycle) had left the unit only a narrow free group.
+/// Before the fix both runs found `ftl_out_of_space`; each must now be clean.
+#[test]
+fn the_shrunk_out_of_space_findings_after_power_cuts_run_clean() {
+    let cases: [(&str, u64, &[&str], u64); 2] = [
+        ("page", 1199, &["opt-gc_background_free_percent", "opt-gc_stream", "verify-passes"], 24237),
+        ("dftl", 642, &["opt-copyback", "opt-gc_background_free_percent", "opt-gc_stream", "opt-multi_plane"], 10584),
+    ];
+    for (ftl, seed, without, requests) in cases {
+        let mut c = tiny();
+        if ftl != "page" {
+            c.ftl_options.clear(); // the preset's are the page FTL's
+        }
+        let without: BTreeSet<String> = without.iter().map(|s| s.to_string()).collect();
+        let swarm = Swarm::draw(&c, ftl, seed, &without, Some(requests));
+        let described = swarm.describe();
+        assert!(described.contains("power-cut@") && described.contains("-mount@"), "{ftl}: {described}");
+        let correct = Target::shipped(ftl, Mutant::None).unwrap();
+        assert_eq!(execute::run(&c, &correct, &swarm), Outcome::Clean, "{ftl} seed {seed}: {described}");
+    }
+}

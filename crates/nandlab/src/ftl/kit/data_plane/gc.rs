@@ -140,6 +140,33 @@ impl DataPlane {
         Ok(())
     }
 
+    /// Take a free group of `unit` for the FTL's own use (checkpoints,
+    /// logs), collecting on the unit first until it can spare one and keep
+    /// the GC reserve (see [`DataPlane::spares_a_group`]). None when
+    /// collecting cannot get it there (the caller tries another unit).
+    pub fn take_spare_group<M: Mapper>(
+        &mut self,
+        flash: &mut dyn Flash,
+        m: &mut M,
+        unit: usize,
+    ) -> Result<Option<u32>, FtlError> {
+        let mut victims = 0;
+        while !self.spares_a_group(unit) {
+            if victims > 2 * self.geometry.blocks_per_plane() {
+                return Ok(None); // collecting gains nothing here
+            }
+            victims += 1;
+            m.before_gc_step(self, flash)?;
+            let was_in_gc = std::mem::replace(&mut self.in_gc, true);
+            let worked = self.collect(flash, m, unit, false);
+            self.in_gc = was_in_gc;
+            if !worked? {
+                return Ok(None);
+            }
+        }
+        Ok(self.take_free_group(unit))
+    }
+
     /// Collect one victim on `unit`. Returns false if there was none worth taking.
     pub(super) fn collect<M: Mapper>(
         &mut self,

@@ -1201,11 +1201,37 @@ impl DataPlane {
         Some(group)
     }
 
+    /// Whether `unit` can give up a full group and still hold the GC
+    /// reserve: `fg_threshold` full groups of free room, what one
+    /// foreground GC cycle needs to copy a victim into when the unit has no
+    /// partly written group to copy into (after a mount sealed them all).
+    /// A group taken without collecting first (a checkpoint, the trim log,
+    /// a metadata page written inside another unit's GC cycle) from a unit
+    /// that cannot spare it left GC a narrow group too small for its victim
+    /// (hunt: page seed 1199, dftl seed 642; docs/design-notes/hunt.md).
+    fn spares_a_group(&self, unit: usize) -> bool {
+        self.units[unit].free_blocks >= (self.fg_threshold + 1) * self.layout.planes_per_group
+    }
+
     /// A page of the FTL's metadata stream on the next unit in turn.
+    ///
+    /// Inside a GC cycle the unit cannot collect before opening a group
+    /// (GC does not nest), so a unit whose metadata group is full and that
+    /// cannot spare a free group is passed over for the next one that can
+    /// (or whose metadata group has room); if none can, the unit in turn
+    /// takes it as before.
     pub fn alloc_meta_page<M: Mapper>(&mut self, flash: &mut dyn Flash, m: &mut M) -> Result<u32, FtlError> {
         debug_assert!(self.staged.is_empty(), "metadata is written only when no host page is staged");
-        let unit = self.next_meta_unit();
-        self.alloc_page(flash, m, unit, self.meta_stream())
+        let mut unit = self.next_meta_unit();
+        let stream = self.meta_stream();
+        if self.in_gc && !self.frontier_has_room(unit, stream) && !self.spares_a_group(unit) {
+            let units = self.units.len();
+            let other = (1..units)
+                .map(|k| (unit + k) % units)
+                .find(|&u| self.frontier_has_room(u, stream) || self.spares_a_group(u));
+            unit = other.unwrap_or(unit);
+        }
+        self.alloc_page(flash, m, unit, stream)
     }
 
     /// The just-programmed metadata page `ppn` holds current data.
